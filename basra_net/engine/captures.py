@@ -1,0 +1,141 @@
+"""Which table cards one played card captures (rules 3-7 of RULES.md).
+
+The expensive part is rule 3: a numeral takes the largest set of table
+numerals that splits into disjoint groups each summing to its value.  That
+maximum depends only on how many table cards there are of each value, so it
+is solved once per (value, value-counts) and cached; the cached answer is a
+list of "how many of each value to take" vectors, which are then expanded
+into the concrete card sets the player may choose between.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import combinations, product
+
+from .cards import JACK, SEVEN_OF_DIAMONDS, Card, rank
+
+# Kinds of play, as reported in events and on the wire.
+DROP = "drop"  # nothing captured; the card stays on the table
+CAPTURE = "capture"
+SWEEP = "sweep"  # the whole table taken, but not a basra
+BASRA = "basra"
+JACK_BASRA = "jack_basra"
+
+
+def _partitions(total: int, largest: int) -> list[tuple[int, ...]]:
+    """Partitions of total into parts <= largest, as non-increasing tuples."""
+    if total == 0:
+        return [()]
+    return [
+        (part, *rest)
+        for part in range(min(total, largest), 0, -1)
+        for rest in _partitions(total - part, part)
+    ]
+
+
+def _as_counts(parts: tuple[int, ...]) -> tuple[int, ...]:
+    counts = [0] * 11
+    for p in parts:
+        counts[p] += 1
+    return tuple(counts)
+
+
+# For each value 1..10: every way to make a group summing to it, as a
+# count-per-value vector indexed 0..10 (index 0 unused).
+_GROUPS = {v: [_as_counts(p) for p in _partitions(v, v)] for v in range(1, 11)}
+
+
+@lru_cache(maxsize=1 << 16)
+def best_takes(total: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """All count vectors of largest size that split into groups summing to total.
+
+    counts[v] is how many table numerals of value v there are (index 0 unused).
+    Returns ((0,)*11,) when nothing can be taken.
+    """
+    groups = [g for g in _GROUPS[total] if all(g[v] <= counts[v] for v in range(1, 11))]
+    reachable = {(0,) * 11}
+    frontier = list(reachable)
+    while frontier:
+        next_frontier = []
+        for used in frontier:
+            for g in groups:
+                combined = tuple(u + x for u, x in zip(used, g))
+                if combined not in reachable and all(
+                    combined[v] <= counts[v] for v in range(1, 11)
+                ):
+                    reachable.add(combined)
+                    next_frontier.append(combined)
+        frontier = next_frontier
+    best = max(sum(u) for u in reachable)
+    if best == 0:
+        return (_NOTHING,)
+    return tuple(sorted(u for u in reachable if sum(u) == best))
+
+
+_NOTHING = (0,) * 11
+
+
+class NumeralGroups:
+    """The table's numerals grouped by value, built once per table state.
+
+    Takes the table sorted, so that every capture comes out sorted.
+    """
+
+    __slots__ = ("by_value", "counts")
+
+    def __init__(self, table: tuple[Card, ...]) -> None:
+        by_value: list[list[Card]] = [[] for _ in range(11)]
+        for card in table:
+            r = card % 13 + 1
+            if r <= 10:
+                by_value[r].append(card)
+        self.by_value = by_value
+        self.counts = tuple(map(len, by_value))
+
+    def captures(self, value: int) -> list[tuple[Card, ...]]:
+        """Every distinct largest capture for a numeral of this value (rule 3).
+
+        Each capture is a sorted tuple of cards; [()] when nothing is taken.
+        """
+        takes = best_takes(value, self.counts)
+        if takes[0] is _NOTHING:
+            return [()]
+        by_value = self.by_value
+        captures = []
+        for take in takes:
+            choices = [combinations(by_value[v], take[v]) for v in range(1, 11) if take[v]]
+            for picked in product(*choices):
+                captures.append(tuple(sorted(c for group in picked for c in group)))
+        return captures
+
+
+def numeral_captures(value: int, table: tuple[Card, ...]) -> list[tuple[Card, ...]]:
+    """Every distinct largest capture for a numeral of this value on this table."""
+    return NumeralGroups(tuple(sorted(table))).captures(value)
+
+
+def whole_table_as_some_rank(table: tuple[Card, ...]) -> str | None:
+    """Rule 6: the kind of the basra the 7 of diamonds scores on this table, or None.
+
+    The 7D counts as a basra when, played as some rank, it would take the
+    whole (non-empty) table under rules 3-5.
+    """
+    ranks = [rank(c) for c in table]
+    if len(table) == 1 and ranks[0] == JACK:
+        return JACK_BASRA
+    if all(r == ranks[0] for r in ranks) and ranks[0] > JACK:
+        return BASRA  # all Queens or all Kings
+    if all(r <= 10 for r in ranks):
+        total = sum(ranks)
+        counts = _as_counts(tuple(ranks))
+        for v in range(1, 11):
+            # A quick necessary condition before the search: the values must
+            # add up to a whole number of groups of v.
+            if total % v == 0 and sum(best_takes(v, counts)[0]) == len(table):
+                return BASRA
+    return None
+
+
+def is_lone_seven_of_diamonds(table: tuple[Card, ...]) -> bool:
+    return len(table) == 1 and table[0] == SEVEN_OF_DIAMONDS

@@ -1,0 +1,291 @@
+"""One game of Basra: six hands dealt from one deck order (rules 1-9)."""
+
+from __future__ import annotations
+
+from .captures import (
+    BASRA,
+    CAPTURE,
+    DROP,
+    JACK_BASRA,
+    SWEEP,
+    NumeralGroups,
+    whole_table_as_some_rank,
+)
+from .cards import JACK, SEVEN_OF_DIAMONDS, Card, card_name, rank
+from .errors import IllegalMove
+from .events import Dealt, Move, Played, TableTaken
+from .scoring import GameScore, ScoringPreset, score_game
+
+HAND_SIZE = 4
+HANDS_PER_GAME = 6
+PLAYS_PER_GAME = 48
+
+
+def _must_leave_table(card: Card) -> bool:
+    """Rule 1: a Jack or the 7D may not start on the table."""
+    return card == SEVEN_OF_DIAMONDS or card % 13 + 1 == JACK
+
+
+class Game:
+    """The state of one game, advanced one legal move at a time.
+
+    Seats are 0 and 1; the non-dealer plays first.  Cards leave the deck in
+    this order: deck[0:4] to the non-dealer, deck[4:8] to the dealer,
+    deck[8:12] to the table, and the rest is the stock, top first.  Then each
+    table position in turn, while it holds a Jack or the 7D, sends that card to
+    the bottom of the stock and takes the top card of the stock.  Later hands
+    deal 4 cards from the top of the stock to the non-dealer, then 4 to the
+    dealer.
+    """
+
+    __slots__ = (
+        "number",
+        "preset",
+        "deck",
+        "dealer",
+        "hands",
+        "table",
+        "stock",
+        "piles",
+        "basras",
+        "jack_basras",
+        "turn",
+        "hand_no",
+        "plays",
+        "last_capturer",
+        "moved_to_bottom",
+        "history",
+        "_legal",
+    )
+
+    def __init__(self, number: int, deck: tuple[Card, ...], dealer: int, preset: ScoringPreset) -> None:
+        if sorted(deck) != list(range(52)):
+            raise ValueError("a deck order must hold each of the 52 cards once")
+        if dealer not in (0, 1):
+            raise ValueError("dealer must be seat 0 or 1")
+        self.number = number
+        self.preset = preset
+        self.deck = tuple(deck)
+        self.dealer = dealer
+        first = 1 - dealer
+        hands: list[list[Card]] = [[], []]
+        hands[first] = list(deck[0:4])
+        hands[dealer] = list(deck[4:8])
+        table = list(deck[8:12])
+        stock = list(deck[12:])
+        moved = []
+        for i in range(len(table)):
+            while _must_leave_table(table[i]):
+                moved.append(table[i])
+                stock.append(table[i])
+                table[i] = stock.pop(0)
+        self.hands = hands
+        self.table = table
+        self.stock = stock
+        self.piles: list[list[Card]] = [[], []]
+        self.basras = [0, 0]
+        self.jack_basras = [0, 0]
+        self.turn = first
+        self.hand_no = 1
+        self.plays = 0
+        self.last_capturer: int | None = None
+        self.moved_to_bottom = tuple(moved)
+        self.history: list[Move] = []
+        self._legal: list[Move] | None = None
+
+    # --- queries -----------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        return self.plays == PLAYS_PER_GAME
+
+    def first_deal(self) -> Dealt:
+        return Dealt(
+            game=self.number,
+            hand_no=1,
+            dealer=self.dealer,
+            hands=(tuple(self.hands[0]), tuple(self.hands[1])),
+            table=tuple(self.table),
+            stock_left=len(self.stock),
+            moved_to_bottom=self.moved_to_bottom,
+        )
+
+    def options(self, card: Card) -> list[Move]:
+        """Every legal way to play this card on the current table."""
+        whole = tuple(sorted(self.table))
+        return self._options(card, whole, NumeralGroups(whole))
+
+    def _options(self, card: Card, whole: tuple[Card, ...], groups: NumeralGroups) -> list[Move]:
+        # ``whole`` is the sorted table and ``groups`` its numerals by value,
+        # computed once for a whole hand.
+        table = self.table
+        if not table:
+            return [Move(card, (), DROP)]
+        r = card % 13 + 1
+        preset = self.preset
+        if len(table) == 1 and table[0] == SEVEN_OF_DIAMONDS:  # rule 7
+            if r == JACK:
+                return [Move(card, whole, JACK_BASRA if preset.jacks_make_basras else SWEEP)]
+            return [Move(card, whole, BASRA)]
+        if r == JACK:  # rule 5
+            lone_jack = len(table) == 1 and rank(table[0]) == JACK
+            return [Move(card, whole, JACK_BASRA if lone_jack and preset.jacks_make_basras else SWEEP)]
+        if card == SEVEN_OF_DIAMONDS:  # rule 6
+            if preset.seven_of_diamonds_basra == "any_rank":
+                kind = whole_table_as_some_rank(whole) or SWEEP
+            else:
+                numerals = all(c % 13 < 10 for c in table)
+                kind = BASRA if numerals and sum(c % 13 + 1 for c in table) <= 10 else SWEEP
+            return [Move(card, whole, kind)]
+        if r > 10:  # rule 4: Queen or King
+            captures = [tuple(c for c in whole if c % 13 + 1 == r)]
+        else:
+            captures = groups.captures(r)
+        n = len(table)
+        return [
+            Move(card, taken, DROP if not taken else BASRA if len(taken) == n else CAPTURE)
+            for taken in captures
+        ]
+
+    def legal_moves(self) -> list[Move]:
+        """The moves open to the seat to act, hand order first, then capture order."""
+        if self._legal is None:
+            if self.finished:
+                self._legal = []
+            else:
+                whole = tuple(sorted(self.table))
+                groups = NumeralGroups(whole)
+                self._legal = [m for card in self.hands[self.turn] for m in self._options(card, whole, groups)]
+        return self._legal
+
+    def scores(self) -> tuple[GameScore, GameScore]:
+        return score_game(
+            self.preset,
+            (self.piles[0], self.piles[1]),
+            (self.basras[0], self.basras[1]),
+            (self.jack_basras[0], self.jack_basras[1]),
+        )
+
+    # --- the one mutation --------------------------------------------------------
+
+    def play(self, seat: int, move: Move) -> list[Dealt | Played | TableTaken]:
+        """Apply a move; raise IllegalMove (state untouched) when the rules forbid it."""
+        if self.finished:
+            raise IllegalMove(IllegalMove.NO_GAME, "the game is over")
+        if seat != self.turn:
+            raise IllegalMove(IllegalMove.NOT_YOUR_TURN, f"it is seat {self.turn}'s turn, not seat {seat}'s")
+        hand = self.hands[seat]
+        if move.card not in hand:
+            raise IllegalMove(IllegalMove.NOT_IN_HAND, f"{_name(move.card)} is not in your hand")
+        wanted = tuple(sorted(move.captures))
+        legal = [m for m in self.legal_moves() if m.card == move.card]
+        chosen = next((m for m in legal if m.captures == wanted), None)
+        if chosen is None:
+            allowed = " or ".join("[" + " ".join(_name(c) for c in m.captures) + "]" for m in legal)
+            raise IllegalMove(
+                IllegalMove.WRONG_CAPTURE,
+                f"{_name(move.card)} must take {allowed}",
+            )
+        hand.remove(chosen.card)
+        taken = chosen.captures
+        if taken:
+            taken_set = set(taken)
+            self.table = [c for c in self.table if c not in taken_set]
+            self.piles[seat].extend(taken)
+            self.piles[seat].append(chosen.card)
+            self.last_capturer = seat
+            if chosen.kind == BASRA:
+                self.basras[seat] += 1
+            elif chosen.kind == JACK_BASRA:
+                self.jack_basras[seat] += 1
+        else:
+            self.table.append(chosen.card)
+        self.history.append(chosen)
+        self.plays += 1
+        self.turn = 1 - seat
+        self._legal = None
+        events: list[Dealt | Played | TableTaken] = [
+            Played(self.number, seat, chosen.card, taken, chosen.kind, tuple(self.table))
+        ]
+        if not self.hands[0] and not self.hands[1]:
+            if self.stock:
+                events.append(self._deal_next_hand())
+            else:
+                events.append(self._take_the_rest())
+        return events
+
+    def _deal_next_hand(self) -> Dealt:
+        first = 1 - self.dealer
+        self.hands[first] = self.stock[0:4]
+        self.hands[self.dealer] = self.stock[4:8]
+        del self.stock[0:8]
+        self.hand_no += 1
+        self.turn = first
+        return Dealt(
+            game=self.number,
+            hand_no=self.hand_no,
+            dealer=self.dealer,
+            hands=(tuple(self.hands[0]), tuple(self.hands[1])),
+            table=tuple(self.table),
+            stock_left=len(self.stock),
+        )
+
+    def _take_the_rest(self) -> TableTaken:
+        rest = tuple(self.table)
+        if self.last_capturer is not None:
+            self.piles[self.last_capturer].extend(rest)
+            self.table = []
+        return TableTaken(self.number, self.last_capturer, rest)
+
+    # --- plain data --------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {
+            "number": self.number,
+            "deck": list(self.deck),
+            "dealer": self.dealer,
+            "hands": [list(h) for h in self.hands],
+            "table": list(self.table),
+            "stock": list(self.stock),
+            "piles": [list(p) for p in self.piles],
+            "basras": list(self.basras),
+            "jack_basras": list(self.jack_basras),
+            "turn": self.turn,
+            "hand_no": self.hand_no,
+            "plays": self.plays,
+            "last_capturer": self.last_capturer,
+            "moved_to_bottom": list(self.moved_to_bottom),
+            "history": [[m.card, list(m.captures), m.kind] for m in self.history],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, preset: ScoringPreset) -> "Game":
+        game = cls.__new__(cls)
+        game.number = int(data["number"])
+        game.preset = preset
+        game.deck = tuple(data["deck"])
+        game.dealer = data["dealer"]
+        game.hands = [list(h) for h in data["hands"]]
+        game.table = list(data["table"])
+        game.stock = list(data["stock"])
+        game.piles = [list(p) for p in data["piles"]]
+        game.basras = list(data["basras"])
+        game.jack_basras = list(data["jack_basras"])
+        game.turn = data["turn"]
+        game.hand_no = data["hand_no"]
+        game.plays = data["plays"]
+        game.last_capturer = data["last_capturer"]
+        game.moved_to_bottom = tuple(data["moved_to_bottom"])
+        game.history = [Move(c, tuple(t), k) for c, t, k in data["history"]]
+        game._legal = None
+        held = [*game.hands[0], *game.hands[1], *game.table, *game.stock, *game.piles[0], *game.piles[1]]
+        if sorted(game.deck) != list(range(52)) or sorted(held) != list(range(52)):
+            raise ValueError("game state does not account for the 52 cards exactly once")
+        return game
+
+
+def _name(card: Card) -> str:
+    try:
+        return card_name(card)
+    except ValueError:
+        return "that card"
