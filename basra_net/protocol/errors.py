@@ -1,0 +1,64 @@
+"""The one exception type for bad input from a peer, and its error codes."""
+
+from __future__ import annotations
+
+BAD_FRAME = "bad_frame"
+BAD_MSGPACK = "bad_msgpack"
+BAD_MESSAGE = "bad_message"
+UNKNOWN_TYPE = "unknown_type"
+UNEXPECTED = "unexpected"
+UNSUPPORTED_VERSION = "unsupported_version"
+ILLEGAL_MOVE = "illegal_move"
+STALE_REQUEST = "stale_request"
+TABLE_FULL = "table_full"
+TIMEOUT = "timeout"
+INTERNAL = "internal"
+
+ERROR_CODES = frozenset(
+    {
+        BAD_FRAME,
+        BAD_MSGPACK,
+        BAD_MESSAGE,
+        UNKNOWN_TYPE,
+        UNEXPECTED,
+        UNSUPPORTED_VERSION,
+        ILLEGAL_MOVE,
+        STALE_REQUEST,
+        TABLE_FULL,
+        TIMEOUT,
+        INTERNAL,
+    }
+)
+
+# Codes after which the connection is closed. A broken frame or body means the
+# byte stream can no longer be trusted; the others end the session by nature.
+# Every other code is answered and the connection carries on.
+FATAL_CODES = frozenset(
+    {
+        BAD_FRAME,
+        BAD_MSGPACK,
+        UNSUPPORTED_VERSION,
+        TABLE_FULL,
+        TIMEOUT,
+        INTERNAL,
+    }
+)
+
+
+class ProtocolError(Exception):
+    """A peer sent something this side must refuse, identified by an error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        if code not in ERROR_CODES:
+            raise ValueError(f"unknown protocol error code {code!r}")
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    @property
+    def fatal(self) -> bool:
+        """True when the connection must be closed after reporting this error."""
+        return self.code in FATAL_CODES
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"

@@ -1,0 +1,216 @@
+"""The fair deal: commitment, deck key, HMAC draw stream, shuffle and signatures.
+
+Every construction here is specified byte for byte in PROTOCOL.md section 9;
+cards are the ints 0..51 of the canonical deck, and index 0 of a deck is its top.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+
+MATCH_ID_SIZE = 16
+NONCE_SIZE = 32
+SEED_SIZE = 32
+KEY_SIZE = 32
+COMMITMENT_SIZE = 32
+PUBLIC_KEY_SIZE = 32
+SIGNATURE_SIZE = 64
+DECK_SIZE = 52
+
+_COMMIT_LABEL = b"basra-net/v1/commit"
+_DECK_KEY_LABEL = b"basra-net/v1/deck-key"
+_COMMIT_SIG_LABEL = b"basra-net/v1/commit-sig"
+_REVEAL_SIG_LABEL = b"basra-net/v1/reveal-sig"
+
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_BLOCK_WORDS = struct.Struct(">8I")  # one HMAC-SHA256 block = 8 u32 words
+
+
+def _lp(data: bytes) -> bytes:
+    return _U32.pack(len(data)) + data
+
+
+def _game(game: int) -> bytes:
+    if not 0 <= game <= 0xFFFFFFFF:
+        raise ValueError(f"game {game} does not fit in a u32")
+    return _U32.pack(game)
+
+
+def _sized(name: str, value: bytes, size: int) -> bytes:
+    if not isinstance(value, bytes) or len(value) != size:
+        raise ValueError(f"{name} must be {size} bytes")
+    return value
+
+
+def commitment(match_id: bytes, game: int, client_nonce: bytes, host_seed: bytes) -> bytes:
+    """SHA-256 commitment to host_seed, bound to this match, game and client."""
+    return hashlib.sha256(
+        _lp(_COMMIT_LABEL)
+        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        + _game(game)
+        + _lp(_sized("client_nonce", client_nonce, NONCE_SIZE))
+        + _lp(_sized("host_seed", host_seed, SEED_SIZE))
+    ).digest()
+
+
+def deck_key(match_id: bytes, game: int, host_seed: bytes, client_seed: bytes) -> bytes:
+    """The HMAC key of the draw stream, fixed by both players' seeds."""
+    return hashlib.sha256(
+        _lp(_DECK_KEY_LABEL)
+        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        + _game(game)
+        + _lp(_sized("host_seed", host_seed, SEED_SIZE))
+        + _lp(_sized("client_seed", client_seed, SEED_SIZE))
+    ).digest()
+
+
+class DrawStream:
+    """HMAC-SHA256(key, u64(i)) for i = 0, 1, ..., read as big-endian u32 words."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = _sized("key", key, KEY_SIZE)
+        self._block: tuple[int, ...] = ()
+        self._position = 0
+        self._block_count = 0
+        self._words_consumed = 0
+
+    @property
+    def words_consumed(self) -> int:
+        return self._words_consumed
+
+    @property
+    def block_count(self) -> int:
+        """Number of HMAC blocks computed so far."""
+        return self._block_count
+
+    def __iter__(self) -> DrawStream:
+        return self
+
+    def __next__(self) -> int:
+        if self._position == len(self._block):
+            digest = hmac.digest(self._key, _U64.pack(self._block_count), "sha256")
+            self._block = _BLOCK_WORDS.unpack(digest)
+            self._position = 0
+            self._block_count += 1
+        word = self._block[self._position]
+        self._position += 1
+        self._words_consumed += 1
+        return word
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One word taken by the sampler: kept as `masked` if `accepted`, else discarded."""
+
+    n: int
+    word: int
+    masked: int
+    accepted: bool
+
+
+def uniform(stream: Iterator[int], n: int, trace: list[Draw] | None = None) -> int:
+    """A uniform int in [0, n) by bitmask rejection sampling, 1 <= n <= 2**32.
+
+    Appends every word examined to `trace` when one is given.
+    """
+    if not 1 <= n <= 1 << 32:
+        raise ValueError(f"n must be in 1..2**32, got {n}")
+    mask = (1 << (n - 1).bit_length()) - 1
+    while True:
+        word = next(stream)
+        masked = word & mask
+        accepted = masked < n
+        if trace is not None:
+            trace.append(Draw(n, word, masked, accepted))
+        if accepted:
+            return masked
+
+
+@dataclass(frozen=True)
+class ShuffleTrace:
+    """Every intermediate value of one shuffle, for verbose verification and vectors."""
+
+    key: bytes
+    draws: tuple[Draw, ...]
+    deck: tuple[int, ...]
+    words_consumed: int
+    block_count: int
+
+
+def _fisher_yates(stream: Iterator[int], trace: list[Draw] | None) -> tuple[int, ...]:
+    deck = list(range(DECK_SIZE))
+    for i in range(DECK_SIZE - 1, 0, -1):
+        j = uniform(stream, i + 1, trace)
+        deck[i], deck[j] = deck[j], deck[i]
+    return tuple(deck)
+
+
+def shuffled_deck(
+    match_id: bytes, game: int, host_seed: bytes, client_seed: bytes
+) -> tuple[int, ...]:
+    """The deck order of one game: 52 card ints, index 0 = top, dealt first."""
+    stream = DrawStream(deck_key(match_id, game, host_seed, client_seed))
+    return _fisher_yates(stream, None)
+
+
+def shuffle_trace(
+    match_id: bytes, game: int, host_seed: bytes, client_seed: bytes
+) -> ShuffleTrace:
+    """shuffled_deck with the key and every draw recorded."""
+    key = deck_key(match_id, game, host_seed, client_seed)
+    stream = DrawStream(key)
+    draws: list[Draw] = []
+    deck = _fisher_yates(stream, draws)
+    return ShuffleTrace(key, tuple(draws), deck, stream.words_consumed, stream.block_count)
+
+
+def commit_signed_bytes(match_id: bytes, game: int, commitment: bytes) -> bytes:
+    """The exact bytes the host signs when it commits."""
+    return (
+        _lp(_COMMIT_SIG_LABEL)
+        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        + _game(game)
+        + _lp(_sized("commitment", commitment, COMMITMENT_SIZE))
+    )
+
+
+def reveal_signed_bytes(match_id: bytes, game: int, host_seed: bytes) -> bytes:
+    """The exact bytes the host signs when it reveals its seed."""
+    return (
+        _lp(_REVEAL_SIG_LABEL)
+        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        + _game(game)
+        + _lp(_sized("host_seed", host_seed, SEED_SIZE))
+    )
+
+
+def sign(private_key: Ed25519PrivateKey, data: bytes) -> bytes:
+    return private_key.sign(data)
+
+
+def verify_signature(public_key_bytes: bytes, signature: bytes, data: bytes) -> bool:
+    """True only for a valid Ed25519 signature; False for any bad or malformed input."""
+    if not (
+        isinstance(public_key_bytes, bytes)
+        and isinstance(signature, bytes)
+        and isinstance(data, bytes)
+        and len(public_key_bytes) == PUBLIC_KEY_SIZE
+        and len(signature) == SIGNATURE_SIZE
+    ):
+        return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key_bytes).verify(signature, data)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
