@@ -10,6 +10,7 @@ UNEXPECTED = "unexpected"
 UNSUPPORTED_VERSION = "unsupported_version"
 ILLEGAL_MOVE = "illegal_move"
 STALE_REQUEST = "stale_request"
+NOT_YOUR_TURN = "not_your_turn"
 TABLE_FULL = "table_full"
 TIMEOUT = "timeout"
 INTERNAL = "internal"
@@ -24,6 +25,7 @@ ERROR_CODES = frozenset(
         UNSUPPORTED_VERSION,
         ILLEGAL_MOVE,
         STALE_REQUEST,
+        NOT_YOUR_TURN,
         TABLE_FULL,
         TIMEOUT,
         INTERNAL,
@@ -31,12 +33,16 @@ ERROR_CODES = frozenset(
 )
 
 # Codes after which the connection is closed. A broken frame or body means the
-# byte stream can no longer be trusted; the others end the session by nature.
-# Every other code is answered and the connection carries on.
+# byte stream can no longer be trusted; a well-formed message that is not one
+# of ours, or lacks its fields, comes from a peer that does not speak the
+# protocol; the others end the session by nature. Every other code (a move or
+# message at the wrong moment) is answered and the connection carries on.
 FATAL_CODES = frozenset(
     {
         BAD_FRAME,
         BAD_MSGPACK,
+        BAD_MESSAGE,
+        UNKNOWN_TYPE,
         UNSUPPORTED_VERSION,
         TABLE_FULL,
         TIMEOUT,

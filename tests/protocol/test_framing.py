@@ -61,7 +61,7 @@ def test_protocol_error_text_and_fatality():
     assert ProtocolError("bad_frame", "x").fatal
     assert FATAL_CODES < ERROR_CODES
     assert ERROR_CODES - FATAL_CODES == {
-        "bad_message", "unknown_type", "unexpected", "illegal_move", "stale_request"
+        "unexpected", "illegal_move", "stale_request", "not_your_turn"
     }
 
 

@@ -1,0 +1,89 @@
+"""The `basra` command: argument parsing and exit codes, nothing else.
+
+Heavy imports wait until a command needs them, so `basra --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_USAGE = 2
+BOT_LEVELS = ("greedy", "random")
+DEFAULT_PORT = 5252
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535; 0 picks a free one)")
+    return int(text)
+
+
+def _name(text: str) -> str:
+    if not 1 <= len(text) <= 32 or not text.isprintable() or text.strip() != text:
+        raise argparse.ArgumentTypeError("a name is 1 to 32 printable characters, without outer spaces")
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="basra",
+        description="Egyptian Basra for two players over a LAN, with a deal neither player can fake.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    host = commands.add_parser("host", help="open a table and play seat 0", description="Open a table and wait for the second player.")
+    host.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
+    host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
+    host.add_argument("--name", type=_name, default="Host", help="your name at the table")
+    host.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win the match (default 101)")
+    host.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
+    host.add_argument("--bot", nargs="?", const="greedy", choices=BOT_LEVELS, metavar="LEVEL",
+                      help="seat the built-in bot as the second player (level: greedy or random)")
+    host.add_argument("--auto", nargs="?", const="greedy", choices=BOT_LEVELS, metavar="LEVEL",
+                      help="let the bot play your own seat (a headless host)")
+    host.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
+
+    join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
+    join.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
+    join.add_argument("--name", type=_name, default="Guest", help="your name at the table")
+    join.add_argument("--auto", nargs="?", const="greedy", choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
+    join.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
+
+    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")
+    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.add_argument("--verbose", "-v", action="store_true", help="print the intermediate values of every shuffle")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "verify":
+        from .client.verify_file import verify_file
+
+        return verify_file(args.file, verbose=args.verbose)
+    if args.command == "join":
+        from .client.join import parse_address
+
+        try:
+            host, port = parse_address(args.address)
+        except ValueError as err:
+            print(f"basra join: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        from .client.command import run_join_command
+
+        return run_join_command(host, port, args)
+    from .host.command import run_host_command
+
+    return run_host_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Running a seat from the command line: choosing its player, Ctrl-C, the closing lines."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Awaitable, Callable, TypeVar
+
+import trio
+
+from .join import JoinSession
+from .players import BotPlayer, Player
+from .session import EXIT_LEFT, SessionResult
+
+T = TypeVar("T")
+
+
+def make_player(auto_level: str | None, label: str) -> Player:
+    """The bot when --auto is given, else the terminal player."""
+    if auto_level is not None:
+        return BotPlayer(auto_level, log=lambda line: print(f"[{label}] {line}", flush=True))
+    from .terminal import TerminalPlayer
+
+    return TerminalPlayer()
+
+
+async def run_until_interrupted(main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0) -> T | None:
+    """Run main(stop); the first Ctrl-C sets stop so the seat can leave politely.
+
+    A second Ctrl-C, or the grace period running out, cancels main: then the
+    result is None.
+    """
+    stop = trio.Event()
+    result = None
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    if stop.is_set():
+                        nursery.cancel_scope.cancel()
+                        return
+                    stop.set()
+                    nursery.cancel_scope.deadline = trio.current_time() + grace
+
+        nursery.start_soon(watch)
+        result = await main(stop)
+        nursery.cancel_scope.cancel()
+    return result
+
+
+def report(result: SessionResult, prefix: str) -> None:
+    stream = sys.stdout if result.exit_code == 0 else sys.stderr
+    print(f"{prefix}: {result.reason}", file=stream, flush=True)
+    if result.transcript_path is not None:
+        print(f"{prefix}: transcript saved to {result.transcript_path}", flush=True)
+
+
+def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
+    player = make_player(args.auto, args.name)
+    join = JoinSession(host, port, args.name, player, args.transcript)
+
+    async def main(stop: trio.Event) -> SessionResult:
+        return await join.run(stop)
+
+    result = trio.run(run_until_interrupted, main)
+    if result is None:
+        print("basra join: interrupted", file=sys.stderr)
+        return EXIT_LEFT
+    report(result, "basra join")
+    return result.exit_code

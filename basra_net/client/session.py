@@ -1,0 +1,221 @@
+"""One seat's side of a match over any trio stream: the one client every seat uses.
+
+The joining player, the host's own player and the built-in bot all run this
+code; only the Player behind it differs.  Seat 1 also takes part in the fair
+deal (it sends a seed for each game, checks every reveal) and writes the
+transcript of its channel.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import trio
+
+from ..protocol.connection import ClientConnection, ConnectionClosed
+from ..protocol.errors import ProtocolError
+from ..protocol.messages import (
+    PROTOCOL_VERSIONS,
+    Commit,
+    Error,
+    Hello,
+    Leave,
+    MatchEnd,
+    Message,
+    Play,
+    Reveal,
+    Seed,
+    Welcome,
+    YourTurn,
+)
+from ..protocol.verify import GUEST, HOST, MatchVerifier
+from .players import Player, PlayerLeft
+from .state import ClientState
+from .storage import TranscriptFile, default_transcript_path
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_DEAL_FAILED = 3
+EXIT_LEFT = 130  # the player chose to leave (Ctrl-C or quit), as shells report an interrupt
+RECEIVE_SIZE = 65536
+
+
+@dataclass
+class SessionResult:
+    exit_code: int
+    reason: str
+    state: ClientState
+    transcript_path: Path | None
+
+
+class PeerGone(Exception):
+    """The connection ended or broke before the match did."""
+
+
+class ClientSession:
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        name: str,
+        player: Player,
+        *,
+        transcript_path: Path | None = None,
+        keep_transcript: bool = True,
+        make_seed: Callable[[], bytes] = lambda: os.urandom(32),
+    ) -> None:
+        self.stream = stream
+        self.player = player
+        self.state = ClientState(name=name)
+        self.connection = ClientConnection()
+        self.verifier = MatchVerifier()
+        self._transcript_path = transcript_path
+        self._keep_transcript = keep_transcript
+        self._transcript: TranscriptFile | None = None
+        self._unwritten: list[tuple[str, Message]] = []  # records before the seat is known
+        self._make_seed = make_seed
+        self.deal_failures: list[str] = []
+
+    # --- the channel ---------------------------------------------------------------------
+
+    async def _send(self, message: Message) -> None:
+        data = self.connection.send(message)
+        self._record(GUEST, message)
+        await self.stream.send_all(data)
+
+    def _record(self, sender: str, message: Message) -> None:
+        if self.state.seat == 1 and self._transcript is not None:
+            self._transcript.record(sender, message)
+        elif self.state.seat is None:
+            self._unwritten.append((sender, message))
+        if self.state.seat in (1, None):
+            self.verifier.observe(sender, message)
+
+    def _open_transcript(self, welcome: Welcome) -> None:
+        if welcome.seat != 1 or not self._keep_transcript:
+            self._unwritten.clear()
+            return
+        path = self._transcript_path or default_transcript_path(welcome.match_id, "guest")
+        self._transcript = TranscriptFile(path, "guest")
+        for sender, message in self._unwritten:
+            self._transcript.record(sender, message)
+        self._unwritten.clear()
+
+    @property
+    def transcript_path(self) -> Path | None:
+        return self._transcript.path if self._transcript else None
+
+    # --- the match -----------------------------------------------------------------------
+
+    async def run(self, stop: trio.Event | None = None) -> SessionResult:
+        """Play the match out; when ``stop`` is set, tell the host this seat leaves and end."""
+        result: SessionResult | None = None
+        async with trio.open_nursery() as nursery:
+            if stop is not None:
+                nursery.start_soon(self._leave_on, stop, nursery.cancel_scope)
+            result = await self._run()
+            nursery.cancel_scope.cancel()
+        return result or self._result(EXIT_LEFT, "you left the match")
+
+    async def _leave_on(self, stop: trio.Event, scope: trio.CancelScope) -> None:
+        await stop.wait()
+        await self.leave("the player left (Ctrl-C)")
+        scope.cancel()
+
+    async def _run(self) -> SessionResult:
+        try:
+            await self._send(Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32)))
+            reason = await self._receive_until_over()
+        except PeerGone as gone:
+            return self._result(EXIT_FAILURE, str(gone))
+        except ProtocolError as err:
+            await self._try_send_raw(self.connection.send_error(err))
+            return self._result(EXIT_FAILURE, f"the host broke the protocol: {err}")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+            return self._result(EXIT_FAILURE, f"connection lost: {err.__class__.__name__}")
+        except PlayerLeft as left:
+            await self.leave(str(left))
+            return self._result(EXIT_LEFT, str(left))
+        finally:
+            if self._transcript is not None:
+                self._transcript.close()
+            await trio.aclose_forcefully(self.stream)
+        code = EXIT_DEAL_FAILED if self.deal_failures else EXIT_OK
+        return self._result(code, reason)
+
+    async def leave(self, reason: str) -> None:
+        """Tell the host this seat is leaving (Ctrl-C); best effort, bounded in time."""
+        with trio.move_on_after(2) as scope:
+            scope.shield = True
+            await self._try_send_raw(self.connection.send(Leave(reason)))
+
+    async def _try_send_raw(self, data: bytes) -> None:
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError, OSError):
+            pass
+
+    def _result(self, code: int, reason: str) -> SessionResult:
+        return SessionResult(code, reason, self.state, self.transcript_path)
+
+    async def _receive_until_over(self) -> str:
+        while True:
+            data = await self.stream.receive_some(RECEIVE_SIZE)
+            self.connection.receive_data(data)
+            while (event := self.connection.next_event()) is not None:
+                if isinstance(event, ConnectionClosed):
+                    raise PeerGone("the host closed the connection before the match ended")
+                outcome = await self._handle(event)
+                if outcome is not None:
+                    return outcome
+
+    async def _handle(self, message: Message) -> str | None:
+        """Act on one message; return the end-of-session reason when the session is over."""
+        self._record(HOST, message)
+        state = self.state
+        if isinstance(message, Error):
+            if self.connection.closed:
+                raise PeerGone(f"the host refused: {message.code}: {message.message}")
+            self.player.notice(state, f"the host refused that: {message.message}")
+            return None
+        if isinstance(message, Leave):
+            raise PeerGone(f"the host left the match: {message.reason}" if message.reason else "the host left the match")
+        state.apply(message)
+        if isinstance(message, Welcome):
+            self._open_transcript(message)
+        elif isinstance(message, Commit):
+            await self._send(Seed(message.game, self._make_seed()))
+        elif isinstance(message, Reveal):
+            self._show_check(message)
+        elif isinstance(message, MatchEnd):
+            for problem in self.verifier.finish():
+                self._fail_deal(None, str(problem))
+        self.player.show(state, message)
+        if isinstance(message, YourTurn):
+            move = await self.player.choose(state)
+            await self._send(Play(message.request, move.card, move.captures))
+        if isinstance(message, MatchEnd):
+            return "the match is over"
+        return None
+
+    def _show_check(self, reveal: Reveal) -> None:
+        check = self.verifier.checks[-1] if self.verifier.checks and self.verifier.checks[-1].game == reveal.game else None
+        summary = next((r for r in self.state.results if r.game == reveal.game), None)
+        if check is None:
+            return
+        text = "deal verified: the host's seed matches its commitment and every card and score checks out"
+        if not check.ok:
+            text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
+            self._fail_deal(reveal.game, text)
+        if summary is not None:
+            summary.verified, summary.verification = check.ok, text
+        if self._transcript is not None:
+            self._transcript.note("verification", reveal.game, text)
+
+    def _fail_deal(self, game: int | None, text: str) -> None:
+        self.deal_failures.append(text)
+        self.player.notice(self.state, text)
+        if self._transcript is not None and game is None:
+            self._transcript.note("verification", None, text)

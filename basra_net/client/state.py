@@ -1,0 +1,117 @@
+"""What a seat knows of the match, rebuilt from the host's messages alone.
+
+The terminal screen and the bot both read this; neither computes rules (the
+legal moves arrive in each request to act).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..engine import Move, SeatView
+from ..engine.scoring import GameScore
+from ..protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
+
+
+@dataclass
+class GameSummary:
+    game: int
+    scores: tuple[GameScore, GameScore]
+    totals: tuple[int, int]
+    verified: bool | None = None  # seat 1 only: the deal check after the reveal
+    verification: str = ""
+
+
+@dataclass
+class ClientState:
+    name: str
+    seat: int | None = None
+    names: tuple[str, str] = ("", "")
+    scoring: str = "egyptian"
+    target: int = 0
+    game: int = 0
+    hand_no: int = 0
+    dealer: int | None = None
+    turn: int | None = None
+    hand: tuple[int, ...] = ()
+    opponent_hand_size: int = 0
+    table: tuple[int, ...] = ()
+    stock_left: int = 0
+    captured: list[int] = field(default_factory=lambda: [0, 0])
+    basras: list[int] = field(default_factory=lambda: [0, 0])
+    jack_basras: list[int] = field(default_factory=lambda: [0, 0])
+    totals: tuple[int, int] = (0, 0)
+    moves: tuple[Move, ...] = ()  # the open request's legal moves
+    request: int | None = None
+    last_play: Played | None = None
+    results: list[GameSummary] = field(default_factory=list)
+    winner: int | None = None
+    end_reason: str | None = None
+
+    @property
+    def opponent(self) -> int:
+        return 1 - (self.seat or 0)
+
+    @property
+    def opponent_name(self) -> str:
+        return self.names[self.opponent] or "opponent"
+
+    def apply(self, message: Message) -> None:
+        """Fold one validated message from the host into the state."""
+        if isinstance(message, Welcome):
+            self.seat, self.scoring, self.target = message.seat, message.scoring, message.target
+        elif isinstance(message, MatchStart):
+            self.names = message.names
+        elif isinstance(message, Deal):
+            if message.hand_no == 1:
+                self.captured, self.basras, self.jack_basras = [0, 0], [0, 0], [0, 0]
+                self.last_play = None
+            self.game, self.hand_no, self.dealer = message.game, message.hand_no, message.dealer
+            self.hand, self.table, self.stock_left = message.hand, message.table, message.stock_left
+            self.opponent_hand_size = len(message.hand)
+            self.turn = message.turn
+        elif isinstance(message, YourTurn):
+            self.request, self.moves = message.request, message.moves
+        elif isinstance(message, Played):
+            if message.seat == self.seat:
+                self.hand = tuple(c for c in self.hand if c != message.card)
+                self.request, self.moves = None, ()
+            else:
+                self.opponent_hand_size -= 1
+            if message.captures:
+                self.captured[message.seat] += len(message.captures) + 1
+            if message.kind == "basra":
+                self.basras[message.seat] += 1
+            elif message.kind == "jack_basra":
+                self.jack_basras[message.seat] += 1
+            self.table, self.turn, self.last_play = message.table, message.turn, message
+        elif isinstance(message, GameEnd):
+            if message.last_taker is not None:
+                self.captured[message.last_taker] += len(message.rest)
+            self.table, self.turn, self.totals = (), None, message.totals
+            self.results.append(GameSummary(message.game, message.scores, message.totals))
+        elif isinstance(message, MatchEnd):
+            self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
+
+    def seat_view(self) -> SeatView:
+        """The engine's view type, for the built-in bots."""
+        seat = self.seat or 0
+        return SeatView(
+            seat=seat,
+            game=self.game,
+            hand_no=self.hand_no,
+            dealer=self.dealer,
+            turn=self.turn,
+            hand=self.hand,
+            opponent_hand_size=self.opponent_hand_size,
+            table=self.table,
+            stock_left=self.stock_left,
+            captured=(self.captured[0], self.captured[1]),
+            basras=(self.basras[0], self.basras[1]),
+            jack_basras=(self.jack_basras[0], self.jack_basras[1]),
+            totals=self.totals,
+            target=self.target,
+            scoring=self.scoring,
+            legal_moves=self.moves,
+            winner=self.winner,
+        )

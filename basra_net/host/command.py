@@ -1,0 +1,54 @@
+"""`basra host` from the command line: settings from the arguments, the closing lines, the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import trio
+
+from ..client.command import make_player, run_until_interrupted
+from ..client.players import BotPlayer
+from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
+from .server import HostOutcome, HostSettings, run_host
+
+
+def run_host_command(args: argparse.Namespace) -> int:
+    settings = HostSettings(
+        bind=args.bind,
+        port=args.port,
+        name=args.name,
+        target=args.target,
+        scoring=args.scoring,
+        transcript=args.transcript,
+    )
+    own_player = make_player(args.auto, args.name)
+    bot = BotPlayer(args.bot) if args.bot else None
+    headless = args.auto is not None
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    async def main(stop: trio.Event) -> HostOutcome:
+        return await run_host(
+            settings, own_player, bot_player=bot, say=say, log=say if headless else None, stop=stop
+        )
+
+    try:
+        outcome = trio.run(run_until_interrupted, main)
+    except OSError as err:
+        print(f"basra host: cannot open the table: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILURE
+    if outcome is None:
+        print("basra host: interrupted", file=sys.stderr)
+        return EXIT_LEFT
+    print(f"basra host: transcript saved to {outcome.transcript_path}", flush=True)
+    if outcome.table.completed:
+        print("basra host: the match is over", flush=True)
+        return EXIT_OK
+    own = outcome.own_seat
+    if own is not None and own.exit_code == EXIT_LEFT:
+        print("basra host: you left the match", file=sys.stderr)
+        return EXIT_LEFT
+    print(f"basra host: the match did not finish: {outcome.table.reason}", file=sys.stderr)
+    return EXIT_FAILURE

@@ -1,0 +1,140 @@
+"""`basra host`: open a table, seat the host's own player and the second seat, run one match."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from functools import partial
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import trio
+
+from ..client.players import Player
+from ..client.session import ClientSession, SessionResult
+from ..client.storage import TranscriptFile, data_dir, default_transcript_path
+from .identity import load_or_create_identity
+from .seat_link import serve_connection
+from .table import Table, TableResult
+
+DEFAULT_PORT = 5252
+
+
+@dataclass
+class HostSettings:
+    bind: str = ""
+    port: int = DEFAULT_PORT
+    name: str = "Host"
+    target: int = 101
+    scoring: str = "egyptian"
+    transcript: Path | None = None
+
+
+@dataclass
+class HostOutcome:
+    table: TableResult
+    own_seat: SessionResult | None
+    transcript_path: Path
+
+
+def lan_addresses() -> list[str]:
+    """This machine's IPv4 addresses other than loopback, for the join hint.
+
+    Read from the interfaces themselves (Linux), else from the host name; no
+    packet is sent to find them.
+    """
+    found: list[str] = []
+    try:
+        import fcntl
+
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with probe:
+            for _, name in socket.if_nameindex():
+                request = struct.pack("256s", name.encode()[:15])
+                try:
+                    reply = fcntl.ioctl(probe.fileno(), _SIOCGIFADDR, request)
+                except OSError:
+                    continue  # an interface without an IPv4 address
+                found.append(socket.inet_ntoa(reply[20:24]))
+    except (ImportError, OSError):
+        try:
+            found = [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)]
+        except OSError:
+            found = []
+    return list(dict.fromkeys(a for a in found if not a.startswith("127.")))
+
+
+_SIOCGIFADDR = 0x8915
+
+
+def _local_seat(nursery: trio.Nursery, table: Table, seat: int) -> trio.SocketStream:
+    """A connected socket pair: the host side is served like any connection, the other is the seat's client."""
+    host_end, seat_end = trio.socket.socketpair()
+    nursery.start_soon(partial(serve_connection, trio.SocketStream(host_end), table, reserved_seat=seat))
+    return trio.SocketStream(seat_end)
+
+
+async def run_host(
+    settings: HostSettings,
+    own_player: Player,
+    *,
+    bot_player: Player | None = None,
+    say: Callable[[str], None] = print,
+    log: Callable[[str], None] | None = None,
+    stop: trio.Event | None = None,
+    task_status=trio.TASK_STATUS_IGNORED,
+) -> HostOutcome:
+    """Run one match to its end.  ``say`` prints what the person at the host must see."""
+    identity = load_or_create_identity(data_dir())
+    table = Table(scoring=settings.scoring, target=settings.target, identity=identity)
+    path = settings.transcript or default_transcript_path(table.match_id, "host")
+    table.transcript = TranscriptFile(path, "host")
+    if log is not None:
+        table.on_event = log
+    accept_scope = trio.CancelScope()
+    # Opened before any task starts, so that a port in use is a plain OSError for the caller.
+    listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+    try:
+        async with trio.open_nursery() as nursery:
+            if listeners:
+                port = listeners[0].socket.getsockname()[1]
+                _announce_listening(settings, port, say)
+                nursery.start_soon(_accept, listeners, table, nursery, accept_scope)
+                task_status.started(port)
+            else:
+                bot_stream = _local_seat(nursery, table, 1)
+                nursery.start_soon(ClientSession(bot_stream, "Bot", bot_player, keep_transcript=False).run)
+                task_status.started(None)
+
+            async def run_table() -> None:
+                await table.run()
+                accept_scope.cancel()  # no more connections; seated ones drain and close
+
+            nursery.start_soon(run_table)
+            own_session = ClientSession(_local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False)
+            own_result = await own_session.run(stop)
+    finally:
+        table.transcript.close()
+    result = table.result or TableResult(False, None, (0, 0), own_result.reason)
+    return HostOutcome(result, own_result, path)
+
+
+async def _accept(
+    listeners: list[trio.SocketListener], table: Table, nursery: trio.Nursery, scope: trio.CancelScope
+) -> None:
+    async def handle(stream: trio.SocketStream) -> None:
+        await serve_connection(stream, table)
+
+    with scope:
+        await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
+
+
+def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], None]) -> None:
+    where = settings.bind or "all interfaces"
+    say(f"basra host: listening on {where}, port {port}")
+    suffix = "" if port == DEFAULT_PORT else f":{port}"
+    addresses = [settings.bind] if settings.bind not in ("", "0.0.0.0", "::") else lan_addresses()
+    for address in addresses or ["<this machine's address>"]:
+        say(f"The other player types:  basra join {address}{suffix}")
+    say("Waiting for the second player...")

@@ -1,0 +1,232 @@
+"""The table: the one task that owns a match and runs it by the rules.
+
+Connection tasks (seat_link.py) hand it validated messages through its inbox
+and carry its messages to the seats through per-seat outboxes.  The table
+draws each game's host seed, commits to it, takes seat 1's seed, deals from
+the shuffled deck, asks each seat to act in turn, applies moves through the
+engine and announces what happened, then reveals the seed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ..client.storage import TranscriptFile
+from ..engine import IllegalMove, Match, MatchEnded, Move
+from ..protocol import shuffle
+from ..protocol.announce import messages_for_seat
+from ..protocol.errors import ILLEGAL_MOVE
+from ..protocol.messages import (
+    Commit,
+    Error,
+    Hello,
+    Leave,
+    MatchEnd,
+    MatchStart,
+    Message,
+    Play,
+    Reveal,
+    Seed,
+    Welcome,
+    YourTurn,
+)
+from ..protocol.verify import GUEST, HOST
+from .identity import public_key_bytes
+
+
+@dataclass(frozen=True)
+class SeatLost:
+    """A seat's connection ended without a Leave."""
+
+    reason: str
+
+
+@dataclass
+class Seat:
+    name: str
+    hello: Hello
+    outbox: trio.MemorySendChannel
+
+
+class MatchAbandoned(Exception):
+    def __init__(self, seat: int, reason: str) -> None:
+        super().__init__(reason)
+        self.seat = seat
+        self.reason = reason
+
+
+@dataclass
+class TableResult:
+    completed: bool
+    winner: int | None
+    totals: tuple[int, int]
+    reason: str
+
+
+class Table:
+    def __init__(
+        self,
+        *,
+        scoring: str,
+        target: int,
+        identity: Ed25519PrivateKey,
+        transcript: TranscriptFile | None = None,
+        make_seed: Callable[[], bytes] = lambda: os.urandom(32),
+        match_id: bytes | None = None,
+    ) -> None:
+        self.match = Match(scoring=scoring, target=target)
+        self.match_id = match_id or os.urandom(16)
+        self.identity = identity
+        self.host_key = public_key_bytes(identity)
+        self.transcript = transcript
+        self._make_seed = make_seed
+        self.seats: list[Seat | None] = [None, None]
+        self._claimed = [False, False]
+        self._inbox_send, self._inbox = trio.open_memory_channel[tuple[int, object]](64)
+        self._seated = trio.Event()
+        self._request = 0
+        self.result: TableResult | None = None
+        self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
+
+    # --- seating (called by connection tasks) --------------------------------------------
+
+    def claim_seat(self, reserved: int | None) -> int | None:
+        """A free seat for a new connection: the reserved one, or seat 1 for a remote player."""
+        seat = reserved if reserved is not None else 1
+        if self._claimed[seat] or self.result is not None:
+            return None
+        self._claimed[seat] = True
+        return seat
+
+    def release_seat(self, seat: int) -> None:
+        """Free a claimed seat whose connection failed before it was seated."""
+        if self.seats[seat] is None:
+            self._claimed[seat] = False
+
+    def welcome_for(self, seat: int, version: int) -> Welcome:
+        return Welcome(
+            version=version,
+            seat=seat,
+            match_id=self.match_id,
+            host_key=self.host_key,
+            scoring=self.match.preset.name,
+            target=self.match.target,
+        )
+
+    def seat_joined(self, seat: int, hello: Hello, welcome: Welcome, outbox: trio.MemorySendChannel) -> trio.MemorySendChannel:
+        """Register a seated connection; returns the channel its messages go to."""
+        self.seats[seat] = Seat(hello.name, hello, outbox)
+        if seat == 1:
+            self._record(GUEST, hello)
+            self._record(HOST, welcome)
+        self.on_event(f"{hello.name} took seat {seat}")
+        if all(self.seats):
+            self._seated.set()
+        return self._inbox_send.clone()
+
+    # --- sending -------------------------------------------------------------------------
+
+    def _record(self, sender: str, message: Message) -> None:
+        if self.transcript is not None:
+            self.transcript.record(sender, message)
+
+    async def _send(self, seat: int, message: Message) -> None:
+        entry = self.seats[seat]
+        if entry is None:
+            return
+        if seat == 1:
+            self._record(HOST, message)
+        try:
+            await entry.outbox.send(message)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the seat's connection is gone; its loss reaches the inbox
+
+    async def _announce(self, events: list) -> None:
+        turn = self.match.turn
+        for seat in (0, 1):
+            for message in messages_for_seat(events, seat, turn):
+                await self._send(seat, message)
+
+    # --- receiving -----------------------------------------------------------------------
+
+    async def _next_from(self, seat: int, kind: type) -> Message:
+        """The next message of this kind from this seat; a Leave or a lost seat abandons the match."""
+        while True:
+            sender, message = await self._inbox.receive()
+            if sender == 1 and isinstance(message, Message):
+                self._record(GUEST, message)
+            if isinstance(message, Leave):
+                raise MatchAbandoned(sender, f"{self._name(sender)} left the match")
+            if isinstance(message, SeatLost):
+                raise MatchAbandoned(sender, f"{self._name(sender)} lost the connection ({message.reason})")
+            if sender == seat and isinstance(message, kind):
+                return message
+            # Anything else (an Error report from a client) needs no action.
+
+    def _name(self, seat: int) -> str:
+        entry = self.seats[seat]
+        return entry.name if entry else f"seat {seat}"
+
+    # --- the match -----------------------------------------------------------------------
+
+    async def run(self) -> TableResult:
+        await self._seated.wait()
+        names = (self._name(0), self._name(1))
+        try:
+            for seat in (0, 1):
+                await self._send(seat, MatchStart(names))
+            self.on_event(f"match started: {names[0]} v {names[1]}")
+            while not self.match.over:
+                await self._play_game()
+            self.result = TableResult(True, self.match.winner, tuple(self.match.totals), "the match is over")
+        except MatchAbandoned as gone:
+            other = 1 - gone.seat
+            totals = (self.match.totals[0], self.match.totals[1])
+            await self._send(other, MatchEnd(winner=other, totals=totals, reason="abandoned"))
+            self.result = TableResult(False, other, totals, gone.reason)
+        self.on_event(self.result.reason)
+        for entry in self.seats:
+            if entry is not None:
+                entry.outbox.close()
+        return self.result
+
+    async def _play_game(self) -> None:
+        match, game = self.match, self.match.game_number + 1
+        guest = self.seats[1]
+        assert guest is not None
+        host_seed = self._make_seed()
+        commitment = shuffle.commitment(self.match_id, game, guest.hello.nonce, host_seed)
+        signature = shuffle.sign(self.identity, shuffle.commit_signed_bytes(self.match_id, game, commitment))
+        await self._send(1, Commit(game, commitment, signature))
+        seed = await self._next_from(1, Seed)
+        deck = shuffle.shuffled_deck(self.match_id, game, host_seed, seed.seed)
+        await self._announce(match.start_game(deck))
+        self.on_event(f"game {game} dealt")
+        match_ended: list = []
+        while match.turn is not None:
+            events = await self._take_turn(match.turn)
+            # The match's end is announced after the reveal, so that seat 1
+            # checks the last deal before the session closes.
+            match_ended = [e for e in events if isinstance(e, MatchEnded)]
+            await self._announce([e for e in events if not isinstance(e, MatchEnded)])
+        reveal_signature = shuffle.sign(self.identity, shuffle.reveal_signed_bytes(self.match_id, game, host_seed))
+        await self._send(1, Reveal(game, host_seed, reveal_signature))
+        self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
+        await self._announce(match_ended)
+
+    async def _take_turn(self, seat: int) -> list:
+        """Ask the seat to act until it makes a legal move; return the engine's events."""
+        while True:
+            self._request += 1
+            await self._send(seat, YourTurn(self._request, tuple(self.match.legal_moves())))
+            play = await self._next_from(seat, Play)
+            try:
+                return self.match.play(seat, Move(play.card, play.captures))
+            except IllegalMove as err:
+                # The request is spent; a fresh one follows, so a replay of the bad move is stale.
+                await self._send(seat, Error(ILLEGAL_MOVE, str(err)))

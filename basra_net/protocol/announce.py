@@ -1,0 +1,57 @@
+"""Engine events -> the messages each seat is sent (PROTOCOL.md, section 8).
+
+The table calls this after every engine step, so what each seat learns is
+decided in one place: a deal shows a seat only its own hand.
+"""
+
+from __future__ import annotations
+
+from ..engine.events import Dealt, Event, GameEnded, MatchEnded, Played as PlayedEvent, TableTaken
+from .messages import Deal, GameEnd, MatchEnd, Message, Played
+
+
+def messages_for_seat(events: list[Event], seat: int, turn: int | None) -> list[Message]:
+    """The messages announcing these events to one seat; ``turn`` is who acts after them."""
+    messages: list[Message] = []
+    taken: TableTaken | None = None
+    for event in events:
+        if isinstance(event, Dealt):
+            messages.append(
+                Deal(
+                    game=event.game,
+                    hand_no=event.hand_no,
+                    dealer=event.dealer,
+                    hand=event.hands[seat],
+                    table=event.table,
+                    stock_left=event.stock_left,
+                    moved=event.moved_to_bottom,
+                    turn=1 - event.dealer,
+                )
+            )
+        elif isinstance(event, PlayedEvent):
+            messages.append(
+                Played(
+                    game=event.game,
+                    seat=event.seat,
+                    card=event.card,
+                    captures=event.captured,
+                    kind=event.kind,
+                    table=event.table,
+                    turn=turn,
+                )
+            )
+        elif isinstance(event, TableTaken):
+            taken = event
+        elif isinstance(event, GameEnded):
+            messages.append(
+                GameEnd(
+                    game=event.game,
+                    last_taker=taken.seat if taken else None,
+                    rest=taken.cards if taken else (),
+                    scores=event.scores,
+                    totals=event.totals,
+                )
+            )
+        elif isinstance(event, MatchEnded):
+            messages.append(MatchEnd(winner=event.winner, totals=event.totals, reason="target"))
+    return messages

@@ -1,0 +1,261 @@
+"""Checking a whole deal after the host reveals its seed (PROTOCOL.md, section 9.6).
+
+A MatchVerifier is fed the messages of the seat-1 channel in order, each with
+its sender ("host" or "guest").  When a game's reveal arrives it recomputes
+the deck from both seeds and replays the game through the rules engine,
+comparing every deal, every list of legal moves offered to the guest, every
+play and the scores with what the host announced.  The live client and
+`basra verify` use the same class, so a transcript is checked exactly as the
+game was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..engine import IllegalMove, Match, Move
+from ..engine.cards import card_name
+from ..engine.events import Dealt, GameEnded, MatchEnded, TableTaken
+from . import shuffle
+from .messages import (
+    Commit,
+    Deal,
+    GameEnd,
+    Hello,
+    MatchEnd,
+    MatchStart,
+    Message,
+    Play,
+    Played,
+    Reveal,
+    Seed,
+    Welcome,
+    YourTurn,
+)
+
+HOST, GUEST = "host", "guest"
+
+
+@dataclass(frozen=True)
+class Discrepancy:
+    """One thing that does not hold, named precisely enough to show to others."""
+
+    game: int | None
+    field: str
+    expected: str
+    found: str
+
+    def __str__(self) -> str:
+        where = f"game {self.game}: " if self.game is not None else ""
+        return f"{where}{self.field}: expected {self.expected}, found {self.found}"
+
+
+@dataclass
+class GameCheck:
+    """The result of checking one game, with the values an independent check can compare."""
+
+    game: int
+    discrepancies: list[Discrepancy]
+    commitment: bytes = b""
+    host_seed: bytes = b""
+    client_seed: bytes = b""
+    deck_key: bytes = b""
+    deck: tuple[int, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.discrepancies
+
+
+@dataclass
+class _PendingGame:
+    commit: Commit | None = None
+    client_seed: bytes | None = None
+    messages: list[tuple[str, Message]] = field(default_factory=list)
+
+
+def _cards(cards) -> str:
+    return "[" + " ".join(card_name(c) for c in cards) + "]"
+
+
+def _moves(moves) -> str:
+    return "{" + ", ".join(f"{card_name(m.card)}->{_cards(m.captures)}" for m in sorted(moves, key=_move_key)) + "}"
+
+
+def _move_key(move: Move) -> tuple:
+    return (move.card, move.captures)
+
+
+class MatchVerifier:
+    def __init__(self) -> None:
+        self.nonce: bytes | None = None
+        self.welcome: Welcome | None = None
+        self.names: tuple[str, str] | None = None
+        self.match: Match | None = None
+        self.pending: dict[int, _PendingGame] = {}
+        self.checks: list[GameCheck] = []
+        self.match_end: MatchEnd | None = None
+        self.failed = False  # after a failed game the replay cannot go on
+        self._current: int | None = None
+
+    # --- feeding ---------------------------------------------------------------------------
+
+    def observe(self, sender: str, message: Message) -> GameCheck | None:
+        """Take the next message of the channel; return a GameCheck when a reveal completes a game."""
+        if isinstance(message, Hello) and sender == GUEST:
+            self.nonce = message.nonce
+        elif isinstance(message, Welcome) and sender == HOST:
+            self.welcome = message
+            self.match = Match(scoring=message.scoring, target=message.target)
+        elif isinstance(message, MatchStart):
+            self.names = message.names
+        elif isinstance(message, Commit) and sender == HOST:
+            self.pending.setdefault(message.game, _PendingGame()).commit = message
+        elif isinstance(message, Seed) and sender == GUEST:
+            self.pending.setdefault(message.game, _PendingGame()).client_seed = message.seed
+        elif isinstance(message, Deal) and message.hand_no == 1:
+            self._current = message.game
+            self.pending.setdefault(message.game, _PendingGame()).messages.append((sender, message))
+        elif isinstance(message, (Deal, YourTurn, Play, Played, GameEnd)) and self._current is not None:
+            self.pending[self._current].messages.append((sender, message))
+        elif isinstance(message, Reveal) and sender == HOST:
+            return self._check_game(message)
+        elif isinstance(message, MatchEnd):
+            self.match_end = message
+        return None
+
+    def finish(self) -> list[Discrepancy]:
+        """Checks that need the whole match: every fixed deal revealed, the announced result."""
+        problems: list[Discrepancy] = []
+        for game, pending in sorted(self.pending.items()):
+            if pending.client_seed is not None and not any(c.game == game for c in self.checks):
+                problems.append(
+                    Discrepancy(game, "reveal", "the host seed after the seed exchange", "none: the host abandoned a fixed deal")
+                )
+        if self.match_end is not None and self.match is not None and not self.failed:
+            end = self.match_end
+            if end.reason == "target":
+                expected = (self.match.winner, tuple(self.match.totals))
+                if (end.winner, end.totals) != expected:
+                    problems.append(
+                        Discrepancy(None, "match result", f"winner {expected[0]}, totals {expected[1]}", f"winner {end.winner}, totals {end.totals}")
+                    )
+        return problems
+
+    # --- one game ----------------------------------------------------------------------------
+
+    def _check_game(self, reveal: Reveal) -> GameCheck:
+        game = reveal.game
+        check = GameCheck(game, [])
+        self.checks.append(check)
+        problems = check.discrepancies
+        pending = self.pending.get(game)
+        if self.welcome is None or self.nonce is None or self.match is None:
+            problems.append(Discrepancy(game, "handshake", "hello and welcome before the reveal", "missing"))
+            return self._done(check)
+        if self.failed:
+            problems.append(Discrepancy(game, "replay", "an intact earlier game", "a failed earlier game"))
+            return self._done(check)
+        if pending is None or pending.commit is None or pending.client_seed is None:
+            problems.append(Discrepancy(game, "seed exchange", "a commitment and a client seed", "missing"))
+            return self._done(check)
+        match_id, key = self.welcome.match_id, self.welcome.host_key
+        commit = pending.commit
+        check.commitment, check.host_seed, check.client_seed = commit.commitment, reveal.seed, pending.client_seed
+        if not shuffle.verify_signature(key, commit.signature, shuffle.commit_signed_bytes(match_id, game, commit.commitment)):
+            problems.append(Discrepancy(game, "commit signature", "valid under the host key", "invalid"))
+        if not shuffle.verify_signature(key, reveal.signature, shuffle.reveal_signed_bytes(match_id, game, reveal.seed)):
+            problems.append(Discrepancy(game, "reveal signature", "valid under the host key", "invalid"))
+        recomputed = shuffle.commitment(match_id, game, self.nonce, reveal.seed)
+        if recomputed != commit.commitment:
+            problems.append(Discrepancy(game, "commitment", commit.commitment.hex(), f"{recomputed.hex()} from the revealed seed"))
+        if problems:
+            return self._done(check)
+        check.deck_key = shuffle.deck_key(match_id, game, reveal.seed, pending.client_seed)
+        check.deck = shuffle.shuffled_deck(match_id, game, reveal.seed, pending.client_seed)
+        if self.match.game_number + 1 != game or not self.match.awaiting_deal:
+            problems.append(Discrepancy(game, "game number", str(self.match.game_number + 1), str(game)))
+            return self._done(check)
+        self._replay(check, pending.messages)
+        return self._done(check)
+
+    def _done(self, check: GameCheck) -> GameCheck:
+        if check.discrepancies:
+            self.failed = True
+        return check
+
+    def _replay(self, check: GameCheck, messages: list[tuple[str, Message]]) -> None:
+        game, match, problems = check.game, self.match, check.discrepancies
+        assert match is not None
+        expected: list = list(match.start_game(check.deck))  # engine events not yet matched to messages
+        for sender, message in messages:
+            if isinstance(message, Play):
+                continue  # the host's Played that follows is what counts
+            if isinstance(message, YourTurn):
+                offered = set(message.moves)
+                legal = set(match.legal_moves())
+                if match.turn != 1 or offered != legal:
+                    problems.append(Discrepancy(game, "moves offered to seat 1", _moves(legal), _moves(offered)))
+                    return
+                continue
+            if isinstance(message, Played):
+                if expected:
+                    problems.append(Discrepancy(game, "play", f"{type(expected[0]).__name__} first", f"a play by seat {message.seat}"))
+                    return
+                if match.turn != message.seat:
+                    problems.append(Discrepancy(game, "play", f"seat {match.turn} to play", f"seat {message.seat} played"))
+                    return
+                try:
+                    applied = match.play(message.seat, Move(message.card, message.captures))
+                except IllegalMove as err:
+                    problems.append(
+                        Discrepancy(game, f"play by seat {message.seat}", "a legal move", f"{card_name(message.card)}->{_cards(message.captures)} ({err})")
+                    )
+                    return
+                event, expected = applied[0], list(applied[1:])
+                if (event.kind, event.table) != (message.kind, message.table):
+                    problems.append(
+                        Discrepancy(game, f"play by seat {message.seat}", f"{event.kind} leaving {_cards(event.table)}", f"{message.kind} leaving {_cards(message.table)}")
+                    )
+                    return
+                continue
+            if not expected:
+                problems.append(Discrepancy(game, message.TYPE, "nothing more this game", "another message"))
+                return
+            event = expected.pop(0)
+            if isinstance(message, Deal):
+                if not isinstance(event, Dealt):
+                    problems.append(Discrepancy(game, "deal", type(event).__name__, f"deal of hand {message.hand_no}"))
+                    return
+                theirs = (message.hand_no, message.dealer, message.hand, message.table, message.stock_left, message.moved)
+                ours = (event.hand_no, event.dealer, event.hands[1], event.table, event.stock_left, event.moved_to_bottom)
+                labels = ("hand number", "dealer", "seat 1 cards", "table", "stock", "cards moved to the stock")
+                for label, a, b in zip(labels, ours, theirs):
+                    if a != b:
+                        shown = (_cards(a), _cards(b)) if isinstance(a, tuple) else (str(a), str(b))
+                        problems.append(Discrepancy(game, f"deal of hand {event.hand_no}: {label}", *shown))
+                        return
+            elif isinstance(message, GameEnd):
+                if isinstance(event, TableTaken):
+                    if (event.seat, event.cards) != (message.last_taker, message.rest):
+                        problems.append(
+                            Discrepancy(game, "cards left on the table", f"seat {event.seat} takes {_cards(event.cards)}", f"seat {message.last_taker} takes {_cards(message.rest)}")
+                        )
+                        return
+                    event = expected.pop(0) if expected else None
+                if not isinstance(event, GameEnded):
+                    problems.append(Discrepancy(game, "game end", "48 plays first", "an early game end"))
+                    return
+                for seat in (0, 1):
+                    if event.scores[seat] != message.scores[seat]:
+                        problems.append(
+                            Discrepancy(game, f"score of seat {seat}", str(event.scores[seat].to_dict()), str(message.scores[seat].to_dict()))
+                        )
+                        return
+                if event.totals != message.totals:
+                    problems.append(Discrepancy(game, "match totals", str(event.totals), str(message.totals)))
+                    return
+                if expected and isinstance(expected[0], MatchEnded):
+                    expected.pop(0)
+        if not match.awaiting_deal and not match.over:
+            problems.append(Discrepancy(game, "game end", "a complete game of 48 plays", f"{match.game.plays if match.game else 0} plays"))
