@@ -204,7 +204,7 @@ class Table:
         signature = shuffle.sign(self.identity, shuffle.commit_signed_bytes(self.match_id, game, commitment))
         await self._send(1, Commit(game, commitment, signature))
         seed = await self._next_from(1, Seed)
-        deck = shuffle.shuffled_deck(self.match_id, game, host_seed, seed.seed)
+        deck = self.deck_for(game, host_seed, seed.seed)
         await self._announce(match.start_game(deck))
         self.on_event(f"game {game} dealt")
         match_ended: list = []
@@ -218,6 +218,10 @@ class Table:
         await self._send(1, Reveal(game, host_seed, reveal_signature))
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
         await self._announce(match_ended)
+
+    def deck_for(self, game: int, host_seed: bytes, client_seed: bytes) -> tuple[int, ...]:
+        """The deck both seeds fix (tests replace this to play a host that cheats)."""
+        return shuffle.shuffled_deck(self.match_id, game, host_seed, client_seed)
 
     async def _take_turn(self, seat: int) -> list:
         """Ask the seat to act until it makes a legal move; return the engine's events."""
