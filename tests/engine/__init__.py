@@ -1,0 +1,1 @@
+"""Tests of the rules engine (a package, so test module names cannot clash with other test folders)."""
