@@ -1,0 +1,226 @@
+"""A human at a terminal: the Player that draws the screen and reads moves from the keyboard.
+
+The screen is redrawn whole on every message (see screen.py).  On a real
+terminal it is cleared first; anywhere else (a pipe, a log file, a test) the
+screens are simply printed one after another, separated by a blank line.
+"""
+
+from __future__ import annotations
+
+import string
+import sys
+from typing import TextIO
+
+import trio
+
+from ..engine import Move
+from ..engine.cards import rank
+from ..protocol.messages import Commit, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome, YourTurn
+from .screen import ANNOUNCEMENT, CardStyle, is_terminal, render
+from .state import ClientState
+
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+MAX_LOG = 200  # the screen shows only the last few entries; older ones are dropped
+QUIT_WORDS = ("q", "quit")
+GO_BACK = ("", "0")
+UNREADABLE = "\ufffd"
+
+
+class InputClosed(Exception):
+    """Standard input ended (end of file) while a move was wanted."""
+
+
+class PlayerQuit(Exception):
+    """The player typed q to leave the match."""
+
+
+class TerminalPlayer:
+    def __init__(self, out: TextIO | None = None, inp: TextIO | None = None, style: CardStyle | None = None) -> None:
+        # Resolved here rather than as default arguments so a replaced sys.stdout/stdin is honoured.
+        self._out = out if out is not None else sys.stdout
+        self._inp = inp if inp is not None else sys.stdin
+        self.style = style if style is not None else CardStyle.detect(self._out)
+        self._clears = is_terminal(self._out)
+        self._drawn = False
+        self.log: list[str] = []
+
+    # --- the Player protocol -------------------------------------------------------------
+
+    def show(self, state: ClientState, message: Message) -> None:
+        self._add(describe(state, message, self.style))
+        # A request to act is drawn by choose(); a commitment changes nothing on screen.
+        if not isinstance(message, (YourTurn, Commit)):
+            self._draw(state)
+
+    def notice(self, state: ClientState, text: str) -> None:
+        self._add([text])
+        self._draw(state)
+
+    async def choose(self, state: ClientState) -> Move:
+        """Ask for a card by number, then for a capture by letter when there is a choice."""
+        count = len(state.hand)
+        numbers = f"1-{count}" if count > 1 else "1"
+        help_text = f"Type a card number ({numbers}) and press Enter; q quits."
+        hint = help_text
+        while True:
+            self._draw(state, hint)
+            answer = await self._ask(f"Your move ({numbers}): ")
+            number = _number(answer)
+            if number is None or not 1 <= number <= count:
+                hint = f"{_quoted(answer)} is not a card number. {help_text}" if answer else help_text
+                continue
+            card = state.hand[number - 1]
+            options = [m for m in state.moves if m.card == card]
+            if not options:
+                hint = f"{self.style.name(card)} cannot be played now. {help_text}"
+            elif len(options) == 1:
+                return options[0]
+            else:
+                move = await self._choose_capture(state, options)
+                if move is not None:
+                    return move
+                hint = help_text
+
+    # --- helpers -------------------------------------------------------------------------
+
+    async def _choose_capture(self, state: ClientState, options: list[Move]) -> Move | None:
+        """One of several equally large captures, or None to go back to the card."""
+        letters = letter_labels(len(options))
+        listing = f"{self.style.name(options[0].card)} can take: " + "   ".join(
+            f"{letter}) {_takes(move, self.style)}" for letter, move in zip(letters, options)
+        )
+        hint = listing
+        while True:
+            self._draw(state, hint)
+            answer = (await self._ask(f"Take which ({letters[0]}-{letters[-1]}, Enter to go back): ")).lower()
+            if answer in GO_BACK:
+                return None
+            if answer in letters:
+                return options[letters.index(answer)]
+            hint = f"{_quoted(answer)} is not one of the letters. {listing}"
+
+    async def _ask(self, prompt: str) -> str:
+        """One stripped line from the input, read in a thread so the event loop keeps running."""
+        self._write(prompt)
+        try:
+            line = await trio.to_thread.run_sync(self._inp.readline, abandon_on_cancel=True)
+        except UnicodeDecodeError:  # bytes that are not text in the terminal's encoding: just bad input
+            return UNREADABLE
+        if not line:
+            raise InputClosed("standard input closed while waiting for a move")
+        answer = line.strip()
+        if answer.lower() in QUIT_WORDS:
+            raise PlayerQuit("the player quit")
+        return answer
+
+    def _add(self, lines: list[str]) -> None:
+        self.log.extend(lines)
+        del self.log[:-MAX_LOG]
+
+    def _draw(self, state: ClientState, hint: str | None = None) -> None:
+        screen = render(state, self.log, hint, self.style)
+        if self._clears:
+            self._write(CLEAR_SCREEN + screen + "\n")
+        else:
+            self._write(("\n" if self._drawn else "") + screen + "\n")
+        self._drawn = True
+
+    def _write(self, text: str) -> None:
+        # A name may hold characters the terminal's encoding lacks; never let that crash the game.
+        encoding = getattr(self._out, "encoding", None)
+        if encoding:
+            text = text.encode(encoding, "replace").decode(encoding)
+        self._out.write(text)
+        self._out.flush()
+
+
+def letter_labels(count: int) -> list[str]:
+    """a, b, ... z, then aa, ab, ...: one label per capture choice."""
+    letters = string.ascii_lowercase
+    return [letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26] for i in range(count)]
+
+
+def _number(answer: str) -> int | None:
+    try:
+        return int(answer)
+    except ValueError:  # not a number, or thousands of digits
+        return None
+
+
+def _quoted(answer: str) -> str:
+    # repr shows control characters harmlessly; long garbage is cut.
+    return repr(answer if len(answer) <= 12 else answer[:12] + "...")
+
+
+def _takes(move: Move, style: CardStyle) -> str:
+    return _taken(move.captures, style) if move.captures else "nothing (drop it)"
+
+
+def _taken(cards: tuple[int, ...], style: CardStyle) -> str:
+    # Captures arrive in card-number order; by rank reads better (3H 3D 4S).
+    return style.names(sorted(cards, key=rank))
+
+
+def _player(state: ClientState, seat: int) -> str:
+    return "You" if seat == state.seat else state.names[seat] or "Your opponent"
+
+
+def describe(state: ClientState, message: Message, style: CardStyle) -> list[str]:
+    """Log lines for one message, worded for this seat; the state has already taken the message."""
+    you = state.seat or 0
+    them = 1 - you
+    if isinstance(message, Welcome):
+        return [f"Seated at the table: {message.scoring} scoring, first to {message.target} points"]
+    if isinstance(message, MatchStart):
+        return [f"Match start: you against {state.opponent_name}"]
+    if isinstance(message, Deal):
+        if message.hand_no == 1:
+            dealer = "you deal" if message.dealer == you else f"{_player(state, message.dealer)} deals"
+            lines = [f"Game {message.game}: new deal, {dealer}"]
+            if message.moved:
+                lines.append(f"{style.names(message.moved)} from the first table went to the bottom of the stock")
+            return lines
+        stock = f"{message.stock_left} cards left in the stock" if message.stock_left else "the last hand of the game"
+        return [f"Hand {message.hand_no} dealt; {stock}"]
+    if isinstance(message, Played):
+        return [_describe_play(state, message, style)]
+    if isinstance(message, GameEnd):
+        lines = []
+        if message.last_taker is not None and message.rest:
+            taken = f"{len(message.rest)} cards" if len(message.rest) > 1 else "card"
+            lines.append(f"{_player(state, message.last_taker)} took the last {taken} from the table")
+        mine, theirs = message.scores[you].total, message.scores[them].total
+        lines.append(
+            f"Game {message.game} over: you scored {mine}, {state.opponent_name} {theirs};"
+            f" match: you {message.totals[you]}, {state.opponent_name} {message.totals[them]}"
+        )
+        return lines
+    if isinstance(message, Reveal):
+        summary = next((r for r in state.results if r.game == message.game), None)
+        if summary is None or summary.verified is None:
+            return []
+        return [f"Game {message.game}: deal verified" if summary.verified else f"Game {message.game}: DEAL CHECK FAILED"]
+    if isinstance(message, MatchEnd):
+        score = f"{message.totals[you]} to {message.totals[them]}"
+        if message.reason == "abandoned":
+            return [f"Match abandoned at {score}"]
+        if message.winner is None:
+            return [f"Match over: no winner, {score}"]
+        if message.winner == you:
+            return [f"Match over: you win, {score}"]
+        return [f"Match over: {_player(state, message.winner)} wins, {score}"]
+    return []
+
+
+def _describe_play(state: ClientState, played: Played, style: CardStyle) -> str:
+    who = _player(state, played.seat)
+    card = style.name(played.card)
+    if played.kind == "drop":
+        return f"{who} played {card} onto the table"
+    took = "swept the table:" if played.kind == "sweep" else "took"
+    text = f"{who} played {card} and {took} {_taken(played.captures, style)}"
+    if played.kind == "basra":
+        return f"{ANNOUNCEMENT} BASRA! {ANNOUNCEMENT} {text}"
+    if played.kind == "jack_basra":
+        return f"{ANNOUNCEMENT} JACK BASRA! {ANNOUNCEMENT} {text}"
+    return text
