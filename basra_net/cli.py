@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 EXIT_USAGE = 2
-BOT_LEVELS = ("greedy", "random")
 DEFAULT_PORT = 5252
+BOT_LEVELS = ("search", "greedy", "random")  # as in client.players, which is too heavy to import for --help
+DEFAULT_BOT = "search"
 
 
 def _positive(text: str) -> int:
@@ -45,16 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--name", type=_name, default="Host", help="your name at the table")
     host.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win the match (default 101)")
     host.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
-    host.add_argument("--bot", nargs="?", const="greedy", choices=BOT_LEVELS, metavar="LEVEL",
-                      help="seat the built-in bot as the second player (level: greedy or random)")
-    host.add_argument("--auto", nargs="?", const="greedy", choices=BOT_LEVELS, metavar="LEVEL",
+    host.add_argument("--bot", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
+                      help="seat the built-in bot as the second player (level: search, the default, greedy or random)")
+    host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="let the bot play your own seat (a headless host)")
     host.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
 
     join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
     join.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
     join.add_argument("--name", type=_name, default="Guest", help="your name at the table")
-    join.add_argument("--auto", nargs="?", const="greedy", choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
+    join.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
     join.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")

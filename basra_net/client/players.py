@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import random
+import time
 from typing import Protocol
+
+import trio
 
 from ..engine import Move
 from ..engine.bots import greedy_move, random_move
+from ..engine.search import search_move
 from ..protocol.messages import GameEnd, MatchEnd, Message
 from .state import ClientState
 
-BOT_LEVELS = ("greedy", "random")
+BOT_LEVELS = ("search", "greedy", "random")  # strongest first
+DEFAULT_BOT = "search"
+SEARCH_SECONDS = 0.8  # the search bot's budget per move: it answers within a second
 
 
 class PlayerLeft(Exception):
@@ -31,18 +37,27 @@ class Player(Protocol):
 class BotPlayer:
     """The built-in bot; it sees what its seat sees and nothing more."""
 
-    def __init__(self, level: str = "greedy", rng: random.Random | None = None, log=None) -> None:
+    def __init__(
+        self, level: str = DEFAULT_BOT, rng: random.Random | None = None, log=None, search_seconds: float = SEARCH_SECONDS
+    ) -> None:
         if level not in BOT_LEVELS:
             raise ValueError(f"bot level must be one of {', '.join(BOT_LEVELS)}")
         self.level = level
         self._rng = rng or random.Random()
         self._log = log  # a callable taking a line of text, or None for silence
+        self._search_seconds = search_seconds
 
     async def choose(self, state: ClientState) -> Move:
         view = state.seat_view()
         if self.level == "random":
             return random_move(view, self._rng)
-        return greedy_move(view)
+        if self.level == "greedy":
+            return greedy_move(view)
+        deadline = time.monotonic() + self._search_seconds
+        # In a worker thread, so the connection keeps being served while the bot thinks.
+        return await trio.to_thread.run_sync(
+            lambda: search_move(view, self._rng, should_stop=lambda: time.monotonic() >= deadline)
+        )
 
     def show(self, state: ClientState, message: Message) -> None:
         if self._log is None:

@@ -40,6 +40,9 @@ class ClientState:
     captured: list[int] = field(default_factory=lambda: [0, 0])
     basras: list[int] = field(default_factory=lambda: [0, 0])
     jack_basras: list[int] = field(default_factory=lambda: [0, 0])
+    piles: list[list[int]] = field(default_factory=lambda: [[], []])  # captured cards, by seat
+    moved_to_bottom: tuple[int, ...] = ()
+    last_capturer: int | None = None
     totals: tuple[int, int] = (0, 0)
     moves: tuple[Move, ...] = ()  # the open request's legal moves
     request: int | None = None
@@ -65,6 +68,7 @@ class ClientState:
         elif isinstance(message, Deal):
             if message.hand_no == 1:
                 self.captured, self.basras, self.jack_basras = [0, 0], [0, 0], [0, 0]
+                self.piles, self.moved_to_bottom, self.last_capturer = [[], []], message.moved, None
                 self.last_play = None
             self.game, self.hand_no, self.dealer = message.game, message.hand_no, message.dealer
             self.hand, self.table, self.stock_left = message.hand, message.table, message.stock_left
@@ -80,6 +84,8 @@ class ClientState:
                 self.opponent_hand_size -= 1
             if message.captures:
                 self.captured[message.seat] += len(message.captures) + 1
+                self.piles[message.seat].extend((*message.captures, message.card))
+                self.last_capturer = message.seat
             if message.kind == "basra":
                 self.basras[message.seat] += 1
             elif message.kind == "jack_basra":
@@ -88,6 +94,7 @@ class ClientState:
         elif isinstance(message, GameEnd):
             if message.last_taker is not None:
                 self.captured[message.last_taker] += len(message.rest)
+                self.piles[message.last_taker].extend(message.rest)
             self.table, self.turn, self.totals = (), None, message.totals
             self.results.append(GameSummary(message.game, message.scores, message.totals))
         elif isinstance(message, MatchEnd):
@@ -114,4 +121,7 @@ class ClientState:
             scoring=self.scoring,
             legal_moves=self.moves,
             winner=self.winner,
+            piles=(tuple(self.piles[0]), tuple(self.piles[1])),
+            moved_to_bottom=self.moved_to_bottom,
+            last_capturer=self.last_capturer,
         )

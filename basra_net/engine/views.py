@@ -28,6 +28,11 @@ class SeatView:
     scoring: str
     legal_moves: tuple[Move, ...]  # empty unless this seat is to act
     winner: int | None
+    # Public knowledge a searching bot needs: every captured card by seat, the
+    # cards sent to the bottom of the stock at the deal, the last capturer.
+    piles: tuple[tuple[Card, ...], tuple[Card, ...]] = ((), ())
+    moved_to_bottom: tuple[Card, ...] = ()
+    last_capturer: int | None = None
 
 
 def seat_view(match: Match, seat: int) -> SeatView:
@@ -58,6 +63,9 @@ def seat_view(match: Match, seat: int) -> SeatView:
         scoring=match.preset.name,
         legal_moves=tuple(game.legal_moves()) if turn == seat else (),
         winner=match.winner,
+        piles=(tuple(game.piles[0]), tuple(game.piles[1])),
+        moved_to_bottom=game.moved_to_bottom,
+        last_capturer=game.last_capturer,
     )
 
 

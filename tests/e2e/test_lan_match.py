@@ -19,14 +19,14 @@ def _play_match(env: dict, tmp_path: Path, *, host_prefix=(), join_prefix=(), bi
     port = free_port() if not host_prefix else 5252
     host_transcript, join_transcript = tmp_path / "host.basra", tmp_path / "join.basra"
     host = subprocess.Popen(
-        [*host_prefix, *basra_command("host", "--auto", "--bind", bind, "--port", str(port), "--target", "60",
+        [*host_prefix, *basra_command("host", "--auto", "greedy", "--bind", bind, "--port", str(port), "--target", "60",
                                       "--name", "Hoda", "--transcript", str(host_transcript))],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )
     try:
         first_lines = wait_for_line(host, "Waiting for the second player")
         join = subprocess.run(
-            [*join_prefix, *basra_command("join", f"{join_address}:{port}", "--auto", "--name", "Omar",
+            [*join_prefix, *basra_command("join", f"{join_address}:{port}", "--auto", "greedy", "--name", "Omar",
                                           "--transcript", str(join_transcript))],
             capture_output=True, text=True, env=env, timeout=MATCH_TIMEOUT,
         )
