@@ -16,6 +16,7 @@ import trio
 from ..engine import Move
 from ..engine.cards import rank
 from ..protocol.messages import Commit, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome, YourTurn
+from .players import PlayerLeft
 from .screen import ANNOUNCEMENT, CardStyle, is_terminal, render
 from .state import ClientState
 
@@ -26,11 +27,11 @@ GO_BACK = ("", "0")
 UNREADABLE = "\ufffd"
 
 
-class InputClosed(Exception):
+class InputClosed(PlayerLeft):
     """Standard input ended (end of file) while a move was wanted."""
 
 
-class PlayerQuit(Exception):
+class PlayerQuit(PlayerLeft):
     """The player typed q to leave the match."""
 
 

@@ -1,0 +1,56 @@
+"""The real terminal client through a pseudo-terminal: a person playing the bot by keystrokes."""
+
+from __future__ import annotations
+
+import re
+
+import pexpect
+
+from .processes import basra_command
+
+PROMPT = re.compile(r"Your move \(1(-\d)?\): |Take which \(a-[a-z]+, Enter to go back\): ")
+
+
+def test_a_person_plays_a_whole_match_against_the_bot_by_keystrokes(basra_env, tmp_path):
+    basra_env.pop("NO_COLOR")
+    basra_env["TERM"] = "xterm-256color"
+    transcript = tmp_path / "host.basra"
+    command = basra_command("host", "--bot", "random", "--target", "40", "--name", "Tess", "--transcript", str(transcript))
+    child = pexpect.spawn(command[0], command[1:], env=basra_env, dimensions=(24, 80), encoding="utf-8", timeout=30)
+    try:
+        child.expect("Your move")
+        screen = child.before
+        # The screen shows the table, the numbered hand and the opponent.
+        assert "Table" in screen and "Your hand:" in screen and "Bot" in screen
+        assert re.search(r"1\) \S+", screen)
+        # Bad keys re-prompt instead of crashing.
+        for bad in ("x", "9", "", "-1", "1.5"):
+            child.sendline(bad)
+            child.expect(PROMPT)
+        # Answer the prompt that is showing, then every later one, until the match ends.
+        moves, found, prompt = 0, 0, child.after
+        while found == 0:
+            child.sendline("a" if prompt.startswith("Take") else "1")
+            moves += 1
+            found = child.expect([PROMPT, "basra host: the match is over", pexpect.EOF], timeout=60)
+            prompt = child.after if found == 0 else ""
+        assert found == 1, child.before
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert moves >= 24  # at least one whole game of our own plays
+    assert transcript.exists()
+
+
+def test_q_leaves_the_match_and_says_so(basra_env, tmp_path):
+    command = basra_command("host", "--bot", "random", "--name", "Tess", "--transcript", str(tmp_path / "h.basra"))
+    child = pexpect.spawn(command[0], command[1:], env=basra_env, dimensions=(24, 80), encoding="utf-8", timeout=30)
+    try:
+        child.expect("Your move")
+        child.sendline("q")
+        child.expect("you left the match")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130
