@@ -1,0 +1,105 @@
+"""examples/minimal_client.py, the one-file client written from PROTOCOL.md, against a real `basra host`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .processes import basra_command, free_port, wait_for_line
+
+CLIENT = Path(__file__).parents[2] / "examples" / "minimal_client.py"
+MATCH_TIMEOUT = 120
+
+
+def imported_modules(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            modules.add(node.module or "")
+    return modules
+
+
+def test_minimal_client_imports_nothing_from_basra_net():
+    assert "basra_net" not in CLIENT.read_text()
+    allowed = {"msgpack", "cryptography"} | set(sys.stdlib_module_names)
+    for module in imported_modules(CLIENT):
+        assert module.split(".")[0] in allowed, module
+
+
+def run_match(env: dict, host_args: list[str]) -> tuple[subprocess.CompletedProcess, list[str], str]:
+    """A host with the given extra arguments, and the minimal client against it."""
+    port = free_port()
+    host = subprocess.Popen(
+        [*host_args, "host", "--auto", "greedy", "--port", str(port), "--target", "60"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        host_lines = wait_for_line(host, "listening")
+        client = subprocess.run(
+            [sys.executable, str(CLIENT), "127.0.0.1", str(port)],
+            env=env, capture_output=True, text=True, timeout=MATCH_TIMEOUT,
+        )
+        rest, _ = host.communicate(timeout=MATCH_TIMEOUT)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+    return client, host_lines + rest.splitlines(keepends=True), str(host.returncode)
+
+
+def games_dealt(host_output: list[str]) -> list[int]:
+    return [int(m.group(1)) for line in host_output if (m := re.search(r"game (\d+) dealt", line))]
+
+
+def test_minimal_client_plays_a_whole_match_and_verifies_every_deal(basra_env):
+    client, host_output, host_code = run_match(basra_env, basra_command())
+    assert client.returncode == 0, client.stdout + client.stderr
+    assert host_code == "0", "".join(host_output)
+    games = games_dealt(host_output)
+    assert games == list(range(1, len(games) + 1)) and games
+    verified = [int(g) for g in re.findall(r"^game (\d+): deal verified$", client.stdout, re.M)]
+    assert verified == games
+    assert "match over (target)" in client.stdout
+
+
+# A host that deals from a different deck than the seeds fix: the check must catch it.
+CHEATING_HOST = """
+import sys
+from basra_net.host.table import Table
+from basra_net.cli import main
+
+honest = Table.deck_for
+first, second = {positions}
+
+def deck_for(self, game, host_seed, client_seed):
+    deck = list(honest(self, game, host_seed, client_seed))
+    if game == 1:
+        deck[first], deck[second] = deck[second], deck[first]
+    return tuple(deck)
+
+Table.deck_for = deck_for
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("positions", "named"),
+    [
+        ((0, 51), "hand 1: dealt"),  # seat 1's first card comes from the bottom of the deck
+        ((8, 13), "table|moved"),  # a table card swapped with a stock card
+        ((4, 51), "seat 0 played"),  # only seat 0's hands change: its first card and its last
+    ],
+    ids=["seat-1-hand", "table", "seat-0-hand"],
+)
+def test_minimal_client_catches_a_host_that_deals_another_deck(basra_env, positions, named):
+    script = CHEATING_HOST.format(positions=positions)
+    client, host_output, _ = run_match(basra_env, [sys.executable, "-c", script])
+    assert client.returncode == 3, client.stdout + client.stderr + "".join(host_output)
+    assert re.search(rf"^game 1: DEAL CHECK FAILED: .*{named}", client.stdout, re.M), client.stdout

@@ -1,0 +1,273 @@
+"""PROTOCOL.md cannot drift from the code.
+
+Every hex example decodes and re-encodes to the same bytes; every message
+type, error code, play kind and match-end reason is documented; the example
+sessions obey the connection state machines of both sides; and the examples
+are what the reference host produces today.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import pytest
+
+from basra_net.client.verify_file import verify_file
+from basra_net.engine.scoring import GameScore
+from basra_net.protocol import errors, messages
+from basra_net.protocol.connection import ClientConnection, HostConnection
+from basra_net.protocol.framing import FrameDecoder, encode_frame
+from basra_net.protocol.messages import Error, Message, from_wire, to_wire
+
+ROOT = Path(__file__).parents[2]
+DOC = (ROOT / "PROTOCOL.md").read_text(encoding="utf-8")
+VECTORS = ROOT / "tests" / "vectors"
+EXAMPLE = json.loads((VECTORS / "example_session.json").read_text())
+
+FRAME_LINE = re.compile(r"^\*\*Frame (\d+)\*\* · (guest|host) → (guest|host) · `(\w+)`", re.M)
+HEX_BLOCK = re.compile(r"^```hex\n(.*?)^```", re.M | re.S)
+
+
+# --- reading the document --------------------------------------------------------------------
+
+
+def sections(level: str, text: str) -> dict[str, tuple[str, str]]:
+    """Number -> (title, body) for the headings of one level ("##" or "###")."""
+    pattern = re.compile(rf"^{level} (\d+(?:\.\d+)?)\.? (.+)$", re.M)
+    found = list(pattern.finditer(text))
+    result = {}
+    for here, after in zip(found, found[1:] + [None]):
+        body = text[here.end() : after.start() if after else len(text)]
+        result[here.group(1)] = (here.group(2).strip(), body)
+    return result
+
+
+TOP = sections("##", DOC)
+
+
+def section(number: str) -> str:
+    return TOP[number][1]
+
+
+@dataclass(frozen=True)
+class DocFrame:
+    session: str  # the subsection of section 12, e.g. "12.1"
+    number: int
+    sender: str
+    type: str
+    data: bytes
+
+
+def doc_frames() -> list[DocFrame]:
+    """Every hex block of section 12, with the frame line before it."""
+    frames = []
+    for sub, (_, body) in sections("###", section("12")).items():
+        for block in HEX_BLOCK.finditer(body):
+            heads = list(FRAME_LINE.finditer(body, 0, block.start()))
+            assert heads, f"a hex block in {sub} has no frame line before it"
+            head = heads[-1]
+            data = bytes.fromhex("".join(block.group(1).split()))
+            frames.append(DocFrame(sub, int(head.group(1)), head.group(2), head.group(4), data))
+    return frames
+
+
+FRAMES = doc_frames()
+SESSIONS = sorted({f.session for f in FRAMES})
+
+
+def decode_one(data: bytes) -> Message:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    wire = decoder.next_message()
+    assert wire is not None, "the hex is not one whole frame"
+    assert decoder.buffered == 0, "bytes left after the frame"
+    return from_wire(wire)
+
+
+# --- the document's shape -------------------------------------------------------------------
+
+
+def test_sections_are_numbered_consecutively_and_match_the_contents():
+    numbers = list(TOP)
+    assert numbers == [str(n) for n in range(1, len(numbers) + 1)]
+    contents = re.findall(r"^(\d+)\. \[(.+?)\]\(#([\w-]+)\)$", section_text_before_first_numbered(), re.M)
+    assert [(n, title) for n, title, _ in contents] == [(n, title) for n, (title, _) in TOP.items()]
+    for number, title, anchor in contents:
+        assert anchor == github_anchor(f"{number}. {title}")
+
+
+def section_text_before_first_numbered() -> str:
+    return DOC[: DOC.index("## 1. ")]
+
+
+def github_anchor(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("number", list(TOP))
+def test_subsections_are_numbered_consecutively(number):
+    subs = list(sections("###", section(number)))
+    assert subs == [f"{number}.{n}" for n in range(1, len(subs) + 1)]
+
+
+def test_rfc_2119_sentence_is_in_the_introduction():
+    assert "RFC 2119" in section("1")
+
+
+# --- the catalogue and the error table ------------------------------------------------------
+
+
+def catalogue_entry(kind: str) -> str:
+    for title, body in sections("###", section("6")).values():
+        if title == f"`{kind}`":
+            return body
+    raise AssertionError(f"section 6 has no entry for {kind}")
+
+
+def table_rows(text: str) -> dict[str, list[str]]:
+    """First cell (without backticks) -> all cells, for every table row naming a `thing`."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and re.fullmatch(r"`[\w.]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+@pytest.mark.parametrize("cls", messages.MESSAGE_TYPES, ids=lambda c: c.TYPE)
+def test_every_message_type_has_a_catalogue_entry(cls):
+    entry = catalogue_entry(cls.TYPE)
+    assert "→" in entry.split("\n\n")[1] or "Either way" in entry, "the entry must say the direction"
+    assert cls.TYPE in table_rows(section("6")), f"{cls.TYPE} is missing from the summary table"
+
+
+def test_every_field_of_the_examples_is_in_the_catalogue():
+    for frame in FRAMES:
+        decoder = FrameDecoder()
+        decoder.feed(frame.data)
+        wire = decoder.next_message()
+        documented = table_rows(catalogue_entry(frame.type))
+        for field in wire:
+            assert field == "type" or field in documented, f"{frame.type}.{field} is not documented"
+
+
+def test_move_map_score_map_play_kinds_and_reasons_are_documented():
+    move_fields = table_rows(catalogue_entry("your_turn"))
+    for name in ("card", "captures", "kind", *messages.PLAY_KINDS):
+        assert name in move_fields
+    score_fields = table_rows(catalogue_entry("game_end"))
+    for field in fields(GameScore):
+        assert field.name in score_fields
+    reasons = table_rows(catalogue_entry("match_end"))
+    for reason in messages.MATCH_END_REASONS:
+        assert reason in reasons
+
+
+def test_every_error_code_is_in_the_error_table_with_its_fatality():
+    rows = table_rows(section("8"))
+    assert set(rows) == set(errors.ERROR_CODES)
+    for code, cells in rows.items():
+        fatal = cells[-1]
+        if code in errors.FATAL_CODES:
+            assert fatal == "yes", code
+        else:
+            assert fatal.startswith("no"), code
+
+
+# --- the hex examples --------------------------------------------------------------------------
+
+
+def test_the_examples_cover_every_required_message():
+    shown = {f.type for f in FRAMES}
+    assert shown >= {cls.TYPE for cls in messages.MESSAGE_TYPES}
+    codes = {decode_one(f.data).code for f in FRAMES if f.type == "error"}
+    assert errors.ILLEGAL_MOVE in codes
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: f"{f.session}-frame-{f.number}-{f.type}")
+def test_hex_example_round_trips(frame):
+    message = decode_one(frame.data)
+    assert message.TYPE == frame.type
+    assert encode_frame(to_wire(message)) == frame.data
+
+
+def test_doc_frames_are_the_recorded_frames():
+    recorded = {s["section"]: {f["n"]: f for f in s["frames"]} for s in EXAMPLE["sessions"]}
+    assert set(recorded) == set(SESSIONS)
+    for frame in FRAMES:
+        entry = recorded[frame.session][frame.number]
+        assert (entry["from"], entry["type"], bytes.fromhex(entry["hex"])) == (frame.sender, frame.type, frame.data)
+
+
+# --- the examples obey section 7 ----------------------------------------------------------
+
+
+def replay(frames: list[tuple[str, bytes]]) -> tuple[HostConnection, ClientConnection]:
+    """Send each frame from its side's state machine and receive it on the other's.
+
+    Each side must produce exactly the recorded bytes and the other must accept
+    the message; either state machine raises on anything out of order.
+    """
+    host, client = HostConnection(), ClientConnection()
+    for sender, data in frames:
+        message = decode_one(data)
+        source, target = (host, client) if sender == "host" else (client, host)
+        sent = source.send(message)
+        assert sent == data
+        target.receive_data(sent)
+        assert target.next_event() == message
+        assert target.next_event() is None
+    return host, client
+
+
+@pytest.mark.parametrize("session", SESSIONS)
+def test_doc_session_obeys_the_state_machines(session):
+    frames = [(f.sender, f.data) for f in FRAMES if f.session == session]
+    host, client = replay(frames)
+    assert host.closed or client.closed, "every example session ends its connection"
+
+
+@pytest.mark.parametrize("session", EXAMPLE["sessions"], ids=lambda s: s["name"])
+def test_full_recorded_session_obeys_the_state_machines(session):
+    frames = [(f["from"], bytes.fromhex(f["hex"])) for f in session["frames"]]
+    assert [f["n"] for f in session["frames"]] == list(range(1, len(frames) + 1))
+    host, client = replay(frames)
+    last = decode_one(frames[-1][1])
+    if last.TYPE == "match_end":
+        assert client.closed
+    elif last.TYPE == "leave":
+        assert host.closed
+    else:
+        assert isinstance(last, Error) and last.code in errors.FATAL_CODES and client.closed
+
+
+# --- the examples are what the code produces ----------------------------------------------
+
+
+def load_generator():
+    spec = importlib.util.spec_from_file_location(
+        "generate_example_session", VECTORS / "generate_example_session.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_examples_match_a_fresh_run_of_the_reference_host():
+    generator = load_generator()
+    sessions = generator.run_all()
+    assert generator.build_json(sessions) == EXAMPLE
+    assert generator.build_transcript(sessions[0]) == (VECTORS / "example_session.basra").read_bytes()
+    assert generator.rewrite_doc(DOC, sessions) == DOC
+
+
+def test_example_transcript_verifies():
+    said: list[str] = []
+    assert verify_file(VECTORS / "example_session.basra", say=said.append) == 0, said
+    assert "game 1: verified" in said

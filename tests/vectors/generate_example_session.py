@@ -1,0 +1,469 @@
+"""Writes the example sessions of PROTOCOL.md section 12, frame by frame.
+
+The sessions are real: the host side is basra_net's own host (Table and
+serve_connection from basra_net.host), and both seats are scripted clients
+built on basra_net.protocol.connection.ClientConnection, all joined by
+in-memory streams.  Every input that is random in play is fixed here (match
+id, host key, nonce, seeds, move choices), and Ed25519 signatures are
+deterministic, so every run writes the same bytes.
+
+Outputs, next to this file:
+
+- example_session.json: every frame of every session, as hex, with its
+  direction and message type (the doc shows only some frames of session 1);
+- example_session.basra: the joining player's transcript of session 1
+  (PROTOCOL.md section 11), which `basra verify` accepts.
+
+Run from anywhere:
+
+    python tests/vectors/generate_example_session.py          # write the two files
+    python tests/vectors/generate_example_session.py --doc    # and the frames in PROTOCOL.md
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from basra_net.engine.cards import card_name
+from basra_net.host.seat_link import serve_connection
+from basra_net.host.table import Table
+from basra_net.protocol import shuffle, transcript
+from basra_net.protocol.connection import ClientConnection
+from basra_net.protocol.framing import decode_body
+from basra_net.protocol.messages import (
+    Commit,
+    Deal,
+    Error,
+    GameEnd,
+    Hello,
+    Leave,
+    MatchEnd,
+    Message,
+    Play,
+    Played,
+    Reveal,
+    Seed,
+    Welcome,
+    YourTurn,
+)
+from basra_net.protocol.verify import GUEST, HOST, MatchVerifier
+
+HERE = Path(__file__).parent
+JSON_PATH = HERE / "example_session.json"
+TRANSCRIPT_PATH = HERE / "example_session.basra"
+DOC_PATH = HERE.parents[1] / "PROTOCOL.md"
+
+# RFC 8032 section 7.1, TEST 1: the key of PROTOCOL.md 9.11 and of fair_deal.json.
+HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+HOST_NAME, GUEST_NAME = "Sam", "Layla"
+SECTION_1_LAST_SHOWN_OPENING = 26  # session 1 is shown up to the deal of hand 2 ...
+SECTION_1_SHOWN_AT_END = 7  # ... and from the guest's last your_turn to the end
+
+
+def counting(start: int, size: int = 32) -> bytes:
+    return bytes(range(start, start + size))
+
+
+@dataclass(frozen=True)
+class Script:
+    """One session: the fixed inputs and what the guest does."""
+
+    name: str
+    section: str
+    title: str
+    match_id: bytes
+    client_nonce: bytes
+    host_seeds: tuple[bytes, ...]  # per game, from game 1
+    client_seeds: tuple[bytes, ...]
+    target: int = 30
+    scoring: str = "egyptian"
+    versions: tuple[int, ...] = (1,)
+    illegal_first_play: bool = False  # answer the first your_turn with a move the rules forbid
+    leave_at_first_turn: bool = False
+
+
+SCRIPTS = (
+    Script(
+        name="complete-match",
+        section="12.1",
+        title="a complete match of one game",
+        match_id=counting(0x00, 16),
+        client_nonce=counting(0x20),
+        host_seeds=(counting(0x40),),
+        client_seeds=(counting(0x60),),
+        illegal_first_play=True,
+    ),
+    Script(
+        name="guest-leaves",
+        section="12.2",
+        title="the guest leaves",
+        match_id=counting(0x10, 16),
+        client_nonce=counting(0xA0),
+        host_seeds=(counting(0xC0),),
+        client_seeds=(counting(0xE0),),
+        leave_at_first_turn=True,
+    ),
+    Script(
+        name="refused-handshake",
+        section="12.3",
+        title="a refused handshake",
+        match_id=counting(0x30, 16),
+        client_nonce=counting(0x50),
+        host_seeds=(),
+        client_seeds=(),
+        versions=(2,),
+    ),
+)
+
+
+@dataclass
+class Frame:
+    number: int
+    sender: str  # "host" or "guest"
+    message: Message
+    data: bytes
+
+
+@dataclass
+class Session:
+    script: Script
+    frames: list[Frame] = field(default_factory=list)
+
+    def add(self, sender: str, message: Message, data: bytes) -> None:
+        self.frames.append(Frame(len(self.frames) + 1, sender, message, data))
+
+
+# --- running a session ---------------------------------------------------------------------
+
+
+def first_move(moves):
+    """Both seats play the first move listed in each your_turn."""
+    return moves[0]
+
+
+def forbidden_move(your_turn: YourTurn) -> Play:
+    """A play of a listed card that takes something other than what the rules say."""
+    move = next(m for m in your_turn.moves if m.captures)
+    return Play(your_turn.request, move.card, ())
+
+
+class FrameReader:
+    """Cuts the received byte stream into whole frames, keeping each frame's exact bytes."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.buffer = bytearray()
+
+    async def next_frame(self) -> bytes | None:
+        while True:
+            if len(self.buffer) >= 4:
+                end = 4 + int.from_bytes(self.buffer[:4], "big")
+                if len(self.buffer) >= end:
+                    frame = bytes(self.buffer[:end])
+                    del self.buffer[:end]
+                    return frame
+            data = await self.stream.receive_some(65536)
+            if not data:
+                return None
+            self.buffer += data
+
+
+async def run_guest(stream, script: Script, session: Session) -> None:
+    """Seat 1, recording every frame of its connection in order."""
+    connection = ClientConnection()
+    reader = FrameReader(stream)
+    first_turn = True
+    welcome: Welcome | None = None
+
+    async def send(message: Message) -> None:
+        data = connection.send(message)
+        session.add(GUEST, message, data)
+        await stream.send_all(data)
+
+    await send(Hello(script.versions, GUEST_NAME, script.client_nonce))
+    while (data := await reader.next_frame()) is not None:
+        connection.receive_data(data)
+        message = connection.next_event()
+        session.add(HOST, message, data)
+        if isinstance(message, Welcome):
+            welcome = message
+        elif isinstance(message, Commit):
+            signed = shuffle.commit_signed_bytes(welcome.match_id, message.game, message.commitment)
+            if not shuffle.verify_signature(welcome.host_key, message.signature, signed):
+                raise AssertionError(f"the commit signature of game {message.game} does not verify")
+            await send(Seed(message.game, script.client_seeds[message.game - 1]))
+        elif isinstance(message, YourTurn):
+            if first_turn and script.leave_at_first_turn:
+                await send(Leave("Layla closed the game"))
+                break
+            if first_turn and script.illegal_first_play:
+                await send(forbidden_move(message))
+            else:
+                move = first_move(message.moves)
+                await send(Play(message.request, move.card, move.captures))
+            first_turn = False
+        elif isinstance(message, MatchEnd):
+            break
+    await stream.aclose()
+
+
+async def run_host_player(stream) -> None:
+    """Seat 0, the host's own player, on its internal connection."""
+    connection = ClientConnection()
+    reader = FrameReader(stream)
+    await stream.send_all(connection.send(Hello((1,), HOST_NAME, bytes(32))))
+    while (data := await reader.next_frame()) is not None:
+        connection.receive_data(data)
+        message = connection.next_event()
+        if isinstance(message, YourTurn):
+            move = first_move(message.moves)
+            await stream.send_all(connection.send(Play(message.request, move.card, move.captures)))
+        elif isinstance(message, MatchEnd):
+            break
+    await stream.aclose()
+
+
+async def run_session(script: Script) -> Session:
+    session = Session(script)
+    seeds = iter(script.host_seeds)
+    table = Table(
+        scoring=script.scoring,
+        target=script.target,
+        identity=Ed25519PrivateKey.from_private_bytes(HOST_PRIVATE_SEED),
+        make_seed=lambda: next(seeds),
+        match_id=script.match_id,
+    )
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            guest_end, host_end_1 = trio.testing.memory_stream_pair()
+            nursery.start_soon(serve_connection, host_end_1, table)
+            if script.versions == (1,):
+                seat0_end, host_end_0 = trio.testing.memory_stream_pair()
+                nursery.start_soon(lambda: serve_connection(host_end_0, table, reserved_seat=0))
+                nursery.start_soon(run_host_player, seat0_end)
+                nursery.start_soon(table.run)
+            await run_guest(guest_end, script, session)
+    return session
+
+
+def run_all() -> list[Session]:
+    return [trio.run(run_session, script) for script in SCRIPTS]
+
+
+# --- outputs -------------------------------------------------------------------------------
+
+
+def session_json(session: Session) -> dict:
+    script = session.script
+    return {
+        "name": script.name,
+        "section": script.section,
+        "inputs": {
+            "host_private_seed": HOST_PRIVATE_SEED.hex(),
+            "match_id": script.match_id.hex(),
+            "client_nonce": script.client_nonce.hex(),
+            "host_seeds": [s.hex() for s in script.host_seeds],
+            "client_seeds": [s.hex() for s in script.client_seeds],
+            "scoring": script.scoring,
+            "target": script.target,
+            "names": [HOST_NAME, GUEST_NAME],
+            "moves": "each seat plays the first move listed in each your_turn"
+            + ("; the guest first answers with a forbidden move" if script.illegal_first_play else "")
+            + ("; the guest leaves at its first your_turn" if script.leave_at_first_turn else ""),
+        },
+        "frames": [
+            {"n": f.number, "from": f.sender, "type": f.message.TYPE, "hex": f.data.hex()} for f in session.frames
+        ],
+    }
+
+
+def build_json(sessions: list[Session]) -> dict:
+    return {
+        "description": "basra-net example sessions (PROTOCOL.md section 12): every frame of the "
+        "seat-1 connection, in order, as the host and the guest sent them",
+        "format": {
+            "hex": "the whole frame: 4-byte big-endian length, then the msgpack body",
+            "from": "host or guest (seat 1)",
+            "n": "the frame's position in its session, from 1",
+        },
+        "sessions": [session_json(s) for s in sessions],
+    }
+
+
+def build_transcript(session: Session) -> bytes:
+    """What the joining player's client writes for session 1, verification notes included."""
+    verifier = MatchVerifier()
+    out = [transcript.header(GUEST)]
+    for frame in session.frames:
+        out.append(transcript.record(frame.sender, frame.message))
+        check = verifier.observe(frame.sender, frame.message)
+        if check is not None:
+            text = (
+                "deal verified: the host's seed matches its commitment and every card and score checks out"
+                if check.ok
+                else "DEAL CHECK FAILED: " + "; ".join(map(str, check.discrepancies))
+            )
+            out.append(transcript.note("verification", check.game, text))
+    return b"".join(out)
+
+
+# --- the frames as PROTOCOL.md shows them --------------------------------------------------
+
+
+def notation(value) -> str:
+    """msgpack values in a JSON-like notation; bin is h'…', nil is nil."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {notation(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(notation(v) for v in value) + "]"
+    if isinstance(value, bytes):
+        return f"h'{value.hex()}'"
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def notation_block(body: dict) -> str:
+    one_line = notation(body)
+    if len(one_line) <= 100:
+        return one_line
+    lines = []
+    for key, value in body.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            items = ",\n".join(f"    {notation(v)}" for v in value)
+            lines.append(f"  {json.dumps(key)}: [\n{items}\n  ]")
+        else:
+            lines.append(f"  {json.dumps(key)}: {notation(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
+def hex_block(data: bytes) -> str:
+    body = data[4:].hex()
+    return "\n".join([data[:4].hex()] + [body[i : i + 64] for i in range(0, len(body), 64)])
+
+
+def cards(seq) -> str:
+    return " ".join(card_name(c) for c in seq) or "nothing"
+
+
+def remark(frame: Frame, script: Script) -> str:
+    """One sentence on what a frame does."""
+    m = frame.message
+    if isinstance(m, Hello):
+        return f"offers protocol versions {list(m.versions)}, names the player and sends a fresh 32-byte nonce."
+    if isinstance(m, Welcome):
+        return (
+            f"accepts: version {m.version}, seat {m.seat}, the match id, the host's Ed25519 public key, "
+            f"scoring `{m.scoring}`, target {m.target} points."
+        )
+    if m.TYPE == "match_start":
+        return "both seats are taken; the names, seat 0 first."
+    if isinstance(m, Commit):
+        same = " (the values of 9.11)" if script.match_id == SCRIPTS[0].match_id else ""
+        return f"the commitment to the host seed of game {m.game} and its signature{same}."
+    if isinstance(m, Seed):
+        return f"the guest's seed for game {m.game}, sent only after the commit signature checked out."
+    if isinstance(m, Deal):
+        extra = f"; {cards(m.moved)} went from the first table to the bottom of the stock" if m.moved else ""
+        return (
+            f"hand {m.hand_no} of game {m.game}, dealer seat {m.dealer}: the guest holds {cards(m.hand)}; "
+            f"table {cards(m.table)}; {m.stock_left} cards left in the stock{extra}; seat {m.turn} plays first."
+        )
+    if isinstance(m, YourTurn):
+        listed = "; ".join(f"{card_name(x.card)} takes {cards(x.captures)} ({x.kind})" for x in m.moves)
+        return f"request {m.request}, the guest's legal moves: {listed}."
+    if isinstance(m, Play):
+        return f"answers request {m.request}: {card_name(m.card)} taking {cards(m.captures)}."
+    if isinstance(m, Error):
+        return (
+            f"code `{m.code}`: the request is spent; the connection carries on and a fresh request follows."
+            if m.code == "illegal_move"
+            else f"code `{m.code}`; the host closes the connection."
+        )
+    if isinstance(m, Played):
+        nxt = "the game is over" if m.turn is None else f"seat {m.turn} acts next"
+        return (
+            f"seat {m.seat} played {card_name(m.card)} taking {cards(m.captures)} ({m.kind}); "
+            f"table {cards(m.table)}; {nxt}."
+        )
+    if isinstance(m, GameEnd):
+        return (
+            f"game {m.game} is over; seat {m.last_taker} takes what was left ({cards(m.rest)}); "
+            f"points this game {m.scores[0].total} and {m.scores[1].total}; match totals {m.totals[0]}-{m.totals[1]}."
+        )
+    if isinstance(m, Reveal):
+        return f"the host seed of game {m.game} and its signature: the guest can now check the deal (9.10)."
+    if isinstance(m, MatchEnd):
+        return f"seat {m.winner} wins {m.totals[0]}-{m.totals[1]} (`{m.reason}`); the host closes the connection."
+    if isinstance(m, Leave):
+        return "the guest leaves the match and closes the connection."
+    return ""
+
+
+def frame_markdown(frame: Frame, script: Script) -> str:
+    arrow = "guest → host" if frame.sender == GUEST else "host → guest"
+    text = remark(frame, script)
+    return (
+        f"**Frame {frame.number}** · {arrow} · `{frame.message.TYPE}` · {text}\n\n"
+        f"```text\n{notation_block(decode_body(frame.data[4:]))}\n```\n\n"
+        f"```hex\n{hex_block(frame.data)}\n```\n"
+    )
+
+
+def shown_frames(session: Session) -> list[Frame | tuple[int, int]]:
+    """The frames the doc shows; a (first, last) pair stands for frames left out."""
+    frames = session.frames
+    if session.script.name != "complete-match":
+        return list(frames)
+    head = frames[:SECTION_1_LAST_SHOWN_OPENING]
+    tail = frames[-SECTION_1_SHOWN_AT_END:]
+    return [*head, (head[-1].number + 1, tail[0].number - 1), *tail]
+
+
+def session_markdown(session: Session) -> str:
+    parts: list[str] = []
+    for item in shown_frames(session):
+        if isinstance(item, tuple):
+            parts.append(
+                f"*Frames {item[0]} to {item[1]} are left out here: the rest of hands 2 to 6, in the same "
+                f"pattern. All {len(session.frames)} frames are in `tests/vectors/example_session.json`.*\n"
+            )
+        else:
+            parts.append(frame_markdown(item, session.script))
+    return "\n".join(parts)
+
+
+def marker(name: str) -> tuple[str, str]:
+    return f"<!-- example frames: {name} -->", f"<!-- end of example frames: {name} -->"
+
+
+def rewrite_doc(doc: str, sessions: list[Session]) -> str:
+    for session in sessions:
+        begin, end = marker(session.script.name)
+        start, stop = doc.index(begin) + len(begin), doc.index(end)
+        doc = doc[:start] + "\n\n" + session_markdown(session) + "\n" + doc[stop:]
+    return doc
+
+
+def main(argv: list[str]) -> int:
+    sessions = run_all()
+    JSON_PATH.write_text(json.dumps(build_json(sessions), indent=1) + "\n")
+    TRANSCRIPT_PATH.write_bytes(build_transcript(sessions[0]))
+    print(f"wrote {JSON_PATH} and {TRANSCRIPT_PATH}")
+    if "--doc" in argv:
+        DOC_PATH.write_text(rewrite_doc(DOC_PATH.read_text(), sessions))
+        print(f"rewrote the example frames in {DOC_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
