@@ -57,6 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--name", type=_name, default="Guest", help="your name at the table")
     join.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
     join.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
+    join.add_argument("--table", type=_name, metavar="NAME", help="on a host serving many tables: the table to sit at")
+
+    serve = commands.add_parser(
+        "serve", help="run many tables at once, both seats remote",
+        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.",
+    )
+    serve.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--tables", type=_positive, default=10, metavar="N", help="tables open at once at most (default 10)")
+    serve.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win a match (default 101)")
+    serve.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
+    serve.add_argument("--no-transcripts", action="store_true", help="keep no transcript files (load tests)")
+    serve.add_argument("--quiet", action="store_true", help="do not log each table's progress")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")
     verify.add_argument("file", type=Path, metavar="FILE")
@@ -81,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         from .client.command import run_join_command
 
         return run_join_command(host, port, args)
+    if args.command == "serve":
+        from .host.command import run_serve_command
+
+        return run_serve_command(args)
     from .host.command import run_host_command
 
     return run_host_command(args)

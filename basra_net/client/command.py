@@ -59,7 +59,7 @@ def report(result: SessionResult, prefix: str) -> None:
 
 def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
     player = make_player(args.auto, args.name)
-    join = JoinSession(host, port, args.name, player, args.transcript)
+    join = JoinSession(host, port, args.name, player, args.transcript, table=args.table)
 
     async def main(stop: trio.Event) -> SessionResult:
         return await join.run(stop)

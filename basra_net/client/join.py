@@ -43,8 +43,10 @@ def _port(text: str) -> int:
 class JoinSession:
     """Connects, then runs the one client."""
 
-    def __init__(self, host: str, port: int, name: str, player: Player, transcript_path: Path | None) -> None:
-        self.host, self.port, self.name = host, port, name
+    def __init__(
+        self, host: str, port: int, name: str, player: Player, transcript_path: Path | None, table: str | None = None
+    ) -> None:
+        self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
         self.transcript_path = transcript_path
         self.session: ClientSession | None = None
@@ -56,5 +58,5 @@ class JoinSession:
         except (OSError, trio.TooSlowError) as err:
             why = "timed out" if isinstance(err, trio.TooSlowError) else (err.strerror or str(err))
             return SessionResult(EXIT_FAILURE, f"cannot connect to {self.host}:{self.port}: {why}", ClientState(self.name), None)
-        self.session = ClientSession(stream, self.name, self.player, transcript_path=self.transcript_path)
+        self.session = ClientSession(stream, self.name, self.player, transcript_path=self.transcript_path, table=self.table)
         return await self.session.run(stop)

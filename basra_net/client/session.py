@@ -65,6 +65,7 @@ class ClientSession:
         transcript_path: Path | None = None,
         keep_transcript: bool = True,
         make_seed: Callable[[], bytes] = lambda: os.urandom(32),
+        table: str | None = None,
     ) -> None:
         self.stream = stream
         self.player = player
@@ -76,6 +77,7 @@ class ClientSession:
         self._transcript: TranscriptFile | None = None
         self._unwritten: list[tuple[str, Message]] = []  # records before the seat is known
         self._make_seed = make_seed
+        self._table = table
         self.deal_failures: list[str] = []
 
     # --- the channel ---------------------------------------------------------------------
@@ -126,7 +128,7 @@ class ClientSession:
 
     async def _run(self) -> SessionResult:
         try:
-            await self._send(Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32)))
+            await self._send(Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table))
             reason = await self._receive_until_over()
         except PeerGone as gone:
             return self._result(EXIT_FAILURE, str(gone))

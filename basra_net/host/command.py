@@ -10,7 +10,7 @@ import trio
 from ..client.command import make_player, run_until_interrupted
 from ..client.players import BotPlayer
 from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
-from .server import HostOutcome, HostSettings, run_host
+from .server import HostOutcome, HostSettings, ServeSettings, run_host, run_serve
 
 
 def run_host_command(args: argparse.Namespace) -> int:
@@ -52,3 +52,31 @@ def run_host_command(args: argparse.Namespace) -> int:
         return EXIT_LEFT
     print(f"basra host: the match did not finish: {outcome.table.reason}", file=sys.stderr)
     return EXIT_FAILURE
+
+
+def run_serve_command(args: argparse.Namespace) -> int:
+    settings = ServeSettings(
+        bind=args.bind,
+        port=args.port,
+        tables=args.tables,
+        target=args.target,
+        scoring=args.scoring,
+        keep_transcripts=not args.no_transcripts,
+    )
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    async def main(stop: trio.Event) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: run_serve(settings, say=say, log=(lambda line: None) if args.quiet else say))
+            await stop.wait()
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(run_until_interrupted, main)
+    except OSError as err:
+        print(f"basra serve: cannot open the port: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILURE
+    print("basra serve: stopped", flush=True)
+    return EXIT_OK

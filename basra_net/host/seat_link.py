@@ -7,6 +7,8 @@ the table and the other seat carry on.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import trio
 
 from ..protocol.connection import ConnectionClosed, HostConnection
@@ -53,9 +55,15 @@ async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) ->
         connection.receive_data(data)
 
 
+class Seating(Protocol):
+    """Finds a connection its seat: one table (`basra host`) or a lobby of tables (`basra serve`)."""
+
+    def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None: ...
+
+
 async def serve_connection(
     stream: trio.abc.Stream,
-    table: Table,
+    seating: Seating,
     *,
     reserved_seat: int | None = None,
     handshake_timeout: float = HANDSHAKE_TIMEOUT,
@@ -82,10 +90,11 @@ async def serve_connection(
         supported = ", ".join(map(str, PROTOCOL_VERSIONS))
         await _refuse(stream, connection, ProtocolError(UNSUPPORTED_VERSION, f"this host speaks version {supported}"))
         return
-    seat = table.claim_seat(reserved_seat)
-    if seat is None:
+    placement = seating.seat_for(hello, reserved_seat)
+    if placement is None:
         await _refuse(stream, connection, ProtocolError(TABLE_FULL, "the table is full: both seats are taken"))
         return
+    table, seat = placement
     welcome = table.welcome_for(seat, max(common))
     outbox_send, outbox = trio.open_memory_channel[Message](OUTBOX_SIZE)
     try:

@@ -15,10 +15,12 @@ from ..client.players import Player
 from ..client.session import ClientSession, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
 from .identity import load_or_create_identity
+from .lobby import Lobby
 from .seat_link import serve_connection
 from .table import Table, TableResult
 
 DEFAULT_PORT = 5252
+LINGER_AFTER_OWN_SEAT = 3.0  # seconds
 
 
 @dataclass
@@ -114,6 +116,13 @@ async def run_host(
             nursery.start_soon(run_table)
             own_session = ClientSession(_local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False)
             own_result = await own_session.run(stop)
+            # The host's own player is done.  A finished table lets its
+            # connections drain and close by themselves; one still waiting (for
+            # a second player, say) is given a moment, then everything stops.
+            with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
+                await table.finished.wait()
+            if not table.finished.is_set():
+                nursery.cancel_scope.cancel()
     finally:
         table.transcript.close()
     result = table.result or TableResult(False, None, (0, 0), own_result.reason)
@@ -138,3 +147,43 @@ def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], 
     for address in addresses or ["<this machine's address>"]:
         say(f"The other player types:  basra join {address}{suffix}")
     say("Waiting for the second player...")
+
+
+@dataclass
+class ServeSettings:
+    bind: str = ""
+    port: int = DEFAULT_PORT
+    tables: int = 10
+    target: int = 101
+    scoring: str = "egyptian"
+    keep_transcripts: bool = True
+
+
+async def run_serve(
+    settings: ServeSettings,
+    *,
+    say: Callable[[str], None] = print,
+    log: Callable[[str], None] = lambda line: None,
+    task_status=trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
+    identity = load_or_create_identity(data_dir())
+    listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+    port = listeners[0].socket.getsockname()[1]
+    say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables")
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(
+            nursery,
+            max_tables=settings.tables,
+            scoring=settings.scoring,
+            target=settings.target,
+            identity=identity,
+            keep_transcripts=settings.keep_transcripts,
+            log=log,
+        )
+
+        async def handle(stream: trio.SocketStream) -> None:
+            await serve_connection(stream, lobby)
+
+        task_status.started(port)
+        await trio.serve_listeners(handle, listeners, handler_nursery=nursery)

@@ -46,6 +46,11 @@ class SeatLost:
     reason: str
 
 
+@dataclass(frozen=True)
+class SeatJoined:
+    """A connection completed its handshake and holds a seat."""
+
+
 @dataclass
 class Seat:
     name: str
@@ -78,6 +83,8 @@ class Table:
         transcript: TranscriptFile | None = None,
         make_seed: Callable[[], bytes] = lambda: os.urandom(32),
         match_id: bytes | None = None,
+        reserved_seats: frozenset[int] = frozenset({0}),
+        name: str = "",
     ) -> None:
         self.match = Match(scoring=scoring, target=target)
         self.match_id = match_id or os.urandom(16)
@@ -85,10 +92,13 @@ class Table:
         self.host_key = public_key_bytes(identity)
         self.transcript = transcript
         self._make_seed = make_seed
+        self.name = name
         self.seats: list[Seat | None] = [None, None]
         self._claimed = [False, False]
+        # Seats kept for local players (the host's own, a bot): never given to a remote connection.
+        self._reserved = reserved_seats
         self._inbox_send, self._inbox = trio.open_memory_channel[tuple[int, object]](64)
-        self._seated = trio.Event()
+        self.finished = trio.Event()
         self._request = 0
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
@@ -96,12 +106,31 @@ class Table:
     # --- seating (called by connection tasks) --------------------------------------------
 
     def claim_seat(self, reserved: int | None) -> int | None:
-        """A free seat for a new connection: the reserved one, or seat 1 for a remote player."""
-        seat = reserved if reserved is not None else 1
-        if self._claimed[seat] or self.result is not None:
+        """A free seat for a new connection: the reserved one for a local player, else the first open one."""
+        if self.result is not None:
             return None
-        self._claimed[seat] = True
-        return seat
+        if reserved is not None:
+            candidates = [reserved]
+        else:
+            candidates = [seat for seat in (0, 1) if seat not in self._reserved]
+        for seat in candidates:
+            if not self._claimed[seat]:
+                self._claimed[seat] = True
+                return seat
+        return None
+
+    def seat_for(self, hello: Hello, reserved: int | None) -> tuple["Table", int] | None:
+        """Where a connection that said this hello sits: this table, or nowhere when it is full."""
+        seat = self.claim_seat(reserved)
+        return None if seat is None else (self, seat)
+
+    @property
+    def started(self) -> bool:
+        return all(self.seats) or self.result is not None
+
+    @property
+    def open_seats(self) -> int:
+        return self._claimed.count(False) if self.result is None else 0
 
     def release_seat(self, seat: int) -> None:
         """Free a claimed seat whose connection failed before it was seated."""
@@ -125,8 +154,7 @@ class Table:
             self._record(GUEST, hello)
             self._record(HOST, welcome)
         self.on_event(f"{hello.name} took seat {seat}")
-        if all(self.seats):
-            self._seated.set()
+        self._inbox_send.send_nowait((seat, SeatJoined()))
         return self._inbox_send.clone()
 
     # --- sending -------------------------------------------------------------------------
@@ -166,7 +194,7 @@ class Table:
                 raise MatchAbandoned(sender, f"{self._name(sender)} lost the connection ({message.reason})")
             if sender == seat and isinstance(message, kind):
                 return message
-            # Anything else (an Error report from a client) needs no action.
+            # Anything else (an Error report from a client, a join notice) needs no action.
 
     def _name(self, seat: int) -> str:
         entry = self.seats[seat]
@@ -175,7 +203,27 @@ class Table:
     # --- the match -----------------------------------------------------------------------
 
     async def run(self) -> TableResult:
-        await self._seated.wait()
+        try:
+            await self._wait_for_players()
+            self.result = await self._run_match()
+        finally:
+            for entry in self.seats:
+                if entry is not None:
+                    entry.outbox.close()
+            self.finished.set()
+        self.on_event(self.result.reason)
+        return self.result
+
+    async def _wait_for_players(self) -> None:
+        """Until both seats are held; a player who leaves before the match starts frees the seat."""
+        while not all(self.seats):
+            seat, message = await self._inbox.receive()
+            if isinstance(message, (Leave, SeatLost)) and self.seats[seat] is not None:
+                self.seats[seat] = None
+                self._claimed[seat] = False
+                self.on_event(f"seat {seat} is free again")
+
+    async def _run_match(self) -> TableResult:
         names = (self._name(0), self._name(1))
         try:
             for seat in (0, 1):
@@ -183,17 +231,12 @@ class Table:
             self.on_event(f"match started: {names[0]} v {names[1]}")
             while not self.match.over:
                 await self._play_game()
-            self.result = TableResult(True, self.match.winner, tuple(self.match.totals), "the match is over")
+            return TableResult(True, self.match.winner, tuple(self.match.totals), "the match is over")
         except MatchAbandoned as gone:
             other = 1 - gone.seat
             totals = (self.match.totals[0], self.match.totals[1])
             await self._send(other, MatchEnd(winner=other, totals=totals, reason="abandoned"))
-            self.result = TableResult(False, other, totals, gone.reason)
-        self.on_event(self.result.reason)
-        for entry in self.seats:
-            if entry is not None:
-                entry.outbox.close()
-        return self.result
+            return TableResult(False, other, totals, gone.reason)
 
     async def _play_game(self) -> None:
         match, game = self.match, self.match.game_number + 1

@@ -169,6 +169,7 @@ class Hello(Message):
     versions: tuple[int, ...]
     name: str
     nonce: bytes  # 32 fresh random bytes; the seat-1 commitment is bound to them
+    table: str | None = None  # on a host with many tables: the one to sit at
 
 
 @dataclass(frozen=True)
@@ -327,6 +328,7 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
         ("versions", "versions", _versions),
         ("name", "name", _name),
         ("nonce", "nonce", _bin(32)),
+        ("table", "table", _optional(_name)),
     ),
     Welcome: (
         ("version", "version", _int(1, 0xFFFF)),
@@ -385,6 +387,9 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
     Leave: (("reason", "reason", _text(MAX_TEXT)),),
 }
 
+# Fields a sender may leave out; absent means None.
+_OPTIONAL_FIELDS: dict[type[Message], tuple[str, ...]] = {Hello: ("table",)}
+
 _BY_TYPE = {cls.TYPE: cls for cls in _WIRE_FIELDS}
 
 
@@ -397,9 +402,10 @@ def from_wire(wire: dict) -> Message:
         raise ProtocolError(UNKNOWN_TYPE, f"unknown message type {shown}")
     values = {}
     for wire_name, attr, check in _WIRE_FIELDS[cls]:
-        if wire_name not in wire:
+        if wire_name in wire:
+            values[attr] = check(wire_name, wire[wire_name])
+        elif wire_name not in _OPTIONAL_FIELDS.get(cls, ()):
             raise ProtocolError(BAD_MESSAGE, f"'{kind}' lacks field '{wire_name}'")
-        values[attr] = check(wire_name, wire[wire_name])
     return cls(**values)
 
 
@@ -413,18 +419,25 @@ def _to_wire_value(value: Any) -> Any:
     return value
 
 
-_CARD_FIELDS = {"card"}
-_CARD_LIST_FIELDS = {"hand", "table", "moved", "captures", "rest"}
+# Fields that hold cards, which go on the wire by name.
+_CARD_FIELDS = {(Play, "card"), (Played, "card")}
+_CARD_LIST_FIELDS = {
+    (Deal, "hand"), (Deal, "table"), (Deal, "moved"),
+    (Play, "captures"), (Played, "captures"), (Played, "table"), (GameEnd, "rest"),
+}
 
 
 def to_wire(message: Message) -> dict:
     """The wire map for a message (the inverse of from_wire)."""
     wire: dict[str, Any] = {"type": message.TYPE}
+    optional = _OPTIONAL_FIELDS.get(type(message), ())
     for wire_name, attr, _ in _WIRE_FIELDS[type(message)]:
         value = getattr(message, attr)
-        if wire_name in _CARD_FIELDS:
+        if value is None and wire_name in optional:
+            continue  # an optional field left out is sent as absent, not as nil
+        if (type(message), wire_name) in _CARD_FIELDS:
             value = card_name(value)
-        elif wire_name in _CARD_LIST_FIELDS:
+        elif (type(message), wire_name) in _CARD_LIST_FIELDS:
             value = [card_name(c) for c in value]
         else:
             value = _to_wire_value(value)

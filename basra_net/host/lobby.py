@@ -1,0 +1,81 @@
+"""Many tables in one host process (`basra serve`): where each joining player sits.
+
+A player who names a table sits there (the table opens if there is room for
+another); anyone else takes the first open seat of a table that has not
+started, or opens a new table.  Each table runs in its own task with its own
+deals, commitments and transcript; a table that fails is logged and closed
+without touching the others.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ..client.storage import TranscriptFile, default_transcript_path
+from ..protocol.messages import Hello
+from .table import Table
+
+
+class Lobby:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        max_tables: int,
+        scoring: str,
+        target: int,
+        identity: Ed25519PrivateKey,
+        keep_transcripts: bool = True,
+        log: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self._nursery = nursery
+        self.max_tables = max_tables
+        self._scoring, self._target, self._identity = scoring, target, identity
+        self._keep_transcripts = keep_transcripts
+        self._log = log
+        self.tables: dict[str, Table] = {}  # open tables by name, in opening order
+        self.matches_finished = 0
+
+    def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None:
+        if hello.table is not None:
+            table = self.tables.get(hello.table) or self._open(hello.table)
+        else:
+            table = next((t for t in self.tables.values() if t.open_seats and not t.started), None) or self._open(None)
+        return None if table is None else table.seat_for(hello, reserved)
+
+    def _open(self, name: str | None) -> Table | None:
+        if len(self.tables) >= self.max_tables:
+            return None
+        if name is None:
+            name = str(next(n for n in range(1, self.max_tables + 2) if str(n) not in self.tables))
+        table = Table(
+            scoring=self._scoring,
+            target=self._target,
+            identity=self._identity,
+            reserved_seats=frozenset(),
+            name=name,
+        )
+        if self._keep_transcripts:
+            table.transcript = TranscriptFile(default_transcript_path(table.match_id, f"host-{_file_safe(name)}"), "host")
+        table.on_event = lambda line, name=name: self._log(f"[table {name}] {line}")
+        self.tables[name] = table
+        self._nursery.start_soon(self._run, name, table)
+        return table
+
+    async def _run(self, name: str, table: Table) -> None:
+        try:
+            await table.run()
+            self.matches_finished += 1
+        except Exception as err:  # one table's failure must not stop the others
+            self._log(f"[table {name}] failed: {err.__class__.__name__}: {err}")
+        finally:
+            if table.transcript is not None:
+                table.transcript.close()
+            del self.tables[name]
+
+
+def _file_safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)[:32]

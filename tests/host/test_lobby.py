@@ -1,0 +1,103 @@
+"""`basra serve`: many tables in one host, each player seated by the lobby, tables isolated."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import ClientSession, SessionResult
+from basra_net.host import table as table_module
+from basra_net.host.server import ServeSettings, run_serve
+from basra_net.protocol.messages import MatchStart, Message
+
+
+class SeatRecorder(BotPlayer):
+    """The greedy bot, remembering who it was seated with."""
+
+    def __init__(self) -> None:
+        super().__init__("greedy")
+        self.names: tuple[str, str] | None = None
+
+    def show(self, state, message: Message) -> None:
+        if isinstance(message, MatchStart):
+            self.names = message.names
+
+
+@pytest.fixture(autouse=True)
+def data_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+class StallingPlayer(BotPlayer):
+    """Sits down and never moves, so its table stays occupied."""
+
+    async def choose(self, state):
+        await trio.sleep_forever()
+
+
+async def _join(port: int, name: str, player: BotPlayer, table: str | None = None) -> SessionResult:
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    return await ClientSession(stream, name, player, keep_transcript=False, table=table).run()
+
+
+async def _serve(nursery: trio.Nursery, tables: int) -> int:
+    settings = ServeSettings(bind="127.0.0.1", port=0, tables=tables, target=40, keep_transcripts=False)
+    return await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
+
+
+async def test_players_fill_tables_in_pairs_and_a_named_table_seats_its_pair_together():
+    results: dict[str, SessionResult] = {}
+    players = {name: SeatRecorder() for name in ("p1", "p2", "p3", "p4", "vip-a", "vip-b")}
+    async with trio.open_nursery() as nursery:
+        port = await _serve(nursery, tables=3)
+        async with trio.open_nursery() as players_nursery:
+            for name, player in players.items():
+                table = "vip" if name.startswith("vip") else None
+
+                async def play(name=name, player=player, table=table) -> None:
+                    results[name] = await _join(port, name, player, table)
+
+                players_nursery.start_soon(play)
+                await trio.sleep(0.05)  # arrive in order, so the pairs are predictable
+        nursery.cancel_scope.cancel()
+    assert all(r.exit_code == 0 for r in results.values()), {n: r.reason for n, r in results.items()}
+    assert set(players["vip-a"].names) == {"vip-a", "vip-b"}
+    assert set(players["p1"].names) == {"p1", "p2"}
+    assert set(players["p3"].names) == {"p3", "p4"}
+
+
+async def test_a_player_beyond_the_table_limit_is_told_the_host_is_full():
+    async with trio.open_nursery() as nursery:
+        port = await _serve(nursery, tables=1)
+        for name in ("first", "second"):
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            nursery.start_soon(ClientSession(stream, name, StallingPlayer("greedy"), keep_transcript=False).run)
+        await trio.sleep(0.2)  # both seats of the only table are taken now
+        refused = await _join(port, "third", BotPlayer("greedy"), table="another")
+        nursery.cancel_scope.cancel()
+    assert refused.exit_code == 1
+    assert "table_full" in refused.reason
+
+
+async def test_a_table_that_fails_leaves_the_other_tables_playing(monkeypatch):
+    class BrokenTable(table_module.Table):
+        async def _play_game(self) -> None:
+            if self.name == "broken":
+                raise RuntimeError("a fault inside one table")
+            await super()._play_game()
+
+    monkeypatch.setattr("basra_net.host.lobby.Table", BrokenTable)
+    results: dict[str, SessionResult] = {}
+    async with trio.open_nursery() as nursery:
+        port = await _serve(nursery, tables=2)
+        async with trio.open_nursery() as players_nursery:
+            for name, table in (("a", "broken"), ("b", "broken"), ("c", "fine"), ("d", "fine")):
+
+                async def play(name=name, table=table) -> None:
+                    results[name] = await _join(port, name, BotPlayer("greedy"), table)
+
+                players_nursery.start_soon(play)
+        nursery.cancel_scope.cancel()
+    assert results["c"].exit_code == 0 and results["d"].exit_code == 0
+    assert results["a"].exit_code == 1 and results["b"].exit_code == 1
