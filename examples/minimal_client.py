@@ -128,8 +128,23 @@ def deck_order(match_id: bytes, game: int, host_seed: bytes, client_seed: bytes)
     return deck
 
 
+# Points of small order: signatures under them can verify for any message (9.9).
+WEAK_KEYS = {bytes.fromhex(h) for h in (
+    "0100000000000000000000000000000000000000000000000000000000000000",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "0000000000000000000000000000000000000000000000000000000000000080",
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+)}
+
+
 def signature_ok(host_key: bytes, signature: bytes, label: bytes, match_id: bytes, game: int, value: bytes) -> bool:
     signed = lp(label) + lp(match_id) + struct.pack(">I", game) + lp(value)  # 9.9
+    if host_key in WEAK_KEYS:
+        return False
     try:
         Ed25519PublicKey.from_public_bytes(host_key).verify(signature, signed)
         return True

@@ -15,6 +15,7 @@ from typing import Callable
 
 import trio
 
+from ..protocol import shuffle
 from ..protocol.connection import ClientConnection, ConnectionClosed
 from ..protocol.errors import ProtocolError
 from ..protocol.messages import (
@@ -53,6 +54,10 @@ class SessionResult:
 
 class PeerGone(Exception):
     """The connection ended or broke before the match did."""
+
+
+class DealRefused(Exception):
+    """The host offered a deal seat 1 must not accept (a bad commitment signature, a weak key)."""
 
 
 class ClientSession:
@@ -131,12 +136,16 @@ class ClientSession:
             await self._send(Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table))
             reason = await self._receive_until_over()
         except PeerGone as gone:
-            return self._result(EXIT_FAILURE, str(gone))
+            return self._cut_short(str(gone))
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
-            return self._result(EXIT_FAILURE, f"the host broke the protocol: {err}")
+            return self._cut_short(f"the host broke the protocol: {err}")
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            return self._result(EXIT_FAILURE, f"connection lost: {err.__class__.__name__}")
+            return self._cut_short(f"connection lost: {err.__class__.__name__}")
+        except DealRefused as refused:
+            self._fail_deal(None, str(refused))
+            await self.leave(str(refused))
+            return self._result(EXIT_DEAL_FAILED, str(refused))
         except PlayerLeft as left:
             await self.leave(str(left))
             return self._result(EXIT_LEFT, str(left))
@@ -158,6 +167,18 @@ class ClientSession:
             await self.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError, OSError):
             pass
+
+    def _cut_short(self, reason: str) -> SessionResult:
+        """The match ended early: a deal whose seed went out but was never revealed is on record."""
+        abandoned = [p for p in self.verifier.finish() if p.field == "reveal"]
+        for problem in abandoned:
+            self.player.notice(self.state, str(problem))
+            if self._transcript is not None:
+                self._transcript.note("abandoned_deal", problem.game, str(problem))
+        if abandoned:
+            self.deal_failures.extend(str(p) for p in abandoned)
+            return self._result(EXIT_DEAL_FAILED, f"{reason}; {abandoned[0]}")
+        return self._result(EXIT_FAILURE, reason)
 
     def _result(self, code: int, reason: str) -> SessionResult:
         return SessionResult(code, reason, self.state, self.transcript_path)
@@ -187,7 +208,10 @@ class ClientSession:
         state.apply(message)
         if isinstance(message, Welcome):
             self._open_transcript(message)
+            if message.seat == 1 and shuffle.is_weak_public_key(message.host_key):
+                raise DealRefused("the host's key is a weak key under which signatures prove nothing")
         elif isinstance(message, Commit):
+            self._check_commit_signature(message)
             await self._send(Seed(message.game, self._make_seed()))
         elif isinstance(message, Reveal):
             self._show_check(message)
@@ -201,6 +225,14 @@ class ClientSession:
         if isinstance(message, MatchEnd):
             return "the match is over"
         return None
+
+    def _check_commit_signature(self, commit: Commit) -> None:
+        """A seed goes out only for a commitment the host has signed (PROTOCOL.md, section 6.6)."""
+        welcome = self.connection.welcome
+        assert welcome is not None  # the state machine admits a commit only after welcome
+        signed = shuffle.commit_signed_bytes(welcome.match_id, commit.game, commit.commitment)
+        if not shuffle.verify_signature(welcome.host_key, commit.signature, signed):
+            raise DealRefused(f"game {commit.game}: the commitment's signature does not verify under the host key")
 
     def _show_check(self, reveal: Reveal) -> None:
         check = self.verifier.checks[-1] if self.verifier.checks and self.verifier.checks[-1].game == reveal.game else None

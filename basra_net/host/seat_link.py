@@ -172,4 +172,6 @@ async def _relay_inbound(
             return "the connection closed", None
         await inbox.send((seat, event))
         if connection.closed:
-            return None, None
+            if isinstance(event, Error):
+                return f"it reported a fatal error: {event.code}", None
+            return None, None  # it left on purpose; the table has its Leave

@@ -22,6 +22,7 @@ from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
 from ..protocol.errors import ILLEGAL_MOVE
 from ..protocol.messages import (
+    MAX_TEXT,
     Commit,
     Error,
     Hello,
@@ -276,4 +277,9 @@ class Table:
                 return self.match.play(seat, Move(play.card, play.captures))
             except IllegalMove as err:
                 # The request is spent; a fresh one follows, so a replay of the bad move is stale.
-                await self._send(seat, Error(ILLEGAL_MOVE, str(err)))
+                await self._send(seat, Error(ILLEGAL_MOVE, _clip(str(err), MAX_TEXT)))
+
+
+def _clip(text: str, limit: int) -> str:
+    """The engine lists every allowed capture; a long list is cut to what a message may carry."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

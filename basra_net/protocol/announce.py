@@ -1,4 +1,4 @@
-"""Engine events -> the messages each seat is sent (PROTOCOL.md, section 8).
+"""Engine events -> the messages each seat is sent (PROTOCOL.md, sections 6 and 7.3).
 
 The table calls this after every engine step, so what each seat learns is
 decided in one place: a deal shows a seat only its own hand.

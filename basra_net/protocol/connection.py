@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import BAD_FRAME, FATAL_CODES, NOT_YOUR_TURN, STALE_REQUEST, UNEXPECTED, ProtocolError
+from .errors import (
+    BAD_FRAME,
+    FATAL_CODES,
+    NOT_YOUR_TURN,
+    STALE_REQUEST,
+    UNEXPECTED,
+    UNSUPPORTED_VERSION,
+    ProtocolError,
+)
 from .framing import FrameDecoder, encode_frame
 from .messages import (
     Commit,
@@ -160,6 +168,7 @@ class ClientConnection(_Connection):
     def __init__(self) -> None:
         super().__init__()
         self.hello_sent = False
+        self.offered_versions: tuple[int, ...] = ()
         self.welcome: Welcome | None = None
         self.match_started = False
         self.game = 0  # the game in progress or last ended
@@ -182,6 +191,8 @@ class ClientConnection(_Connection):
         if self.welcome is None:
             if not isinstance(message, Welcome):
                 raise _unexpected(message, "cannot come before 'welcome'")
+            if message.version not in self.offered_versions:
+                raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
             self.welcome = message
             return
         if self.over:
@@ -238,6 +249,7 @@ class ClientConnection(_Connection):
             if self.hello_sent:
                 raise LocalProtocolError("hello goes once")
             self.hello_sent = True
+            self.offered_versions = message.versions
         elif isinstance(message, (Error, Leave)):
             return
         elif isinstance(message, Seed):

@@ -20,7 +20,9 @@ from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 PROTOCOL_VERSIONS = (1,)
 MAX_NAME = 32
 MAX_TEXT = 512
-MAX_MOVES = 64  # at most 4 cards in hand; capture choices per card are bounded well below this
+# Four cards, each with every distinct largest capture.  Play reaches a dozen
+# at most in practice; a contrived table can list hundreds for one card.
+MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
 

@@ -199,14 +199,36 @@ def sign(private_key: Ed25519PrivateKey, data: bytes) -> bytes:
     return private_key.sign(data)
 
 
+# Encodings of the Ed25519 points of small order.  Under such a "public key"
+# some signatures verify for every message, so a host key must not be one.
+SMALL_ORDER_KEYS = frozenset(
+    bytes.fromhex(h)
+    for h in (
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+    )
+)
+
+
+def is_weak_public_key(public_key_bytes: bytes) -> bool:
+    return public_key_bytes in SMALL_ORDER_KEYS
+
+
 def verify_signature(public_key_bytes: bytes, signature: bytes, data: bytes) -> bool:
-    """True only for a valid Ed25519 signature; False for any bad or malformed input."""
+    """True only for a valid Ed25519 signature under a key of full order; False for any bad input."""
     if not (
         isinstance(public_key_bytes, bytes)
         and isinstance(signature, bytes)
         and isinstance(data, bytes)
         and len(public_key_bytes) == PUBLIC_KEY_SIZE
         and len(signature) == SIGNATURE_SIZE
+        and not is_weak_public_key(public_key_bytes)
     ):
         return False
     try:

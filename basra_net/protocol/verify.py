@@ -1,4 +1,4 @@
-"""Checking a whole deal after the host reveals its seed (PROTOCOL.md, section 9.6).
+"""Checking a whole deal after the host reveals its seed (PROTOCOL.md, section 9.10).
 
 A MatchVerifier is fed the messages of the seat-1 channel in order, each with
 its sender ("host" or "guest").  When a game's reveal arrives it recomputes

@@ -1,0 +1,127 @@
+"""The one client against a scripted host: what seat 1 refuses, and what it records when a host walks away."""
+
+from __future__ import annotations
+
+import hashlib
+
+import trio
+import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import EXIT_DEAL_FAILED, EXIT_FAILURE, ClientSession
+from basra_net.host.identity import public_key_bytes
+from basra_net.protocol import shuffle, transcript
+from basra_net.protocol.connection import ConnectionClosed, HostConnection
+from basra_net.protocol.messages import Commit, Hello, Leave, MatchStart, Seed, Welcome
+
+MATCH_ID = bytes(range(16))
+KEY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"scripted host").digest())
+
+
+class ScriptedHost:
+    """The host end of a memory stream, driven step by step by the test."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.connection = HostConnection()
+        self.received: list = []
+
+    async def receive(self):
+        while True:
+            event = self.connection.next_event()
+            if event is not None:
+                self.received.append(event)
+                return event
+            self.connection.receive_data(await self.stream.receive_some(65536))
+
+    async def send(self, message) -> None:
+        await self.stream.send_all(self.connection.send(message))
+
+    async def seat_guest(self, *, host_key: bytes | None = None, version: int = 1) -> Hello:
+        hello = await self.receive()
+        assert isinstance(hello, Hello)
+        await self.send(Welcome(version, 1, MATCH_ID, host_key or public_key_bytes(KEY), "egyptian", 101))
+        await self.send(MatchStart(("Host", "Guest")))
+        return hello
+
+
+def _signed_commit(game: int, nonce: bytes, host_seed: bytes) -> Commit:
+    commitment = shuffle.commitment(MATCH_ID, game, nonce, host_seed)
+    return Commit(game, commitment, shuffle.sign(KEY, shuffle.commit_signed_bytes(MATCH_ID, game, commitment)))
+
+
+async def _run_client(script, tmp_path):
+    client_end, host_end = trio.testing.memory_stream_pair()
+    host = ScriptedHost(host_end)
+    session = ClientSession(client_end, "Guest", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(script, host)
+        with trio.fail_after(10):
+            result = await session.run()
+        nursery.cancel_scope.cancel()
+    return result, host
+
+
+async def test_a_commitment_with_a_bad_signature_gets_no_seed(tmp_path):
+    async def script(host: ScriptedHost) -> None:
+        hello = await host.seat_guest()
+        good = _signed_commit(1, hello.nonce, bytes(32))
+        await host.send(Commit(1, good.commitment, bytes(64)))
+        await host.receive()  # the guest's answer
+
+    result, host = await _run_client(script, tmp_path)
+    assert result.exit_code == EXIT_DEAL_FAILED
+    assert "signature" in result.reason
+    assert not any(isinstance(m, Seed) for m in host.received)
+    assert isinstance(host.received[-1], Leave)
+
+
+async def test_a_weak_host_key_is_refused_before_any_deal(tmp_path):
+    async def script(host: ScriptedHost) -> None:
+        await host.seat_guest(host_key=bytes.fromhex("01" + "00" * 31))
+        await host.receive()
+
+    result, host = await _run_client(script, tmp_path)
+    assert result.exit_code == EXIT_DEAL_FAILED
+    assert "weak key" in result.reason
+    assert isinstance(host.received[-1], Leave)
+
+
+async def test_a_host_that_vanishes_after_the_seed_is_recorded_as_abandoning_a_fixed_deal(tmp_path):
+    async def script(host: ScriptedHost) -> None:
+        hello = await host.seat_guest()
+        await host.send(_signed_commit(1, hello.nonce, bytes(32)))
+        seed = await host.receive()
+        assert isinstance(seed, Seed)
+        await host.stream.aclose()  # walks away with the deal fixed and unrevealed
+
+    result, _ = await _run_client(script, tmp_path)
+    assert result.exit_code == EXIT_DEAL_FAILED
+    assert "abandoned a fixed deal" in result.reason
+    record = transcript.parse((tmp_path / "guest.basra").read_bytes())
+    notes = [n for n in record.notes if n.kind == "abandoned_deal"]
+    assert [n.game for n in notes] == [1]
+    report = transcript.verify(record)
+    assert not report.ok and report.problems[0].field == "reveal"
+
+
+async def test_a_host_that_vanishes_before_any_seed_is_a_plain_network_failure(tmp_path):
+    async def script(host: ScriptedHost) -> None:
+        await host.seat_guest()
+        await host.stream.aclose()
+
+    result, _ = await _run_client(script, tmp_path)
+    assert result.exit_code == EXIT_FAILURE
+    assert "closed the connection" in result.reason
+
+
+async def test_a_version_the_client_did_not_offer_is_refused(tmp_path):
+    async def script(host: ScriptedHost) -> None:
+        await host.seat_guest(version=7)
+        event = await host.receive()
+        assert not isinstance(event, ConnectionClosed)
+
+    result, host = await _run_client(script, tmp_path)
+    assert result.exit_code == EXIT_FAILURE
+    assert "unsupported_version" in result.reason
