@@ -1,0 +1,83 @@
+"""Fixtures shared across test folders: one honest, reproducible match and the `basra` command."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import shutil
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import pytest
+import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import ClientSession, SessionResult
+from basra_net.client.storage import TranscriptFile
+from basra_net.host.seat_link import serve_connection
+from basra_net.host.table import Table, TableResult
+
+
+@dataclass(frozen=True)
+class HonestMatch:
+    host_transcript: Path  # the table's record of the seat-1 channel (no notes)
+    guest_transcript: Path  # seat 1's own record, with a verification note per game
+    identity: Ed25519PrivateKey  # the host key, so tests can sign forged values
+    match_id: bytes
+    table: TableResult
+    seats: tuple[SessionResult, SessionResult]
+
+
+def _seeds(label: str):
+    counter = itertools.count(1)
+    return lambda: hashlib.sha256(f"{label} {next(counter)}".encode()).digest()
+
+
+async def _play_honest_match(folder: Path, identity: Ed25519PrivateKey, match_id: bytes) -> HonestMatch:
+    # Fixed seeds and the deterministic greedy bot make the same match every run.
+    table = Table(
+        scoring="egyptian",
+        target=60,
+        identity=identity,
+        transcript=TranscriptFile(folder / "host.basra", "host"),
+        make_seed=_seeds("host"),
+        match_id=match_id,
+    )
+    results: dict[int, SessionResult] = {}
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        for seat, name in ((0, "Hoda"), (1, "Omar")):
+            host_end, seat_end = trio.socket.socketpair()
+            nursery.start_soon(partial(serve_connection, trio.SocketStream(host_end), table, reserved_seat=seat))
+            session = ClientSession(
+                trio.SocketStream(seat_end), name, BotPlayer("greedy"),
+                transcript_path=folder / "guest.basra", keep_transcript=seat == 1, make_seed=_seeds("guest"),
+            )
+
+            async def run(seat=seat, session=session) -> None:
+                results[seat] = await session.run()
+
+            nursery.start_soon(run)
+    table.transcript.close()
+    assert table.result is not None
+    return HonestMatch(folder / "host.basra", folder / "guest.basra", identity, match_id, table.result, (results[0], results[1]))
+
+
+@pytest.fixture(scope="session")
+def honest_match(tmp_path_factory: pytest.TempPathFactory) -> HonestMatch:
+    """A whole bot-v-bot match (several games) played through the real table and client, transcripts on disk."""
+    folder = tmp_path_factory.mktemp("honest_match")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BASRA_HOME", str(folder / "home"))
+        identity = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"test host key").digest())
+        return trio.run(_play_honest_match, folder, identity, bytes(range(16)))
+
+
+@pytest.fixture(scope="session")
+def basra_command() -> list[str]:
+    """How to run the real `basra` command: the installed script, else the module."""
+    script = shutil.which("basra")
+    return [script] if script else [sys.executable, "-m", "basra_net.cli"]

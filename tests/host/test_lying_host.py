@@ -1,0 +1,112 @@
+"""A host that lies is caught by the real `basra join`, which exits 3 and names the lie."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import trio
+
+from basra_net.client.players import BotPlayer
+from basra_net.host import server
+from basra_net.host.server import HostSettings, run_host
+from basra_net.host.table import Table
+from basra_net.protocol import transcript
+from basra_net.protocol.announce import messages_for_seat
+from basra_net.protocol.messages import GameEnd
+
+EXIT_DEAL_FAILED = 3
+TEST_DEADLINE = 60
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path))
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
+def swapping_table(first: int, second: int) -> type[Table]:
+    class SwappedDeckTable(Table):
+        """Commits honestly, then deals from the committed deck with two positions swapped."""
+
+        def deck_for(self, game, host_seed, client_seed):
+            deck = list(super().deck_for(game, host_seed, client_seed))
+            deck[first], deck[second] = deck[second], deck[first]
+            return tuple(deck)
+
+    return SwappedDeckTable
+
+
+class WrongScoreTable(Table):
+    """Deals fairly but announces ten points too many for seat 0 at the end of each game."""
+
+    async def _announce(self, events):
+        turn = self.match.turn
+        for seat in (0, 1):
+            for message in messages_for_seat(events, seat, turn):
+                if isinstance(message, GameEnd):
+                    own = message.scores[0]
+                    message = replace(message, scores=(replace(own, total=own.total + 10), message.scores[1]))
+                await self._send(seat, message)
+
+
+async def join_lying_host(table_class: type[Table], tmp_path, basra_command, monkeypatch):
+    """Run the lying table in-process on loopback and the real `basra join --auto` against it."""
+    monkeypatch.setattr(server, "Table", table_class)
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra")
+    guest_transcript = tmp_path / "guest.basra"
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                lambda task_status: run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status)
+            )
+            join = await trio.run_process(
+                [*basra_command, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--name", "Omar",
+                 "--transcript", str(guest_transcript)],
+                capture_stdout=True, capture_stderr=True, check=False,
+            )
+        verify = await trio.run_process(
+            [*basra_command, "verify", str(guest_transcript)], capture_stdout=True, capture_stderr=True, check=False
+        )
+    return join, verify, guest_transcript
+
+
+def output(process) -> str:
+    return process.stdout.decode() + process.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "swap, named",
+    [
+        # deck[0] goes to seat 1 and deck[4] to seat 0 in game 1: seat 1 holds a card it was not dealt.
+        ((0, 4), "game 1: deal of hand 1: seat 1 cards"),
+        # A first-table card traded with the bottom of the stock.
+        ((8, 51), "game 1: deal of hand 1: "),
+    ],
+    ids=["between-hands", "table-and-stock"],
+)
+async def test_a_host_dealing_from_another_deck_than_it_committed_is_caught(tmp_path, basra_command, monkeypatch, swap, named):
+    join, verify, guest_transcript = await join_lying_host(swapping_table(*swap), tmp_path, basra_command, monkeypatch)
+    assert join.returncode == EXIT_DEAL_FAILED, output(join)
+    assert "DEAL CHECK FAILED: " + named in output(join)
+    assert verify.returncode == 1, output(verify)
+    assert "FAILED: " + named in verify.stdout.decode()
+    # The joining client wrote down what it found, next to the game it concerns.
+    notes = transcript.parse(guest_transcript.read_bytes()).notes
+    assert notes[0].kind == "verification" and notes[0].game == 1 and named in notes[0].text
+
+
+async def test_a_host_announcing_a_wrong_score_is_caught(tmp_path, basra_command, monkeypatch):
+    join, verify, _ = await join_lying_host(WrongScoreTable, tmp_path, basra_command, monkeypatch)
+    assert join.returncode == EXIT_DEAL_FAILED, output(join)
+    assert "DEAL CHECK FAILED: game 1: score of seat 0: expected" in output(join)
+    assert verify.returncode == 1, output(verify)
+    assert "FAILED: game 1: score of seat 0" in verify.stdout.decode()
+
+
+async def test_the_same_join_against_an_honest_host_exits_0(tmp_path, basra_command, monkeypatch):
+    # The control: only the lie makes the difference.
+    join, verify, _ = await join_lying_host(Table, tmp_path, basra_command, monkeypatch)
+    assert join.returncode == 0, output(join)
+    assert "DEAL CHECK FAILED" not in output(join)
+    assert verify.returncode == 0, output(verify)

@@ -1,0 +1,496 @@
+"""The sans-I/O connection state machines, host end against client end."""
+
+from __future__ import annotations
+
+import pytest
+
+from basra_net.engine import Match, MatchEnded, Move
+from basra_net.engine.cards import parse_card
+from basra_net.engine.scoring import GameScore
+from basra_net.protocol import shuffle
+from basra_net.protocol.announce import messages_for_seat
+from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection, LocalProtocolError
+from basra_net.protocol.errors import (
+    BAD_FRAME,
+    NOT_YOUR_TURN,
+    STALE_REQUEST,
+    UNEXPECTED,
+    ProtocolError,
+)
+from basra_net.protocol.framing import encode_frame
+from basra_net.protocol.messages import (
+    Commit,
+    Deal,
+    Error,
+    GameEnd,
+    Hello,
+    Leave,
+    MatchEnd,
+    MatchStart,
+    Message,
+    Play,
+    Played,
+    Reveal,
+    Seed,
+    Welcome,
+    YourTurn,
+    to_wire,
+)
+
+MATCH_ID = bytes(range(16))
+HOST_KEY = bytes(32)
+NONCE = bytes(range(32, 64))
+C = parse_card
+ZERO = GameScore(0, 0, 0, 0, 0, 0, 0)
+
+
+class Link:
+    """One seat's connection: the host's end and the client's end, joined by hand."""
+
+    def __init__(self) -> None:
+        self.host = HostConnection()
+        self.client = ClientConnection()
+
+    def to_client(self, message: Message) -> Message:
+        self.client.receive_data(self.host.send(message))
+        received = self.client.next_event()
+        assert self.client.next_event() is None
+        assert received == message
+        return received
+
+    def to_host(self, message: Message) -> Message:
+        self.host.receive_data(self.client.send(message))
+        received = self.host.next_event()
+        assert self.host.next_event() is None
+        assert received == message
+        return received
+
+    def raw_to_client(self, message: Message) -> None:
+        """Deliver a message the host's own state machine would not let it send."""
+        self.client.receive_data(encode_frame(to_wire(message)))
+
+    def raw_to_host(self, message: Message) -> None:
+        self.host.receive_data(encode_frame(to_wire(message)))
+
+
+def welcome(seat: int) -> Welcome:
+    return Welcome(version=1, seat=seat, match_id=MATCH_ID, host_key=HOST_KEY, scoring="egyptian", target=60)
+
+
+def seated(seat: int) -> Link:
+    """A link past the handshake and match_start."""
+    link = Link()
+    link.to_host(Hello((1,), f"Seat{seat}", NONCE))
+    link.to_client(welcome(seat))
+    link.to_client(MatchStart(("Hoda", "Omar")))
+    return link
+
+
+def seat1_in_game_1() -> tuple[Link, Deal]:
+    """Seat 1 with game 1 dealt (after the seed exchange), and its deal."""
+    link = seated(1)
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    link.to_host(Seed(1, bytes(32)))
+    deal = Deal(1, 1, 0, (C("AS"), C("2S"), C("3S"), C("4S")), (C("5H"), C("6H"), C("8H"), C("9H")), 36, (), 1)
+    link.to_client(deal)
+    return link, deal
+
+
+def refused(connection, data: bytes = b"") -> ProtocolError:
+    if data:
+        connection.receive_data(data)
+    with pytest.raises(ProtocolError) as info:
+        connection.next_event()
+    return info.value
+
+
+def frame(message: Message) -> bytes:
+    return encode_frame(to_wire(message))
+
+
+# --- a whole match, driven by the real engine -----------------------------------------------------
+
+
+def test_both_seats_play_a_whole_match_through_the_state_machines():
+    links = [Link(), Link()]
+    for seat, link in enumerate(links):
+        hello = link.to_host(Hello((1,), ("Hoda", "Omar")[seat], bytes([seat]) * 32))
+        assert link.host.hello == hello
+        link.to_client(welcome(seat))
+        assert (link.host.seat, link.client.seat) == (seat, seat)
+    for link in links:
+        link.to_client(MatchStart(("Hoda", "Omar")))
+
+    match = Match(scoring="egyptian", target=60)
+    nonce = links[1].host.hello.nonce
+    request = 0
+    received = {0: [], 1: []}  # every message each client took, in order
+
+    def announce(events) -> None:
+        for seat in (0, 1):
+            for message in messages_for_seat(events, seat, match.turn):
+                received[seat].append(links[seat].to_client(message))
+
+    while not match.over:
+        game = match.game_number + 1
+        host_seed, client_seed = bytes([game]) * 32, bytes([100 + game]) * 32
+        commitment = shuffle.commitment(MATCH_ID, game, nonce, host_seed)
+        links[1].to_client(Commit(game, commitment, bytes(64)))
+        assert links[1].host.awaiting_seed == game
+        links[1].to_host(Seed(game, client_seed))
+        assert links[1].host.awaiting_seed is None
+        announce(match.start_game(shuffle.shuffled_deck(MATCH_ID, game, host_seed, client_seed)))
+        ended = []
+        while match.turn is not None:
+            seat, link = match.turn, links[match.turn]
+            request += 1
+            offered = link.to_client(YourTurn(request, tuple(match.legal_moves())))
+            assert [m.kind for m in offered.moves] == [m.kind for m in match.legal_moves()]
+            move = offered.moves[-1]
+            play = link.to_host(Play(request, move.card, move.captures))
+            events = match.play(seat, Move(play.card, play.captures))
+            ended = [e for e in events if isinstance(e, MatchEnded)]
+            announce([e for e in events if not isinstance(e, MatchEnded)])
+        links[1].to_client(Reveal(game, host_seed, bytes(64)))
+        announce(ended)
+
+    assert match.game_number >= 2
+    for seat, link in enumerate(links):
+        assert link.client.over and link.client.closed
+        assert isinstance(received[seat][-1], MatchEnd)
+        assert received[seat][-1].totals == tuple(match.totals)
+        # Each seat saw 6 deals per game, and every play of both seats.
+        assert sum(isinstance(m, Deal) for m in received[seat]) == 6 * match.game_number
+        assert sum(isinstance(m, Played) for m in received[seat]) == 48 * match.game_number
+        assert sum(isinstance(m, GameEnd) for m in received[seat]) == match.game_number
+
+
+def test_a_deal_shows_each_seat_only_its_own_hand():
+    match = Match()
+    events = match.start_game(tuple(range(52)))
+    deals = [messages_for_seat(events, seat, match.turn)[0] for seat in (0, 1)]
+    assert deals[0].hand == events[0].hands[0] and deals[1].hand == events[0].hands[1]
+    assert set(deals[0].hand).isdisjoint(deals[1].hand)
+
+
+# --- the host end: what a client may send, and when -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message",
+    [Seed(1, bytes(32)), Play(1, C("AS"), ()), Leave("bye"), Error("bad_frame", "x"), MatchStart(("a", "b"))],
+    ids=lambda m: m.TYPE,
+)
+def test_anything_but_hello_first_is_unexpected_at_the_host(message):
+    error = refused(HostConnection(), frame(message))
+    assert error.code == UNEXPECTED
+    assert "before 'hello'" in error.message
+
+
+def test_a_message_between_hello_and_welcome_is_unexpected():
+    host = HostConnection()
+    host.receive_data(frame(Hello((1,), "Omar", NONCE)))
+    assert isinstance(host.next_event(), Hello)
+    assert refused(host, frame(Seed(1, bytes(32)))).code == UNEXPECTED
+
+
+def test_a_second_hello_is_unexpected():
+    link = seated(0)
+    link.raw_to_host(Hello((1,), "Again", NONCE))
+    assert refused(link.host).code == UNEXPECTED
+
+
+def test_a_play_with_no_open_request_is_not_your_turn_and_the_connection_survives():
+    link, _ = seat1_in_game_1()
+    link.raw_to_host(Play(1, C("AS"), ()))
+    error = refused(link.host)
+    assert error.code == NOT_YOUR_TURN and not error.fatal
+    # The connection carries on: the next request is answered normally.
+    link.to_client(YourTurn(5, (Move(C("AS"), (), "drop"),)))
+    assert link.to_host(Play(5, C("AS"), ())).request == 5
+    assert link.host.open_request is None
+
+
+def test_a_play_answering_an_old_request_is_stale_request():
+    link, _ = seat1_in_game_1()
+    link.to_client(YourTurn(7, (Move(C("AS"), (), "drop"),)))
+    link.raw_to_host(Play(6, C("AS"), ()))
+    error = refused(link.host)
+    assert error.code == STALE_REQUEST and not error.fatal
+    assert link.host.open_request == 7  # still open: the right answer is still welcome
+    assert link.to_host(Play(7, C("AS"), ())).request == 7
+    # Replaying the answered request is now refused as well.
+    link.raw_to_host(Play(7, C("AS"), ()))
+    assert refused(link.host).code == NOT_YOUR_TURN
+
+
+def test_a_seed_for_the_wrong_game_is_unexpected():
+    link = seated(1)
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    link.raw_to_host(Seed(2, bytes(32)))
+    assert refused(link.host).code == UNEXPECTED
+    assert link.host.awaiting_seed == 1
+
+
+def test_a_seed_with_no_commitment_outstanding_is_unexpected():
+    link = seated(1)
+    link.raw_to_host(Seed(1, bytes(32)))
+    assert refused(link.host).code == UNEXPECTED
+    link, _ = seat1_in_game_1()  # the one seed of game 1 is already in
+    link.raw_to_host(Seed(1, bytes(32)))
+    assert refused(link.host).code == UNEXPECTED
+
+
+@pytest.mark.parametrize(
+    "message",
+    [Deal(1, 1, 0, (), (), 0, (), 1), MatchEnd(0, (1, 0), "target"), Commit(1, bytes(32), bytes(64))],
+    ids=lambda m: m.TYPE,
+)
+def test_a_host_message_from_a_client_is_unexpected(message):
+    link = seated(0)
+    link.raw_to_host(message)
+    assert refused(link.host).code == UNEXPECTED
+
+
+def test_a_leave_after_the_handshake_closes_the_host_end():
+    link = seated(0)
+    link.to_host(Leave("bye"))
+    assert link.host.closed
+
+
+# --- the client end: what a host may send, and when -------------------------------------------
+
+
+def test_anything_before_the_client_says_hello_is_unexpected():
+    error = refused(ClientConnection(), frame(welcome(1)))
+    assert error.code == UNEXPECTED
+
+
+def test_anything_but_welcome_after_hello_is_unexpected():
+    client = ClientConnection()
+    client.send(Hello((1,), "Omar", NONCE))
+    assert refused(client, frame(MatchStart(("a", "b")))).code == UNEXPECTED
+
+
+def test_game_messages_before_match_start_are_unexpected():
+    link = Link()
+    link.to_host(Hello((1,), "Omar", NONCE))
+    link.to_client(welcome(1))
+    link.raw_to_client(Commit(1, bytes(32), bytes(64)))
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_a_second_commit_for_the_same_game_is_unexpected():
+    link = seated(1)
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    link.raw_to_client(Commit(1, bytes(32), bytes(64)))
+    error = refused(link.client)
+    assert error.code == UNEXPECTED and "twice" in error.message
+
+
+def test_a_commit_for_a_game_out_of_turn_or_to_seat_0_is_unexpected():
+    link = seated(1)
+    link.raw_to_client(Commit(2, bytes(32), bytes(64)))
+    assert refused(link.client).code == UNEXPECTED
+    link = seated(0)  # seat 0 takes no part in the seed exchange
+    link.raw_to_client(Commit(1, bytes(32), bytes(64)))
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_a_deal_before_the_seed_exchange_is_unexpected_at_seat_1():
+    link = seated(1)
+    deal = Deal(1, 1, 0, (C("AS"),), (), 36, (), 1)
+    link.raw_to_client(deal)
+    assert refused(link.client).code == UNEXPECTED
+    # Committed but no seed sent yet: still too early.
+    link = seated(1)
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    link.raw_to_client(deal)
+    error = refused(link.client)
+    assert error.code == UNEXPECTED and "seed exchange" in error.message
+
+
+def test_seat_0_takes_a_deal_without_any_seed_exchange():
+    link = seated(0)
+    link.to_client(Deal(1, 1, 0, (C("AS"),), (), 36, (), 1))
+    assert link.client.game_live
+
+
+def test_a_reveal_before_game_end_is_unexpected():
+    link, _ = seat1_in_game_1()
+    link.raw_to_client(Reveal(1, bytes(32), bytes(64)))
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_a_reveal_comes_once_after_its_game_end():
+    link, _ = seat1_in_game_1()
+    link.to_client(GameEnd(1, None, (), (ZERO, ZERO), (0, 0)))
+    assert link.client.reveal_due == 1
+    link.raw_to_client(Reveal(2, bytes(32), bytes(64)))  # the wrong game
+    assert refused(link.client).code == UNEXPECTED
+    link = seat1_in_game_1()[0]
+    link.to_client(GameEnd(1, None, (), (ZERO, ZERO), (0, 0)))
+    link.to_client(Reveal(1, bytes(32), bytes(64)))
+    link.raw_to_client(Reveal(1, bytes(32), bytes(64)))
+    assert refused(link.client).code == UNEXPECTED
+    # The next game's commitment is now in order.
+    link.to_client(Commit(2, bytes(32), bytes(64)))
+
+
+def test_a_next_game_cannot_start_before_the_reveal():
+    link, _ = seat1_in_game_1()
+    link.to_client(GameEnd(1, None, (), (ZERO, ZERO), (0, 0)))
+    link.raw_to_client(Commit(2, bytes(32), bytes(64)))
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_play_messages_outside_a_live_game_are_unexpected():
+    link = seated(0)
+    link.raw_to_client(YourTurn(1, ()))
+    assert refused(link.client).code == UNEXPECTED
+    link = seated(0)
+    link.raw_to_client(Played(1, 0, C("AS"), (), "drop", (C("AS"),), 1))
+    assert refused(link.client).code == UNEXPECTED
+    link = seated(0)
+    link.to_client(Deal(1, 1, 0, (C("AS"),), (), 36, (), 1))
+    link.raw_to_client(Played(2, 0, C("AS"), (), "drop", (C("AS"),), 1))  # another game's play
+    assert refused(link.client).code == UNEXPECTED
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Deal(2, 1, 1, (), (), 36, (), 0),
+        YourTurn(9, ()),
+        Commit(2, bytes(32), bytes(64)),
+        MatchEnd(0, (61, 0), "target"),
+        MatchStart(("a", "b")),
+        welcome(1),
+    ],
+    ids=lambda m: m.TYPE,
+)
+def test_anything_after_match_end_is_unexpected(message):
+    link = seated(0)
+    link.to_client(MatchEnd(0, (61, 0), "target"))
+    assert link.client.over and link.client.closed
+    link.raw_to_client(message)
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_a_client_message_from_the_host_is_unexpected():
+    link = seated(0)
+    link.raw_to_client(Play(1, C("AS"), ()))
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_a_fatal_error_from_the_peer_closes_the_connection_and_a_plain_one_does_not():
+    link = seated(0)
+    link.to_client(Error("illegal_move", "no"))
+    assert not link.client.closed
+    link.to_client(Error("timeout", "too slow"))
+    assert link.client.closed
+
+
+# --- end of stream --------------------------------------------------------------------------------
+
+
+def test_eof_in_the_middle_of_a_frame_is_bad_frame():
+    for connection in (HostConnection(), ClientConnection()):
+        data = frame(Hello((1,), "Omar", NONCE))
+        connection.receive_data(data[:6])
+        assert connection.next_event() is None
+        assert connection.in_partial_frame
+        connection.receive_data(b"")
+        error = refused(connection)
+        assert error.code == BAD_FRAME and error.fatal
+
+
+def test_eof_inside_the_length_header_is_bad_frame():
+    host = HostConnection()
+    host.receive_data(b"\x00\x00")
+    host.receive_data(b"")
+    assert refused(host).code == BAD_FRAME
+
+
+def test_a_clean_eof_is_connection_closed_after_the_last_whole_message():
+    link = seated(1)
+    link.client.receive_data(link.host.send(Commit(1, bytes(32), bytes(64))))
+    link.client.receive_data(b"")
+    assert isinstance(link.client.next_event(), Commit)
+    assert link.client.next_event() == ConnectionClosed()
+    assert link.client.closed
+    host = HostConnection()
+    host.receive_data(b"")
+    assert host.next_event() == ConnectionClosed()
+
+
+def test_without_eof_an_empty_buffer_just_needs_more_bytes():
+    link = seated(0)
+    assert link.client.next_event() is None
+    assert not link.client.closed
+
+
+# --- our own mistakes -----------------------------------------------------------------------------
+
+
+def test_a_client_cannot_send_a_play_without_an_open_request():
+    link, _ = seat1_in_game_1()
+    with pytest.raises(LocalProtocolError):
+        link.client.send(Play(1, C("AS"), ()))
+
+
+def test_a_client_cannot_answer_a_request_other_than_the_open_one_or_answer_twice():
+    link, _ = seat1_in_game_1()
+    link.to_client(YourTurn(4, (Move(C("AS"), (), "drop"),)))
+    with pytest.raises(LocalProtocolError):
+        link.client.send(Play(3, C("AS"), ()))
+    link.to_host(Play(4, C("AS"), ()))
+    with pytest.raises(LocalProtocolError):
+        link.client.send(Play(4, C("AS"), ()))
+
+
+def test_a_client_cannot_send_a_seed_without_a_commitment_or_twice():
+    link = seated(1)
+    with pytest.raises(LocalProtocolError):
+        link.client.send(Seed(1, bytes(32)))
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    link.to_host(Seed(1, bytes(32)))
+    with pytest.raises(LocalProtocolError):
+        link.client.send(Seed(1, bytes(32)))
+
+
+def test_a_client_says_hello_once_and_never_sends_host_messages():
+    client = ClientConnection()
+    client.send(Hello((1,), "Omar", NONCE))
+    with pytest.raises(LocalProtocolError):
+        client.send(Hello((1,), "Omar", NONCE))
+    for message in (welcome(1), Deal(1, 1, 0, (), (), 36, (), 1), MatchEnd(0, (1, 0), "target")):
+        with pytest.raises(LocalProtocolError):
+            client.send(message)
+
+
+def test_the_host_cannot_welcome_before_hello_or_twice():
+    host = HostConnection()
+    with pytest.raises(LocalProtocolError):
+        host.send(welcome(0))
+    link = seated(0)
+    with pytest.raises(LocalProtocolError):
+        link.host.send(welcome(0))
+
+
+def test_the_host_cannot_send_game_messages_before_the_seat_is_taken():
+    host = HostConnection()
+    host.receive_data(frame(Hello((1,), "Omar", NONCE)))
+    host.next_event()
+    for message in (MatchStart(("a", "b")), YourTurn(1, ()), Commit(1, bytes(32), bytes(64))):
+        with pytest.raises(LocalProtocolError):
+            host.send(message)
+    # An error or a refusal can always go out.
+    assert host.send(Error("table_full", "full"))
+
+
+def test_the_host_never_sends_client_messages():
+    link = seated(0)
+    for message in (Hello((1,), "x", NONCE), Seed(1, bytes(32)), Play(1, C("AS"), ())):
+        with pytest.raises(LocalProtocolError):
+            link.host.send(message)
