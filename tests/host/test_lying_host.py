@@ -8,12 +8,11 @@ import pytest
 import trio
 
 from basra_net.client.players import BotPlayer
+from basra_net.engine.events import GameEnded
 from basra_net.host import server
 from basra_net.host.server import HostSettings, run_host
 from basra_net.host.table import Table
 from basra_net.protocol import transcript
-from basra_net.protocol.announce import messages_for_seat
-from basra_net.protocol.messages import GameEnd
 
 EXIT_DEAL_FAILED = 3
 TEST_DEADLINE = 60
@@ -40,14 +39,14 @@ def swapping_table(first: int, second: int) -> type[Table]:
 class WrongScoreTable(Table):
     """Deals fairly but announces ten points too many for seat 0 at the end of each game."""
 
-    async def _announce(self, events):
-        turn = self.match.turn
-        for seat in (0, 1):
-            for message in messages_for_seat(events, seat, turn):
-                if isinstance(message, GameEnd):
-                    own = message.scores[0]
-                    message = replace(message, scores=(replace(own, total=own.total + 10), message.scores[1]))
-                await self._send(seat, message)
+    def _announce(self, events):
+        # The lie is told in the announcement only; the table's own match keeps the true score.
+        told = [
+            replace(e, scores=(replace(e.scores[0], total=e.scores[0].total + 10), e.scores[1]))
+            if isinstance(e, GameEnded) else e
+            for e in events
+        ]
+        return super()._announce(told)
 
 
 async def join_lying_host(table_class: type[Table], tmp_path, basra_command, monkeypatch):

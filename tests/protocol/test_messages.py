@@ -13,6 +13,7 @@ from basra_net.protocol.errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 from basra_net.protocol.messages import (
     MATCH_END_REASONS,
+    MAX_MOVES,
     MAX_NAME,
     MAX_TEXT,
     MESSAGE_TYPES,
@@ -52,6 +53,8 @@ def binary(size: int):
 
 # Names are 1..32 printable characters with no outer spaces.
 names = st.text(min_size=1, max_size=MAX_NAME).filter(lambda s: s.isprintable() and s.strip() == s)
+# Other text shown to a player: printable, so it is valid however strictly text is checked.
+texts = st.text(max_size=MAX_TEXT).filter(str.isprintable)
 seats = st.integers(0, 1)
 games = st.integers(1, 1 << 31)
 points = st.integers(0, 1 << 31)
@@ -69,6 +72,7 @@ MESSAGE_STRATEGIES = {
         versions=st.lists(st.integers(1, 0xFFFF), min_size=1, max_size=16).map(tuple),
         name=names,
         nonce=binary(32),
+        table=st.none() | names,
     ),
     Welcome: st.builds(
         Welcome,
@@ -120,8 +124,8 @@ MESSAGE_STRATEGIES = {
         totals=st.tuples(points, points),
         reason=st.sampled_from(MATCH_END_REASONS),
     ),
-    Error: st.builds(Error, code=st.text(min_size=1, max_size=64), message=st.text(max_size=MAX_TEXT)),
-    Leave: st.builds(Leave, reason=st.text(max_size=MAX_TEXT)),
+    Error: st.builds(Error, code=st.text(min_size=1, max_size=64).filter(str.isprintable), message=texts),
+    Leave: st.builds(Leave, reason=texts),
 }
 
 any_message = st.one_of(*MESSAGE_STRATEGIES.values())
@@ -182,7 +186,7 @@ def test_captures_arrive_sorted_whatever_order_the_sender_used():
 C = parse_card
 SCORE = GameScore(cards=30, most_cards=30, basras=1, jack_basras=0, basra_points=10, card_bonus=0, total=40)
 SAMPLES: dict[type[Message], Message] = {
-    Hello: Hello(versions=(1,), name="Samira", nonce=bytes(range(32))),
+    Hello: Hello(versions=(1,), name="Samira", nonce=bytes(range(32)), table="main"),
     Welcome: Welcome(version=1, seat=1, match_id=bytes(16), host_key=bytes(32), scoring="egyptian", target=101),
     MatchStart: MatchStart(names=("Hoda", "Omar")),
     Commit: Commit(game=1, commitment=bytes(32), signature=bytes(64)),
@@ -205,7 +209,9 @@ SAMPLES: dict[type[Message], Message] = {
 }
 
 # Fields whose value may be nil on the wire.
-OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner")}
+OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner"), ("hello", "table")}
+# Fields a sender may leave out altogether.
+ABSENT_ALLOWED = {("hello", "table")}
 
 # One value of each wire type; a field must refuse every one whose type differs from its own.
 WRONG_TYPED_VALUES = [None, True, 1, "AS", b"\x00" * 32, [], {}, [1, 1]]
@@ -339,7 +345,7 @@ def test_a_card_named_twice_in_one_list_is_bad_message(cls, changes):
     [
         (Deal, {"hand": ["AS", "2S", "3S", "4S", "5S"]}),  # a hand holds at most 4 cards
         (Deal, {"moved": ["JS", "JH", "JD", "JC", "7D", "AS"]}),
-        (YourTurn, {"moves": [{"card": "5H", "captures": [], "kind": "drop"}] * 65}),
+        (YourTurn, {"moves": [{"card": "5H", "captures": [], "kind": "drop"}] * (MAX_MOVES + 1)}),
         (Error, {"message": "x" * (MAX_TEXT + 1)}),
         (Error, {"code": ""}),
         (Error, {"code": "c" * 65}),
@@ -399,13 +405,26 @@ def test_a_name_of_32_printable_characters_is_accepted():
 
 @pytest.mark.parametrize(
     "cls, field",
-    [pytest.param(cls, f, id=f"{cls.TYPE}.{f}") for cls, m in SAMPLES.items() for f in to_wire(m) if f != "type"],
+    [
+        pytest.param(cls, f, id=f"{cls.TYPE}.{f}")
+        for cls, m in SAMPLES.items()
+        for f in to_wire(m)
+        if f != "type" and (cls.TYPE, f) not in ABSENT_ALLOWED
+    ],
 )
 def test_a_missing_field_is_bad_message(cls, field):
     wire = wire_of(cls)
     del wire[field]
     error = refused(wire)
     assert f"'{field}'" in error.message
+
+
+def test_a_hello_may_leave_out_the_table_and_then_names_none():
+    wire = wire_of(Hello)
+    del wire["table"]
+    assert from_wire(wire).table is None
+    assert "table" not in to_wire(Hello((1,), "Samira", bytes(32)))  # absent, not nil
+    refused(wire_of(Hello, table="bad\x00name"))
 
 
 def test_a_missing_optional_field_is_not_the_same_as_nil():
