@@ -33,6 +33,12 @@ def _name(text: str) -> str:
     return text
 
 
+def _code(text: str) -> str:
+    if not 1 <= len(text) <= 32 or not text.isprintable():
+        raise argparse.ArgumentTypeError("a join code is 1 to 32 printable characters")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="basra",
@@ -51,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="let the bot play your own seat (a headless host)")
     host.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
+    host.add_argument("--code", type=_code, metavar="CODE", help="the join code to require (default: a fresh one, unless --auto)")
+    host.add_argument("--open", action="store_true", help="no join code: anyone who reaches the port may sit down")
+    host.add_argument("--plain", action="store_true", help="plain TCP instead of TLS (for simple clients and debugging)")
 
     join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
     join.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
@@ -58,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
     join.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
     join.add_argument("--table", type=_name, metavar="NAME", help="on a host serving many tables: the table to sit at")
+    join.add_argument("--code", type=_code, metavar="CODE", help="the table's join code (asked for when needed)")
+    join.add_argument("--plain", action="store_true", help="plain TCP instead of TLS, for a host started with --plain")
 
     serve = commands.add_parser(
         "serve", help="run many tables at once, both seats remote",
@@ -70,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
     serve.add_argument("--no-transcripts", action="store_true", help="keep no transcript files (load tests)")
     serve.add_argument("--quiet", action="store_true", help="do not log each table's progress")
+    serve.add_argument("--code", type=_code, metavar="CODE", help="a join code every player must give (default: none)")
+    serve.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
+
+    forget = commands.add_parser(
+        "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed."
+    )
+    forget.add_argument("address", metavar="HOST[:PORT]")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")
     verify.add_argument("file", type=Path, metavar="FILE")
@@ -83,14 +101,18 @@ def main(argv: list[str] | None = None) -> int:
         from .client.verify_file import verify_file
 
         return verify_file(args.file, verbose=args.verbose)
-    if args.command == "join":
+    if args.command in ("join", "forget"):
         from .client.join import parse_address
 
         try:
             host, port = parse_address(args.address)
         except ValueError as err:
-            print(f"basra join: {err}", file=sys.stderr)
+            print(f"basra {args.command}: {err}", file=sys.stderr)
             return EXIT_USAGE
+        if args.command == "forget":
+            from .client.command import forget_host
+
+            return forget_host(host, port)
         from .client.command import run_join_command
 
         return run_join_command(host, port, args)

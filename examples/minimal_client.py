@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """A complete headless basra-net client in one file, written from PROTOCOL.md alone.
 
-    python minimal_client.py HOST PORT [NAME]
+    python minimal_client.py [--plain] HOST PORT [NAME]
+
+It speaks TLS 1.3 (section 5.5) unless given --plain (for a host started with
+--plain); over TLS it checks that the key in `welcome` is the certificate's key
+and prints the key's fingerprint for the player to compare with the host's
+screen (it keeps no pins between runs, as a full client does).
 
 It takes the second seat at a basra-net host, answers every commitment with a
 fresh seed, plays a random legal move from every `your_turn`, and checks each
@@ -29,11 +34,14 @@ import hmac
 import os
 import random
 import socket
+import ssl
 import struct
 import sys
 
 import msgpack
+from cryptography import x509
 from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 VERSION = 1
@@ -52,10 +60,22 @@ class ProtocolFailure(Exception):
 
 
 class Connection:
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, tls: bool) -> None:
         self.sock = socket.create_connection((host, port), timeout=10)
-        self.sock.settimeout(None)  # version 1 sets no time limit on a move, so neither do we
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small frames, sent at once
+        self.certificate_key: bytes | None = None
+        if tls:
+            # The certificate is self-signed: trust comes from its key, checked against welcome (5.5).
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.minimum_version = ssl.TLSVersion.TLSv1_3
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            self.sock = context.wrap_socket(self.sock)
+            certificate = x509.load_der_x509_certificate(self.sock.getpeercert(binary_form=True))
+            self.certificate_key = certificate.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+            digest = hashlib.sha256(self.certificate_key).hexdigest()[:16]
+            print("host key fingerprint " + " ".join(digest[i:i + 4] for i in range(0, 16, 4)), flush=True)
+        self.sock.settimeout(None)  # version 1 sets no time limit on a move, so neither do we
 
     def send(self, message: dict) -> None:
         body = msgpack.packb(message, use_bin_type=True)
@@ -254,6 +274,7 @@ def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
         raise ProtocolFailure(f"the host chose version {welcome['version']}")
     expect(welcome["seat"] == 1, "this client plays seat 1 only")
     match_id, host_key = welcome["match"], welcome["host_key"]
+    expect(conn.certificate_key in (None, host_key), "the welcome's host key is not the TLS certificate's key")
     current: GameRecord | None = None
 
     while True:
@@ -309,12 +330,14 @@ def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    tls = "--plain" not in argv
+    argv = [arg for arg in argv if arg != "--plain"]
     if len(argv) not in (3, 4) or not argv[2].isdigit():
-        print("usage: minimal_client.py HOST PORT [NAME]", file=sys.stderr)
+        print("usage: minimal_client.py [--plain] HOST PORT [NAME]", file=sys.stderr)
         return 2
     name = argv[3] if len(argv) == 4 else "Minimal"
     try:
-        conn = Connection(argv[1], int(argv[2]))
+        conn = Connection(argv[1], int(argv[2]), tls)
         try:
             return play_match(conn, name)
         finally:

@@ -9,7 +9,9 @@ from typing import Awaitable, Callable, TypeVar
 
 import trio
 
-from .join import JoinSession
+from .join import JoinSession, pin_name
+from .pinning import KNOWN_HOSTS_FILE, KnownHosts
+from .storage import data_dir
 from .players import BotPlayer, Player
 from .session import EXIT_LEFT, SessionResult
 
@@ -57,9 +59,35 @@ def report(result: SessionResult, prefix: str) -> None:
         print(f"{prefix}: transcript saved to {result.transcript_path}", flush=True)
 
 
+async def ask_join_code(reason: str) -> str | None:
+    """Ask the person at the keyboard for the join code; None when input has ended."""
+
+    def ask() -> str | None:
+        print(f"basra join: {reason}", flush=True)
+        try:
+            return input("Join code (as shown on the host's screen): ").strip() or None
+        except EOFError:
+            return None
+
+    return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
+
+
+def forget_host(host: str, port: int) -> int:
+    name = pin_name(host, port)
+    if KnownHosts(data_dir() / KNOWN_HOSTS_FILE).forget(name):
+        print(f"basra forget: the key pinned for {name} is forgotten; the next join pins the key it meets")
+    else:
+        print(f"basra forget: no key was pinned for {name}")
+    return 0
+
+
 def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
     player = make_player(args.auto, args.name)
-    join = JoinSession(host, port, args.name, player, args.transcript, table=args.table)
+    interactive = args.auto is None and sys.stdin.isatty()
+    join = JoinSession(
+        host, port, args.name, player, args.transcript,
+        table=args.table, code=args.code, plain=args.plain, ask_code=ask_join_code if interactive else None,
+    )
 
     async def main(stop: trio.Event) -> SessionResult:
         return await join.run(stop)

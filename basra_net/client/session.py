@@ -50,10 +50,15 @@ class SessionResult:
     reason: str
     state: ClientState
     transcript_path: Path | None
+    refusal: str | None = None  # the error code, when the host refused this connection
 
 
 class PeerGone(Exception):
-    """The connection ended or broke before the match did."""
+    """The connection ended or broke before the match did; ``refusal`` is the host's fatal error code, if any."""
+
+    def __init__(self, reason: str, refusal: str | None = None) -> None:
+        super().__init__(reason)
+        self.refusal = refusal
 
 
 class DealRefused(Exception):
@@ -71,6 +76,9 @@ class ClientSession:
         keep_transcript: bool = True,
         make_seed: Callable[[], bytes] = lambda: os.urandom(32),
         table: str | None = None,
+        code: str | None = None,
+        expected_host_key: bytes | None = None,
+        notices: tuple[str, ...] = (),
     ) -> None:
         self.stream = stream
         self.player = player
@@ -83,6 +91,9 @@ class ClientSession:
         self._unwritten: list[tuple[str, Message]] = []  # records before the seat is known
         self._make_seed = make_seed
         self._table = table
+        self._code = code
+        self._expected_host_key = expected_host_key  # the key of the TLS certificate, when there is one
+        self._notices = notices
         self.deal_failures: list[str] = []
 
     # --- the channel ---------------------------------------------------------------------
@@ -133,10 +144,14 @@ class ClientSession:
 
     async def _run(self) -> SessionResult:
         try:
-            await self._send(Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table))
+            for text in self._notices:
+                self.player.notice(self.state, text)
+            await self._send(Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table, self._code))
             reason = await self._receive_until_over()
         except PeerGone as gone:
-            return self._cut_short(str(gone))
+            result = self._cut_short(str(gone))
+            result.refusal = gone.refusal
+            return result
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
@@ -200,13 +215,15 @@ class ClientSession:
         state = self.state
         if isinstance(message, Error):
             if self.connection.closed:
-                raise PeerGone(f"the host refused: {message.code}: {message.message}")
+                raise PeerGone(f"the host refused: {message.code}: {message.message}", refusal=message.code)
             self.player.notice(state, f"the host refused that: {message.message}")
             return None
         if isinstance(message, Leave):
             raise PeerGone(f"the host left the match: {message.reason}" if message.reason else "the host left the match")
         state.apply(message)
         if isinstance(message, Welcome):
+            if self._expected_host_key is not None and message.host_key != self._expected_host_key:
+                raise PeerGone("the host's welcome names a key other than the one its TLS certificate holds")
             self._open_transcript(message)
             if message.seat == 1 and shuffle.is_weak_public_key(message.host_key):
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")

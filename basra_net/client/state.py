@@ -26,6 +26,7 @@ class GameSummary:
 class ClientState:
     name: str
     seat: int | None = None
+    host_key: bytes = b""
     names: tuple[str, str] = ("", "")
     scoring: str = "egyptian"
     target: int = 0
@@ -63,6 +64,7 @@ class ClientState:
         """Fold one validated message from the host into the state."""
         if isinstance(message, Welcome):
             self.seat, self.scoring, self.target = message.seat, message.scoring, message.target
+            self.host_key = message.host_key
         elif isinstance(message, MatchStart):
             self.names = message.names
         elif isinstance(message, Deal):

@@ -10,7 +10,17 @@ import trio
 from ..client.command import make_player, run_until_interrupted
 from ..client.players import BotPlayer
 from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
+from .admission import make_join_code
 from .server import HostOutcome, HostSettings, ServeSettings, run_host, run_serve
+
+
+def _join_code(args: argparse.Namespace) -> str | None:
+    """An interactive table gets a fresh code; a headless one (--auto) is open unless given --code."""
+    if args.open:
+        return None
+    if args.code:
+        return args.code
+    return None if args.auto is not None else make_join_code()
 
 
 def run_host_command(args: argparse.Namespace) -> int:
@@ -21,6 +31,8 @@ def run_host_command(args: argparse.Namespace) -> int:
         target=args.target,
         scoring=args.scoring,
         transcript=args.transcript,
+        code=_join_code(args),
+        tls=not args.plain,
     )
     own_player = make_player(args.auto, args.name)
     bot = BotPlayer(args.bot) if args.bot else None
@@ -62,6 +74,8 @@ def run_serve_command(args: argparse.Namespace) -> int:
         target=args.target,
         scoring=args.scoring,
         keep_transcripts=not args.no_transcripts,
+        code=args.code,
+        tls=not args.plain,
     )
 
     def say(line: str) -> None:

@@ -7,20 +7,24 @@ the table and the other seat carry on.
 
 from __future__ import annotations
 
+import ssl
 from typing import Protocol
 
 import trio
 
 from ..protocol.connection import ConnectionClosed, HostConnection
-from ..protocol.errors import TABLE_FULL, TIMEOUT, UNSUPPORTED_VERSION, ProtocolError
-from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message
+from ..protocol.errors import BUSY, RATE_LIMIT, TABLE_FULL, TIMEOUT, UNSUPPORTED_VERSION, ProtocolError
+from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Welcome
+from .admission import Admission
+from .limits import MessageRate
 from .table import SeatLost, Table
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
 FRAME_TIMEOUT = 10.0  # seconds a started frame has to finish
 CLOSE_LINGER = 1.0  # seconds to let a refused peer read its error before the socket closes
 RECEIVE_SIZE = 65536
-OUTBOX_SIZE = 64
+OUTBOX_SIZE = 64  # messages; a seat that lets more pile up is not reading, and is dropped
+SEND_TIMEOUT = 20.0  # seconds one frame may wait for the peer to read
 
 
 async def close_gracefully(stream: trio.abc.Stream) -> None:
@@ -67,43 +71,102 @@ async def serve_connection(
     *,
     reserved_seat: int | None = None,
     handshake_timeout: float = HANDSHAKE_TIMEOUT,
+    admission: Admission | None = None,
+    address: str = "local",
+    tls: ssl.SSLContext | None = None,
 ) -> None:
-    """Run one connection from its first byte to its close."""
+    """Run one connection from its first byte to its close.
+
+    ``admission`` applies to connections from the network (a join code, the
+    handshake limits); the host's own seats come without one.  With ``tls``
+    the connection is TLS, its handshake inside the same deadline as hello's.
+    """
     connection = HostConnection()
+    if admission is not None and not admission.gate.try_enter(address):
+        if tls is None:
+            await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
+        else:
+            await trio.aclose_forcefully(stream)  # no TLS yet, so no way to say why
+        return
+    try:
+        if tls is not None:
+            stream = await _tls_handshake(stream, tls, handshake_timeout)
+        placed = None
+        if stream is not None:
+            placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
+    finally:
+        if admission is not None:
+            admission.gate.leave(address)
+    if placed is not None:
+        await _serve_seat(stream, connection, *placed)
+
+
+async def _tls_handshake(stream: trio.abc.Stream, context: ssl.SSLContext, timeout: float) -> trio.SSLStream | None:
+    secure = trio.SSLStream(stream, context, server_side=True)
+    try:
+        with trio.fail_after(timeout):
+            await secure.do_handshake()
+    except (trio.BrokenResourceError, trio.TooSlowError, OSError):
+        await trio.aclose_forcefully(secure)
+        return None
+    return secure
+
+
+async def _handshake(
+    stream: trio.abc.Stream,
+    connection: HostConnection,
+    seating: Seating,
+    reserved_seat: int | None,
+    handshake_timeout: float,
+    admission: Admission | None,
+    address: str,
+) -> tuple[Table, int, Hello, Welcome] | None:
+    """Hello, version, code and seat; the welcome sent.  None when the connection was refused or lost."""
     try:
         with trio.fail_after(handshake_timeout):
             hello = await _receive_hello(stream, connection)
     except trio.TooSlowError:
         await _refuse(stream, connection, ProtocolError(TIMEOUT, "no hello within the handshake deadline"))
-        return
+        return None
     except ProtocolError as err:
         await _refuse(stream, connection, err)
-        return
+        return None
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         await trio.aclose_forcefully(stream)
-        return
+        return None
     if hello is None:
         await trio.aclose_forcefully(stream)
-        return
+        return None
     common = set(hello.versions) & set(PROTOCOL_VERSIONS)
     if not common:
         supported = ", ".join(map(str, PROTOCOL_VERSIONS))
         await _refuse(stream, connection, ProtocolError(UNSUPPORTED_VERSION, f"this host speaks version {supported}"))
-        return
+        return None
+    refusal = admission.check(hello, address) if admission is not None else None
+    if refusal is not None:
+        await _refuse(stream, connection, refusal)
+        return None
     placement = seating.seat_for(hello, reserved_seat)
     if placement is None:
         await _refuse(stream, connection, ProtocolError(TABLE_FULL, "the table is full: both seats are taken"))
-        return
+        return None
     table, seat = placement
     welcome = table.welcome_for(seat, max(common))
-    outbox_send, outbox = trio.open_memory_channel[Message](OUTBOX_SIZE)
     try:
-        await stream.send_all(connection.send(welcome))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-        outbox_send.close()
+        with trio.fail_after(handshake_timeout):
+            await stream.send_all(connection.send(welcome))
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         table.release_seat(seat)
         await trio.aclose_forcefully(stream)
-        return
+        return None
+    return table, seat, hello, welcome
+
+
+async def _serve_seat(
+    stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, welcome: Welcome
+) -> None:
+    """Relay between a seated connection and its table until either ends."""
+    outbox_send, outbox = trio.open_memory_channel[Message](OUTBOX_SIZE)
     inbox = table.seat_joined(seat, hello, welcome, outbox_send)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
     async with inbox:
@@ -126,11 +189,17 @@ async def serve_connection(
 async def _write_outbox(
     stream: trio.abc.Stream, connection: HostConnection, outbox: trio.MemoryReceiveChannel, scope: trio.CancelScope
 ) -> None:
-    """Send the table's messages in order; when the table closes the outbox, the connection ends."""
+    """Send the table's messages in order; when the table closes the outbox, the connection ends.
+
+    A peer that stops reading fills its socket buffer and then this outbox;
+    a frame that cannot be handed to the socket in SEND_TIMEOUT ends the
+    connection, and a full outbox makes the table drop the seat.
+    """
     try:
         async for message in outbox:
-            await stream.send_all(connection.send(message))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            with trio.fail_after(SEND_TIMEOUT):
+                await stream.send_all(connection.send(message))
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         pass
     scope.cancel()
 
@@ -147,12 +216,22 @@ async def _relay_inbound(
     Returns why the seat was lost (None when it left on purpose) and the
     fatal error to report last, if any.
     """
+    # Answers to the host's requests are paced by the host itself; what is
+    # limited is everything else a peer can send: refused messages and error reports.
+    unsolicited = MessageRate()
     while True:
         try:
             event = connection.next_event()
+            if isinstance(event, Error) and not unsolicited.allow():
+                raise ProtocolError(RATE_LIMIT, "too many error reports; slow down")
         except ProtocolError as err:
+            if not err.fatal and not unsolicited.allow():
+                err = ProtocolError(RATE_LIMIT, "too many refused messages; slow down")
             if not err.fatal:
-                await outbox.send(Error(err.code, err.message))
+                try:
+                    outbox.send_nowait(Error(err.code, err.message))
+                except trio.WouldBlock:
+                    return "it sends refused messages faster than it reads the answers", None
                 continue
             return f"protocol error: {err.code}", err
         if event is None:

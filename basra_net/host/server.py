@@ -14,7 +14,10 @@ import trio
 from ..client.players import Player
 from ..client.session import ClientSession, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
-from .identity import load_or_create_identity
+from ..protocol.fingerprint import key_fingerprint
+from .admission import Admission
+from .certificate import server_tls_context
+from .identity import load_or_create_identity, public_key_bytes
 from .lobby import Lobby
 from .seat_link import serve_connection
 from .table import Table, TableResult
@@ -31,6 +34,8 @@ class HostSettings:
     target: int = 101
     scoring: str = "egyptian"
     transcript: Path | None = None
+    code: str | None = None  # the join code; None for an open table
+    tls: bool = True
 
 
 @dataclass
@@ -89,6 +94,7 @@ async def run_host(
 ) -> HostOutcome:
     """Run one match to its end.  ``say`` prints what the person at the host must see."""
     identity = load_or_create_identity(data_dir())
+    door = _Door(identity, settings.code, settings.tls)
     table = Table(scoring=settings.scoring, target=settings.target, identity=identity)
     path = settings.transcript or default_transcript_path(table.match_id, "host")
     table.transcript = TranscriptFile(path, "host")
@@ -101,8 +107,8 @@ async def run_host(
         async with trio.open_nursery() as nursery:
             if listeners:
                 port = listeners[0].socket.getsockname()[1]
-                _announce_listening(settings, port, say)
-                nursery.start_soon(_accept, listeners, table, nursery, accept_scope)
+                _announce_listening(settings, port, say, door)
+                nursery.start_soon(_accept, listeners, table, door, nursery, accept_scope)
                 task_status.started(port)
             else:
                 bot_stream = _local_seat(nursery, table, 1)
@@ -129,23 +135,48 @@ async def run_host(
     return HostOutcome(result, own_result, path)
 
 
+class _Door:
+    """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
+
+    def __init__(self, identity, code: str | None, tls: bool) -> None:
+        self.fingerprint = key_fingerprint(public_key_bytes(identity))
+        self.code = code
+        self.tls = server_tls_context(identity, data_dir()) if tls else None
+        self.admission = Admission(code=code)
+
+    async def serve(self, stream: trio.SocketStream, seating) -> None:
+        try:
+            address = stream.socket.getpeername()[0]
+        except OSError:
+            await trio.aclose_forcefully(stream)
+            return
+        await serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls)
+
+    def join_options(self) -> str:
+        options = "" if self.tls else " --plain"
+        return options + (f" --code {self.code}" if self.code else "")
+
+
 async def _accept(
-    listeners: list[trio.SocketListener], table: Table, nursery: trio.Nursery, scope: trio.CancelScope
+    listeners: list[trio.SocketListener], table: Table, door: _Door, nursery: trio.Nursery, scope: trio.CancelScope
 ) -> None:
     async def handle(stream: trio.SocketStream) -> None:
-        await serve_connection(stream, table)
+        await door.serve(stream, table)
 
     with scope:
         await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
 
 
-def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], None]) -> None:
+def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], None], door: _Door) -> None:
     where = settings.bind or "all interfaces"
-    say(f"basra host: listening on {where}, port {port}")
+    security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP, no encryption"
+    say(f"basra host: listening on {where}, port {port} ({security})")
     suffix = "" if port == DEFAULT_PORT else f":{port}"
     addresses = [settings.bind] if settings.bind not in ("", "0.0.0.0", "::") else lan_addresses()
     for address in addresses or ["<this machine's address>"]:
-        say(f"The other player types:  basra join {address}{suffix}")
+        say(f"The other player types:  basra join {address}{suffix}{door.join_options()}")
+    if door.code:
+        say(f"Join code: {door.code}")
     say("Waiting for the second player...")
 
 
@@ -157,6 +188,8 @@ class ServeSettings:
     target: int = 101
     scoring: str = "egyptian"
     keep_transcripts: bool = True
+    code: str | None = None
+    tls: bool = True
 
 
 async def run_serve(
@@ -168,9 +201,11 @@ async def run_serve(
 ) -> None:
     """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
+    door = _Door(identity, settings.code, settings.tls)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
     port = listeners[0].socket.getsockname()[1]
-    say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables")
+    security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"
+    say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables ({security})")
     async with trio.open_nursery() as nursery:
         lobby = Lobby(
             nursery,
@@ -183,7 +218,7 @@ async def run_serve(
         )
 
         async def handle(stream: trio.SocketStream) -> None:
-            await serve_connection(stream, lobby)
+            await door.serve(stream, lobby)
 
         task_status.started(port)
         await trio.serve_listeners(handle, listeners, handler_nursery=nursery)

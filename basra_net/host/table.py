@@ -100,6 +100,7 @@ class Table:
         self._reserved = reserved_seats
         self._inbox_send, self._inbox = trio.open_memory_channel[tuple[int, object]](64)
         self.finished = trio.Event()
+        self._dropped: dict[int, str] = {}  # seats dropped for not reading, and why
         self._request = 0
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
@@ -164,28 +165,34 @@ class Table:
         if self.transcript is not None:
             self.transcript.record(sender, message)
 
-    async def _send(self, seat: int, message: Message) -> None:
+    def _send(self, seat: int, message: Message) -> None:
         entry = self.seats[seat]
         if entry is None:
             return
         if seat == 1:
             self._record(HOST, message)
         try:
-            await entry.outbox.send(message)
+            # Never wait on a seat: one that stops reading must not stall the table.
+            entry.outbox.send_nowait(message)
+        except trio.WouldBlock:
+            entry.outbox.close()  # its connection task sees the close and ends the connection
+            self._dropped.setdefault(seat, "it stopped reading")
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the seat's connection is gone; its loss reaches the inbox
 
-    async def _announce(self, events: list) -> None:
+    def _announce(self, events: list) -> None:
         turn = self.match.turn
         for seat in (0, 1):
             for message in messages_for_seat(events, seat, turn):
-                await self._send(seat, message)
+                self._send(seat, message)
 
     # --- receiving -----------------------------------------------------------------------
 
     async def _next_from(self, seat: int, kind: type) -> Message:
         """The next message of this kind from this seat; a Leave or a lost seat abandons the match."""
         while True:
+            for lost_seat, reason in self._dropped.items():
+                raise MatchAbandoned(lost_seat, f"{self._name(lost_seat)} was dropped ({reason})")
             sender, message = await self._inbox.receive()
             if sender == 1 and isinstance(message, Message):
                 self._record(GUEST, message)
@@ -228,7 +235,7 @@ class Table:
         names = (self._name(0), self._name(1))
         try:
             for seat in (0, 1):
-                await self._send(seat, MatchStart(names))
+                self._send(seat, MatchStart(names))
             self.on_event(f"match started: {names[0]} v {names[1]}")
             while not self.match.over:
                 await self._play_game()
@@ -236,7 +243,7 @@ class Table:
         except MatchAbandoned as gone:
             other = 1 - gone.seat
             totals = (self.match.totals[0], self.match.totals[1])
-            await self._send(other, MatchEnd(winner=other, totals=totals, reason="abandoned"))
+            self._send(other, MatchEnd(winner=other, totals=totals, reason="abandoned"))
             return TableResult(False, other, totals, gone.reason)
 
     async def _play_game(self) -> None:
@@ -246,10 +253,10 @@ class Table:
         host_seed = self._make_seed()
         commitment = shuffle.commitment(self.match_id, game, guest.hello.nonce, host_seed)
         signature = shuffle.sign(self.identity, shuffle.commit_signed_bytes(self.match_id, game, commitment))
-        await self._send(1, Commit(game, commitment, signature))
+        self._send(1, Commit(game, commitment, signature))
         seed = await self._next_from(1, Seed)
         deck = self.deck_for(game, host_seed, seed.seed)
-        await self._announce(match.start_game(deck))
+        self._announce(match.start_game(deck))
         self.on_event(f"game {game} dealt")
         match_ended: list = []
         while match.turn is not None:
@@ -257,11 +264,11 @@ class Table:
             # The match's end is announced after the reveal, so that seat 1
             # checks the last deal before the session closes.
             match_ended = [e for e in events if isinstance(e, MatchEnded)]
-            await self._announce([e for e in events if not isinstance(e, MatchEnded)])
+            self._announce([e for e in events if not isinstance(e, MatchEnded)])
         reveal_signature = shuffle.sign(self.identity, shuffle.reveal_signed_bytes(self.match_id, game, host_seed))
-        await self._send(1, Reveal(game, host_seed, reveal_signature))
+        self._send(1, Reveal(game, host_seed, reveal_signature))
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
-        await self._announce(match_ended)
+        self._announce(match_ended)
 
     def deck_for(self, game: int, host_seed: bytes, client_seed: bytes) -> tuple[int, ...]:
         """The deck both seeds fix (tests replace this to play a host that cheats)."""
@@ -271,13 +278,13 @@ class Table:
         """Ask the seat to act until it makes a legal move; return the engine's events."""
         while True:
             self._request += 1
-            await self._send(seat, YourTurn(self._request, tuple(self.match.legal_moves())))
+            self._send(seat, YourTurn(self._request, tuple(self.match.legal_moves())))
             play = await self._next_from(seat, Play)
             try:
                 return self.match.play(seat, Move(play.card, play.captures))
             except IllegalMove as err:
                 # The request is spent; a fresh one follows, so a replay of the bad move is stale.
-                await self._send(seat, Error(ILLEGAL_MOVE, _clip(str(err), MAX_TEXT)))
+                self._send(seat, Error(ILLEGAL_MOVE, _clip(str(err), MAX_TEXT)))
 
 
 def _clip(text: str, limit: int) -> str:

@@ -14,6 +14,11 @@ NOT_YOUR_TURN = "not_your_turn"
 TABLE_FULL = "table_full"
 TIMEOUT = "timeout"
 INTERNAL = "internal"
+CODE_REQUIRED = "code_required"
+WRONG_CODE = "wrong_code"
+TOO_MANY_ATTEMPTS = "too_many_attempts"
+BUSY = "busy"
+RATE_LIMIT = "rate_limit"
 
 ERROR_CODES = frozenset(
     {
@@ -29,6 +34,11 @@ ERROR_CODES = frozenset(
         TABLE_FULL,
         TIMEOUT,
         INTERNAL,
+        CODE_REQUIRED,
+        WRONG_CODE,
+        TOO_MANY_ATTEMPTS,
+        BUSY,
+        RATE_LIMIT,
     }
 )
 
@@ -47,6 +57,11 @@ FATAL_CODES = frozenset(
         TABLE_FULL,
         TIMEOUT,
         INTERNAL,
+        CODE_REQUIRED,
+        WRONG_CODE,
+        TOO_MANY_ATTEMPTS,
+        BUSY,
+        RATE_LIMIT,
     }
 )
 

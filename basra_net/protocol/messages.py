@@ -54,6 +54,9 @@ def _text(max_len: int, *, allow_empty: bool = True) -> Callable[[str, Any], str
     def check(field: str, value: Any) -> str:
         if type(value) is not str or len(value) > max_len or (not allow_empty and not value):
             raise _bad(field, f"must be a string of {'1' if not allow_empty else '0'} to {max_len} characters")
+        if not value.isprintable():
+            # Text reaches the other player's terminal: no control characters, no escape sequences.
+            raise _bad(field, "must be printable text")
         return value
 
     return check
@@ -172,6 +175,7 @@ class Hello(Message):
     name: str
     nonce: bytes  # 32 fresh random bytes; the seat-1 commitment is bound to them
     table: str | None = None  # on a host with many tables: the one to sit at
+    code: str | None = None  # the table's join code, when it has one
 
 
 @dataclass(frozen=True)
@@ -331,6 +335,7 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
         ("name", "name", _name),
         ("nonce", "nonce", _bin(32)),
         ("table", "table", _optional(_name)),
+        ("code", "code", _optional(_text(MAX_NAME))),
     ),
     Welcome: (
         ("version", "version", _int(1, 0xFFFF)),
@@ -390,7 +395,7 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
 }
 
 # Fields a sender may leave out; absent means None.
-_OPTIONAL_FIELDS: dict[type[Message], tuple[str, ...]] = {Hello: ("table",)}
+_OPTIONAL_FIELDS: dict[type[Message], tuple[str, ...]] = {Hello: ("table", "code")}
 
 _BY_TYPE = {cls.TYPE: cls for cls in _WIRE_FIELDS}
 

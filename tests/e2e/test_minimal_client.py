@@ -33,17 +33,18 @@ def test_minimal_client_imports_nothing_from_basra_net():
         assert module.split(".")[0] in allowed, module
 
 
-def run_match(env: dict, host_args: list[str]) -> tuple[subprocess.CompletedProcess, list[str], str]:
-    """A host with the given extra arguments, and the minimal client against it."""
+def run_match(env: dict, host_args: list[str], plain: bool = False) -> tuple[subprocess.CompletedProcess, list[str], str]:
+    """A host with the given extra arguments, and the minimal client against it (over TLS unless plain)."""
     port = free_port()
+    plain_flag = ["--plain"] if plain else []
     host = subprocess.Popen(
-        [*host_args, "host", "--auto", "greedy", "--port", str(port), "--target", "60"],
+        [*host_args, "host", "--auto", "greedy", "--port", str(port), "--target", "60", *plain_flag],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
         host_lines = wait_for_line(host, "listening")
         client = subprocess.run(
-            [sys.executable, str(CLIENT), "127.0.0.1", str(port)],
+            [sys.executable, str(CLIENT), *plain_flag, "127.0.0.1", str(port)],
             env=env, capture_output=True, text=True, timeout=MATCH_TIMEOUT,
         )
         rest, _ = host.communicate(timeout=MATCH_TIMEOUT)
@@ -58,8 +59,9 @@ def games_dealt(host_output: list[str]) -> list[int]:
     return [int(m.group(1)) for line in host_output if (m := re.search(r"game (\d+) dealt", line))]
 
 
-def test_minimal_client_plays_a_whole_match_and_verifies_every_deal(basra_env):
-    client, host_output, host_code = run_match(basra_env, basra_command())
+@pytest.mark.parametrize("plain", [False, True], ids=["tls", "plain"])
+def test_minimal_client_plays_a_whole_match_and_verifies_every_deal(basra_env, plain):
+    client, host_output, host_code = run_match(basra_env, basra_command(), plain=plain)
     assert client.returncode == 0, client.stdout + client.stderr
     assert host_code == "0", "".join(host_output)
     games = games_dealt(host_output)
@@ -67,6 +69,12 @@ def test_minimal_client_plays_a_whole_match_and_verifies_every_deal(basra_env):
     verified = [int(g) for g in re.findall(r"^game (\d+): deal verified$", client.stdout, re.M)]
     assert verified == games
     assert "match over (target)" in client.stdout
+    # Over TLS both sides show the same key fingerprint.
+    fingerprints = [re.search(r"fingerprint ([0-9a-f ]{19})", text) for text in (client.stdout, "".join(host_output))]
+    if plain:
+        assert fingerprints[0] is None
+    else:
+        assert fingerprints[0] and fingerprints[1] and fingerprints[0].group(1) == fingerprints[1].group(1)
 
 
 # A host that deals from a different deck than the seeds fix: the check must catch it.

@@ -63,7 +63,7 @@ def short_timeouts(monkeypatch):
 
 async def start_host(nursery: trio.Nursery, tmp_path: Path, *, stop: trio.Event | None = None) -> tuple[int, list[HostOutcome]]:
     """run_host with a greedy bot on seat 0, listening on a free loopback port; the outcome lands in the list."""
-    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra")
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra", tls=False)
     outcomes: list[HostOutcome] = []
 
     async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:

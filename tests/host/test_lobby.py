@@ -42,7 +42,7 @@ async def _join(port: int, name: str, player: BotPlayer, table: str | None = Non
 
 
 async def _serve(nursery: trio.Nursery, tables: int) -> int:
-    settings = ServeSettings(bind="127.0.0.1", port=0, tables=tables, target=40, keep_transcripts=False)
+    settings = ServeSettings(bind="127.0.0.1", port=0, tables=tables, target=40, keep_transcripts=False, tls=False)
     return await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
 
 

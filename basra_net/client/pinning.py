@@ -1,0 +1,86 @@
+"""Trust on first use: the host keys a player has met, kept by address, like SSH's known_hosts."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from pathlib import Path
+
+import trio
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from ..protocol.fingerprint import key_fingerprint
+
+KNOWN_HOSTS_FILE = "known_hosts.json"
+
+
+class KeyChanged(Exception):
+    """The host at a pinned address presents another key: someone may be in the middle."""
+
+
+def client_tls_context() -> ssl.SSLContext:
+    """TLS 1.3; the certificate is checked against the pin, not against certificate authorities."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def peer_public_key(stream: trio.SSLStream) -> bytes:
+    """The raw Ed25519 key of the host's certificate (the TLS handshake proved the host holds it)."""
+    der = stream.getpeercert(binary_form=True)
+    if der is None:
+        raise KeyChanged("the host presented no certificate")
+    key = x509.load_der_x509_certificate(der).public_key()
+    if not isinstance(key, Ed25519PublicKey):
+        raise KeyChanged("the host's certificate does not hold an Ed25519 key")
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+class KnownHosts:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _load(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            raise KeyChanged(f"{self.path} cannot be read ({err}); fix or delete it") from None
+        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
+
+    def _save(self, pins: dict[str, str]) -> None:
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
+        os.replace(temporary, self.path)
+
+    def check(self, address: str, public_key: bytes) -> bool:
+        """True when this key is newly pinned for the address; raise KeyChanged when another is pinned."""
+        pins = self._load()
+        pinned = pins.get(address)
+        if pinned == public_key.hex():
+            return False
+        if pinned is not None:
+            raise KeyChanged(
+                f"THE HOST KEY FOR {address} HAS CHANGED.\n"
+                f"  pinned:    {key_fingerprint(bytes.fromhex(pinned))}\n"
+                f"  presented: {key_fingerprint(public_key)}\n"
+                "Someone may be between you and the host. If the host really has a new key\n"
+                f"(ask its player to read you its fingerprint), run:  basra forget {address}"
+            )
+        pins[address] = public_key.hex()
+        self._save(pins)
+        return True
+
+    def forget(self, address: str) -> bool:
+        pins = self._load()
+        if address not in pins:
+            return False
+        del pins[address]
+        self._save(pins)
+        return True

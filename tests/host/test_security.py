@@ -1,0 +1,190 @@
+"""Who may sit down and who can read the wire: join codes, TLS with pinned keys, strangers in floods."""
+
+from __future__ import annotations
+
+import json
+import resource
+
+import pytest
+import trio
+
+from basra_net.client.join import JoinSession, pin_name
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import SessionResult
+from basra_net.host.admission import Admission, make_join_code, normalize_code
+from basra_net.host.limits import CODE_LOCKOUT_MAX, CodeAttempts, HandshakeGate, MessageRate
+from basra_net.host.server import HostOutcome, HostSettings, run_host
+from basra_net.protocol.errors import CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
+from basra_net.protocol.messages import Hello
+
+TEST_DEADLINE = 60
+
+
+@pytest.fixture(autouse=True)
+def data_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+class PacedBot(BotPlayer):
+    """The greedy bot, thinking a little, so that a match lasts while the test does things to the host."""
+
+    async def choose(self, state):
+        await trio.sleep(0.01)
+        return await super().choose(state)
+
+
+async def _start_host(nursery: trio.Nursery, *, code: str | None = None, own=None) -> tuple[int, list[HostOutcome]]:
+    outcomes: list[HostOutcome] = []
+    settings = HostSettings(bind="127.0.0.1", port=0, target=40, code=code)
+
+    async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        outcomes.append(await run_host(settings, own or BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+    return await nursery.start(host), outcomes
+
+
+def _join(port: int, name: str, *, code: str | None = None, player=None, plain: bool = False) -> JoinSession:
+    return JoinSession("127.0.0.1", port, name, player or BotPlayer("greedy"), None, code=code, plain=plain)
+
+
+# --- join codes ------------------------------------------------------------------------------------------
+
+
+async def test_a_stranger_without_the_code_is_refused_while_the_real_player_sits_down():
+    code = make_join_code()
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, outcomes = await _start_host(nursery, code=code)
+            no_code = await _join(port, "stranger").run()
+            wrong = await _join(port, "stranger", code="AAA-AAA").run()
+            locked = await _join(port, "stranger", code=code).run()  # even the right code waits out the lockout
+            await trio.sleep(1.1)
+            player = await _join(port, "friend", code=code.lower().replace("-", " ")).run()
+    assert (no_code.refusal, wrong.refusal, locked.refusal) == (CODE_REQUIRED, WRONG_CODE, TOO_MANY_ATTEMPTS)
+    assert player.exit_code == 0, player.reason
+    assert outcomes[0].table.completed
+
+
+async def test_an_interactive_joiner_is_asked_for_the_code_and_gets_in():
+    code = make_join_code()
+    asked: list[str] = []
+
+    async def ask(reason: str) -> str:
+        asked.append(reason)
+        return code
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, _ = await _start_host(nursery, code=code)
+            join = JoinSession("127.0.0.1", port, "friend", BotPlayer("greedy"), None, ask_code=ask)
+            result = await join.run()
+    assert result.exit_code == 0, result.reason
+    assert len(asked) == 1 and "join code" in asked[0]
+
+
+def test_codes_compare_without_case_spaces_or_dashes_and_are_made_from_unambiguous_characters():
+    admission = Admission(code="K7M-2QX")
+    hello = Hello((1,), "p", bytes(32), code="k7m 2qx")
+    assert admission.check(hello, "10.0.0.1") is None
+    for _ in range(200):
+        made = make_join_code()
+        assert len(normalize_code(made)) == 6 and not set(made) & set("ILO01")
+
+
+def test_wrong_codes_lock_an_address_out_for_longer_each_time_up_to_a_minute():
+    now = [0.0]
+    attempts = CodeAttempts(clock=lambda: now[0])
+    lockouts = [attempts.failed("a") for _ in range(8)]
+    assert lockouts == [1, 2, 4, 8, 16, 32, 60, 60] and lockouts[-1] == CODE_LOCKOUT_MAX
+    assert attempts.wait_for("a") == 60 and attempts.wait_for("b") == 0
+    now[0] = 61.0
+    assert attempts.wait_for("a") == 0
+    attempts.succeeded("a")
+    assert attempts.failed("a") == 1
+
+
+def test_the_handshake_gate_counts_overall_and_per_address():
+    gate = HandshakeGate(total=3, per_address=2)
+    assert gate.try_enter("a") and gate.try_enter("a")
+    assert not gate.try_enter("a")
+    assert gate.try_enter("b")
+    assert not gate.try_enter("c")
+    gate.leave("a")
+    assert gate.try_enter("c")
+
+
+def test_the_message_rate_allows_a_burst_then_a_steady_trickle():
+    now = [0.0]
+    rate = MessageRate(per_second=5, burst=20, clock=lambda: now[0])
+    assert all(rate.allow() for _ in range(20))
+    assert not rate.allow()
+    now[0] = 1.0
+    assert sum(rate.allow() for _ in range(10)) == 5
+
+
+# --- TLS and pinned keys ---------------------------------------------------------------------------------
+
+
+async def test_the_first_join_pins_the_key_and_both_sides_know_the_same_fingerprint(tmp_path):
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, outcomes = await _start_host(nursery)
+            result = await _join(port, "friend").run()
+    assert result.exit_code == 0, result.reason
+    pins = json.loads((tmp_path / "home" / "known_hosts.json").read_text())
+    assert pins == {pin_name("127.0.0.1", port): outcomes[0].own_seat.state.host_key.hex()}
+    assert result.state.host_key == outcomes[0].own_seat.state.host_key
+
+
+async def test_a_different_key_at_a_pinned_address_is_refused_with_the_command_to_forget_it(tmp_path):
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, _ = await _start_host(nursery)
+            # A key pinned earlier for this address, which the host now on it does not hold:
+            # to the client this is a host in the middle.
+            (tmp_path / "home" / "known_hosts.json").write_text(json.dumps({pin_name("127.0.0.1", port): "ab" * 32}))
+            refused = await _join(port, "friend").run()
+            assert refused.exit_code == 1
+            assert "HAS CHANGED" in refused.reason and f"basra forget 127.0.0.1:{port}" in refused.reason
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_plain_client_gets_nowhere_with_a_tls_host():
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, _ = await _start_host(nursery)
+            result = await _join(port, "plain", plain=True).run()
+            nursery.cancel_scope.cancel()
+    assert result.exit_code == 1
+
+
+# --- floods ----------------------------------------------------------------------------------------------
+
+
+async def test_a_flood_of_500_half_open_connections_does_not_stop_a_match_in_progress():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4096)), hard))
+    strangers: list[trio.SocketStream] = []
+    result: list[SessionResult] = []
+    try:
+        with trio.fail_after(TEST_DEADLINE):
+            async with trio.open_nursery() as nursery:
+                port, outcomes = await _start_host(nursery, own=PacedBot("greedy"))
+
+                async def player() -> None:
+                    result.append(await _join(port, "friend", player=PacedBot("greedy")).run())
+
+                nursery.start_soon(player)
+                await trio.sleep(0.3)  # the match is under way
+                for _ in range(500):
+                    try:
+                        strangers.append(await trio.open_tcp_stream("127.0.0.1", port))
+                    except OSError:
+                        break  # refused at the door: that is the host protecting itself
+    finally:
+        for stream in strangers:
+            await trio.aclose_forcefully(stream)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert len(strangers) >= 100
+    assert result[0].exit_code == 0, result[0].reason
+    assert outcomes[0].table.completed
