@@ -13,6 +13,7 @@ import trio
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import ClientSession
 from basra_net.host import seat_link, server
+from basra_net.host.limits import MAX_HANDSHAKES_PER_ADDRESS
 from basra_net.host.server import HostOutcome, HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed
@@ -195,8 +196,12 @@ async def test_junk_of_every_kind_is_refused_and_a_real_player_still_plays_the_m
     assert struct.unpack(">I", RANDOM_BYTES[:4])[0] > MAX_FRAME
     replies: dict[str, list[dict]] = {}
 
+    # No more at once than the host admits from one address, so every probe reaches the handshake.
+    at_once = trio.Semaphore(MAX_HANDSHAKES_PER_ADDRESS)
+
     async def probe(name: str, data: bytes) -> None:
-        replies[name] = await replies_until_closed(port, data)
+        async with at_once:
+            replies[name] = await replies_until_closed(port, data)
 
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
