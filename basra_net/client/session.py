@@ -32,7 +32,7 @@ from ..protocol.messages import (
     Welcome,
     YourTurn,
 )
-from ..protocol.verify import GUEST, HOST, MatchVerifier
+from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from .players import Player, PlayerLeft
 from .state import ClientState
 from .storage import TranscriptFile, default_transcript_path
@@ -158,7 +158,7 @@ class ClientSession:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
             return self._cut_short(f"connection lost: {err.__class__.__name__}")
         except DealRefused as refused:
-            self._fail_deal(None, str(refused))
+            self._fail_deal(None, str(refused), note="verification")
             await self.leave(str(refused))
             return self._result(EXIT_DEAL_FAILED, str(refused))
         except PlayerLeft as left:
@@ -168,8 +168,11 @@ class ClientSession:
             if self._transcript is not None:
                 self._transcript.close()
             await trio.aclose_forcefully(self.stream)
-        code = EXIT_DEAL_FAILED if self.deal_failures else EXIT_OK
-        return self._result(code, reason)
+        if self.deal_failures:
+            return self._result(EXIT_DEAL_FAILED, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
+        if self.state.end_reason == "abandoned":
+            return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+        return self._result(EXIT_OK, reason)
 
     async def leave(self, reason: str) -> None:
         """Tell the host this seat is leaving (Ctrl-C); best effort, bounded in time."""
@@ -186,14 +189,16 @@ class ClientSession:
     def _cut_short(self, reason: str) -> SessionResult:
         """The match ended early: a deal whose seed went out but was never revealed is on record."""
         abandoned = [p for p in self.verifier.finish() if p.field == "reveal"]
-        for problem in abandoned:
-            self.player.notice(self.state, str(problem))
-            if self._transcript is not None:
-                self._transcript.note("abandoned_deal", problem.game, str(problem))
+        self._record_problems(abandoned)
         if abandoned:
-            self.deal_failures.extend(str(p) for p in abandoned)
             return self._result(EXIT_DEAL_FAILED, f"{reason}; {abandoned[0]}")
         return self._result(EXIT_FAILURE, reason)
+
+    def _record_problems(self, problems: list[Discrepancy]) -> None:
+        """Whole-match findings: shown, counted as failed checks, and noted in the transcript."""
+        for problem in problems:
+            kind = "abandoned_deal" if problem.field == "reveal" else "verification"
+            self._fail_deal(problem.game, str(problem), note=kind)
 
     def _result(self, code: int, reason: str) -> SessionResult:
         return SessionResult(code, reason, self.state, self.transcript_path)
@@ -233,8 +238,7 @@ class ClientSession:
         elif isinstance(message, Reveal):
             self._show_check(message)
         elif isinstance(message, MatchEnd):
-            for problem in self.verifier.finish():
-                self._fail_deal(None, str(problem))
+            self._record_problems(self.verifier.finish())
         self.player.show(state, message)
         if isinstance(message, YourTurn):
             move = await self.player.choose(state)
@@ -257,6 +261,8 @@ class ClientSession:
         if check is None:
             return
         text = "deal verified: the host's seed matches its commitment and every card and score checks out"
+        if not check.complete:
+            text = "deal verified as far as the game went: the host's seed matches its commitment and every card checks out"
         if not check.ok:
             text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
             self._fail_deal(reveal.game, text)
@@ -265,8 +271,9 @@ class ClientSession:
         if self._transcript is not None:
             self._transcript.note("verification", reveal.game, text)
 
-    def _fail_deal(self, game: int | None, text: str) -> None:
+    def _fail_deal(self, game: int | None, text: str, note: str | None = None) -> None:
+        """A failed check: counted for the exit status, told to the player, noted when ``note`` names a kind."""
         self.deal_failures.append(text)
         self.player.notice(self.state, text)
-        if self._transcript is not None and game is None:
-            self._transcript.note("verification", None, text)
+        if self._transcript is not None and note is not None:
+            self._transcript.note(note, game, text)

@@ -101,6 +101,7 @@ class Table:
         self._inbox_send, self._inbox = trio.open_memory_channel[tuple[int, object]](64)
         self.finished = trio.Event()
         self._dropped: dict[int, str] = {}  # seats dropped for not reading, and why
+        self._fixed_deal: tuple[int, bytes] | None = None  # (game, host seed) once seat 1's seed is in, until revealed
         self._request = 0
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
@@ -243,7 +244,14 @@ class Table:
         except MatchAbandoned as gone:
             other = 1 - gone.seat
             totals = (self.match.totals[0], self.match.totals[1])
-            self._send(other, MatchEnd(winner=other, totals=totals, reason="abandoned"))
+            if self._fixed_deal is not None:
+                # The game cut off was dealt from a fixed deck: reveal it, so that the
+                # record shows who walked away, and that it was not the host.
+                self._reveal(*self._fixed_deal)
+            # Both seats, so that the record of seat 1's channel ends with the match
+            # whichever seat left; a seat that is gone simply does not receive it.
+            for seat in (0, 1):
+                self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned"))
             return TableResult(False, other, totals, gone.reason)
 
     async def _play_game(self) -> None:
@@ -255,6 +263,7 @@ class Table:
         signature = shuffle.sign(self.identity, shuffle.commit_signed_bytes(self.match_id, game, commitment))
         self._send(1, Commit(game, commitment, signature))
         seed = await self._next_from(1, Seed)
+        self._fixed_deal = (game, host_seed)
         deck = self.deck_for(game, host_seed, seed.seed)
         self._announce(match.start_game(deck))
         self.on_event(f"game {game} dealt")
@@ -265,10 +274,14 @@ class Table:
             # checks the last deal before the session closes.
             match_ended = [e for e in events if isinstance(e, MatchEnded)]
             self._announce([e for e in events if not isinstance(e, MatchEnded)])
-        reveal_signature = shuffle.sign(self.identity, shuffle.reveal_signed_bytes(self.match_id, game, host_seed))
-        self._send(1, Reveal(game, host_seed, reveal_signature))
+        self._reveal(game, host_seed)
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
         self._announce(match_ended)
+
+    def _reveal(self, game: int, host_seed: bytes) -> None:
+        signature = shuffle.sign(self.identity, shuffle.reveal_signed_bytes(self.match_id, game, host_seed))
+        self._send(1, Reveal(game, host_seed, signature))
+        self._fixed_deal = None
 
     def deck_for(self, game: int, host_seed: bytes, client_seed: bytes) -> tuple[int, ...]:
         """The deck both seeds fix (tests replace this to play a host that cheats)."""

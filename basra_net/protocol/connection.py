@@ -177,6 +177,7 @@ class ClientConnection(_Connection):
         self.commit_for = 0  # seat 1: the last game whose commitment arrived
         self.reveal_due: int | None = None
         self.open_request: int | None = None
+        self.cut_off = False  # a game was revealed part way: the match is being abandoned
         self.over = False
 
     @property
@@ -197,6 +198,8 @@ class ClientConnection(_Connection):
             return
         if self.over:
             raise _unexpected(message, "came after the match ended")
+        if self.cut_off and not isinstance(message, MatchEnd):
+            raise _unexpected(message, "came after the reveal of a game cut off; only match_end may follow")
         if isinstance(message, MatchStart):
             if self.match_started:
                 raise _unexpected(message, "came twice")
@@ -235,9 +238,15 @@ class ClientConnection(_Connection):
             if self.seat == 1:
                 self.reveal_due = message.game
         elif isinstance(message, Reveal):
-            if self.reveal_due != message.game:
+            if self.reveal_due == message.game:
+                self.reveal_due = None
+            elif self.game_live and message.game == self.game and self.seat == 1:
+                # The reveal of a game cut off: the match is being abandoned.
+                self.game_live = False
+                self.open_request = None
+                self.cut_off = True
+            else:
                 raise _unexpected(message, f"of game {message.game} is out of order")
-            self.reveal_due = None
         elif isinstance(message, MatchEnd):
             self.over = True
             self.closed = True

@@ -61,6 +61,7 @@ class GameCheck:
     client_seed: bytes = b""
     deck_key: bytes = b""
     deck: tuple[int, ...] = ()
+    complete: bool = True  # False for a game revealed when the match was abandoned part way
 
     @property
     def ok(self) -> bool:
@@ -132,14 +133,20 @@ class MatchVerifier:
                 problems.append(
                     Discrepancy(game, "reveal", "the host seed after the seed exchange", "none: the host abandoned a fixed deal")
                 )
-        if self.match_end is not None and self.match is not None and not self.failed:
-            end = self.match_end
+        end = self.match_end
+        for check in self.checks:
+            if check.ok and not check.complete and not (check is self.checks[-1] and end is not None and end.reason == "abandoned"):
+                plays = self.match.game.plays if self.match and self.match.game else 0
+                problems.append(Discrepancy(check.game, "game end", "a complete game of 48 plays", f"{plays} plays"))
+        if end is not None and self.match is not None and not self.failed:
             if end.reason == "target":
                 expected = (self.match.winner, tuple(self.match.totals))
                 if (end.winner, end.totals) != expected:
                     problems.append(
                         Discrepancy(None, "match result", f"winner {expected[0]}, totals {expected[1]}", f"winner {end.winner}, totals {end.totals}")
                     )
+            elif end.totals != tuple(self.match.totals):
+                problems.append(Discrepancy(None, "totals when the match was abandoned", str(tuple(self.match.totals)), str(end.totals)))
         return problems
 
     # --- one game ----------------------------------------------------------------------------
@@ -257,5 +264,5 @@ class MatchVerifier:
                     return
                 if expected and isinstance(expected[0], MatchEnded):
                     expected.pop(0)
-        if not match.awaiting_deal and not match.over:
-            problems.append(Discrepancy(game, "game end", "a complete game of 48 plays", f"{match.game.plays if match.game else 0} plays"))
+        # A game cut short is only right if the match was abandoned in it (checked by finish()).
+        check.complete = match.awaiting_deal or match.over

@@ -340,6 +340,10 @@ async def test_when_seat_1_is_lost_mid_match_seat_0_gets_match_end_abandoned(tmp
     assert outcome.own_seat.state.end_reason == "abandoned"
     assert outcome.own_seat.state.winner == 0
     assert "lost the connection" in outcome.table.reason
+    # The host revealed the game cut off, so its record shows it did not walk away from the deal.
+    parsed = transcript.parse((tmp_path / "host.basra").read_bytes())
+    assert [type(m).__name__ for _, m in parsed.records[-2:]] == ["Reveal", "MatchEnd"]
+    assert transcript.verify(parsed).ok
 
 
 async def test_when_the_hosts_player_leaves_seat_1_gets_match_end_abandoned(tmp_path):
@@ -358,3 +362,9 @@ async def test_when_the_hosts_player_leaves_seat_1_gets_match_end_abandoned(tmp_
     assert guest.state.winner == 1
     assert not outcomes[0].table.completed
     assert "left the match" in outcomes[0].table.reason
+    # The guest checked the game that was cut off, and says the match did not finish.
+    assert guest.exit_code == 1 and "abandoned" in guest.reason
+    assert guest.state.results == [] or guest.state.results[-1].verified is not False
+    for path in (guest.transcript_path, tmp_path / "host.basra"):
+        parsed = transcript.parse(path.read_bytes())
+        assert transcript.verify(parsed).ok

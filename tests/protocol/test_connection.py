@@ -316,10 +316,26 @@ def test_seat_0_takes_a_deal_without_any_seed_exchange():
     assert link.client.game_live
 
 
-def test_a_reveal_before_game_end_is_unexpected():
+def test_a_reveal_of_another_game_during_a_game_is_unexpected():
     link, _ = seat1_in_game_1()
-    link.raw_to_client(Reveal(1, bytes(32), bytes(64)))
+    link.raw_to_client(Reveal(2, bytes(32), bytes(64)))
     assert refused(link.client).code == UNEXPECTED
+
+
+def test_a_reveal_during_a_game_cuts_it_off_and_only_match_end_may_follow():
+    # The host reveals a game cut off when the match is abandoned (PROTOCOL.md 7.3).
+    link, deal = seat1_in_game_1()
+    link.to_client(Reveal(1, bytes(32), bytes(64)))
+    assert link.client.cut_off and not link.client.game_live
+    link.raw_to_client(Played(1, 0, deal.table[0], (), "drop", deal.table, 1))
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_match_end_follows_a_game_cut_off():
+    link, _ = seat1_in_game_1()
+    link.to_client(Reveal(1, bytes(32), bytes(64)))
+    link.to_client(MatchEnd(1, (0, 0), "abandoned"))
+    assert link.client.over
 
 
 def test_a_reveal_comes_once_after_its_game_end():
