@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..engine.cards import Card, card_name, suit
+from ..protocol.fingerprint import key_fingerprint
 from .state import ClientState, GameSummary
 
 WIDTH = 80
@@ -162,8 +163,11 @@ def _you_and_them(state: ClientState) -> tuple[int, int]:
 def _title(state: ClientState) -> Text:
     left = "BASRA"
     if state.game:
-        left += f"   Game {state.game}, hand {state.hand_no} of {HANDS_PER_GAME}"
-    right = f"First to {state.target}, {state.scoring} scoring" if state.target else ""
+        left += f"   Game {state.game}, hand {state.hand_no}/{HANDS_PER_GAME}"
+    right = f"First to {state.target}, {state.scoring}" if state.target else ""
+    if state.host_key:
+        # The same on both players' screens when nobody is between them (PROTOCOL.md 5.5).
+        right += f"  key {key_fingerprint(state.host_key)}"
     title = _spread(left, right)
     title.stylize("bold", 0, len("BASRA"))
     return title

@@ -10,6 +10,7 @@ import pytest
 from rich.cells import cell_len
 
 from basra_net.client.screen import ROWS, WIDTH, CardStyle, render
+from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.client.state import ClientState, GameSummary
 from basra_net.engine import Match
 from basra_net.engine.cards import parse_card
@@ -88,7 +89,7 @@ LOG = [
 def test_in_game_screen_shows_everything_a_player_needs():
     screen = render(in_game(), LOG, None, LETTERS)
     assert_fits(screen)
-    assert "Game 2, hand 3 of 6" in screen
+    assert "Game 2, hand 3/6" in screen
     assert "First to 101" in screen
     assert "1) 7D" in screen and "2) 3H" in screen and "3) 10S" in screen and "4) KC" in screen
     assert "2C   5H   QD   10H  AS" in screen
@@ -228,8 +229,8 @@ def test_state_built_from_real_messages():
     state.apply(Played(1, 0, parse_card("7D"), cards("3S 4D"), "capture", cards("QH 9C"), 1))
     screen = render(state, [], None, LETTERS)
     assert_fits(screen)
-    assert "First to 61, classic scoring" in screen
-    assert "Game 1, hand 1 of 6" in screen
+    assert "First to 61, classic" in screen
+    assert "Game 1, hand 1/6" in screen
     assert "1) 3H" in screen and "KC" in screen and "7D" not in screen
     assert "Table (2 cards)" in screen and "Stock: 40 cards left" in screen
     assert "Sam is thinking..." in screen
@@ -338,3 +339,12 @@ def test_detect_on_a_closed_stream_is_plain():
     stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     stream.close()
     assert not CardStyle.detect(stream).colour
+
+
+def test_the_title_shows_the_host_key_fingerprint_and_still_fits():
+    key = bytes(range(32))
+    for state in (in_game(host_key=key), in_game(host_key=key, target=1_000_000, game=999)):
+        screen = render(state, [], style=LETTERS)
+        title = screen.split("\n")[0]
+        assert f"key {key_fingerprint(key)}" in title
+        assert_fits(screen)

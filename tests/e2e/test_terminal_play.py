@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pexpect
 
-from .processes import basra_command
+from .processes import basra_command, free_port, wait_for_line
 
 PROMPT = re.compile(r"Your move \(1(-\d)?\): |Take which \(a-[a-z]+, Enter to go back\): ")
 
@@ -54,3 +55,29 @@ def test_q_leaves_the_match_and_says_so(basra_env, tmp_path):
     finally:
         child.close(force=True)
     assert child.exitstatus == 130
+
+
+def test_ctrl_c_in_basra_join_leaves_cleanly_and_the_host_is_told(basra_env, tmp_path):
+    port = free_port()
+    host = subprocess.Popen(
+        basra_command("host", "--auto", "greedy", "--port", str(port), "--bind", "127.0.0.1", "--transcript", str(tmp_path / "h.basra")),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env,
+    )
+    try:
+        wait_for_line(host, "Waiting for the second player")
+        command = basra_command("join", f"127.0.0.1:{port}", "--name", "Zed", "--transcript", str(tmp_path / "j.basra"))
+        child = pexpect.spawn(command[0], command[1:], env=basra_env, dimensions=(24, 80), encoding="utf-8", timeout=30)
+        try:
+            child.expect("Your move")
+            child.sendintr()
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        host_out, _ = host.communicate(timeout=30)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+    assert child.exitstatus == 130
+    assert "Zed left the match" in host_out
+    assert host.returncode == 1
