@@ -26,13 +26,16 @@ from ..protocol.messages import (
     Leave,
     MatchEnd,
     Message,
+    Ping,
     Play,
+    Pong,
     Reveal,
     Seed,
     Welcome,
     YourTurn,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
+from .liveness import Liveness
 from .players import Player, PlayerLeft
 from .state import ClientState
 from .storage import TranscriptFile, default_transcript_path
@@ -42,6 +45,7 @@ EXIT_FAILURE = 1
 EXIT_DEAL_FAILED = 3
 EXIT_LEFT = 130  # the player chose to leave (Ctrl-C or quit), as shells report an interrupt
 RECEIVE_SIZE = 65536
+INBOUND_BUFFER = 256  # host messages waiting while the player thinks (a hand brings about a dozen)
 
 
 @dataclass
@@ -90,6 +94,7 @@ class ClientSession:
         self._transcript: TranscriptFile | None = None
         self._unwritten: list[tuple[str, Message]] = []  # records before the seat is known
         self._make_seed = make_seed
+        self._send_lock = trio.Lock()
         self._table = table
         self._code = code
         self._expected_host_key = expected_host_key  # the key of the TLS certificate, when there is one
@@ -99,9 +104,12 @@ class ClientSession:
     # --- the channel ---------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
-        data = self.connection.send(message)
-        self._record(GUEST, message)
-        await self.stream.send_all(data)
+        # The reader task answers pings while the player thinks: one sender at a time.
+        async with self._send_lock:
+            data = self.connection.send(message)
+            if not isinstance(message, (Ping, Pong)):
+                self._record(GUEST, message)
+            await self.stream.send_all(data)
 
     def _record(self, sender: str, message: Message) -> None:
         if self.state.seat == 1 and self._transcript is not None:
@@ -178,7 +186,8 @@ class ClientSession:
         """Tell the host this seat is leaving (Ctrl-C); best effort, bounded in time."""
         with trio.move_on_after(2) as scope:
             scope.shield = True
-            await self._try_send_raw(self.connection.send(Leave(reason)))
+            async with self._send_lock:
+                await self._try_send_raw(self.connection.send(Leave(reason)))
 
     async def _try_send_raw(self, data: bytes) -> None:
         try:
@@ -204,15 +213,60 @@ class ClientSession:
         return SessionResult(code, reason, self.state, self.transcript_path)
 
     async def _receive_until_over(self) -> str:
-        while True:
-            data = await self.stream.receive_some(RECEIVE_SIZE)
-            self.connection.receive_data(data)
-            while (event := self.connection.next_event()) is not None:
-                if isinstance(event, ConnectionClosed):
-                    raise PeerGone("the host closed the connection before the match ended")
-                outcome = await self._handle(event)
-                if outcome is not None:
-                    return outcome
+        """Handle the host's messages in order until the match is over.
+
+        A reader task takes bytes off the connection, so that pings are
+        answered and a dead host is noticed even while the player thinks.
+        """
+        messages, inbound = trio.open_memory_channel[object](INBOUND_BUFFER)
+        outcome: str | None = None
+        failure: Exception | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read, messages)
+            try:
+                async for item in inbound:
+                    if isinstance(item, Exception):
+                        raise item
+                    if isinstance(item, ConnectionClosed):
+                        raise PeerGone("the host closed the connection before the match ended")
+                    outcome = await self._handle(item)
+                    if outcome is not None:
+                        break
+            except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
+                failure = err
+            nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if outcome is None:
+            raise PeerGone("the connection ended")
+        return outcome
+
+    async def _read(self, messages: trio.MemorySendChannel) -> None:
+        """Bytes in, messages out to the handler; pings answered; a silent host given up on."""
+        liveness = Liveness()
+        async with messages:
+            try:
+                while True:
+                    while (event := self.connection.next_event()) is not None:
+                        if isinstance(event, Ping):
+                            await self._send(Pong(event.id))
+                            continue
+                        if isinstance(event, Pong):
+                            continue
+                        await messages.send(event)
+                        if isinstance(event, ConnectionClosed):
+                            return
+                    with trio.move_on_after(liveness.seconds_to_next_check()):
+                        self.connection.receive_data(await self.stream.receive_some(RECEIVE_SIZE))
+                        liveness.heard()
+                        continue
+                    if liveness.dead:
+                        raise PeerGone("the host stopped answering")
+                    ping = liveness.ping_due()
+                    if ping is not None and self.connection.welcome is not None:
+                        await self._send(Ping(ping))
+            except (PeerGone, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                await messages.send(err)
 
     async def _handle(self, message: Message) -> str | None:
         """Act on one message; return the end-of-session reason when the session is over."""

@@ -14,7 +14,8 @@ import trio
 
 from ..protocol.connection import ConnectionClosed, HostConnection
 from ..protocol.errors import BUSY, RATE_LIMIT, TABLE_FULL, TIMEOUT, UNSUPPORTED_VERSION, ProtocolError
-from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Welcome
+from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Ping, Pong, Welcome
+from ..client.liveness import Liveness
 from .admission import Admission
 from .limits import MessageRate
 from .table import SeatLost, Table
@@ -214,43 +215,72 @@ async def _relay_inbound(
     """Feed the table until the connection ends.
 
     Returns why the seat was lost (None when it left on purpose) and the
-    fatal error to report last, if any.
+    fatal error to report last, if any.  Pings are answered here and never
+    reach the table; a peer silent past the liveness deadline is lost.
     """
     # Answers to the host's requests are paced by the host itself; what is
-    # limited is everything else a peer can send: refused messages and error reports.
+    # limited is everything else a peer can send: refused messages, error reports, pings.
     unsolicited = MessageRate()
+    liveness = Liveness()
+    frame_deadline: float | None = None  # when the frame that has started must be complete
     while True:
         try:
             event = connection.next_event()
-            if isinstance(event, Error) and not unsolicited.allow():
-                raise ProtocolError(RATE_LIMIT, "too many error reports; slow down")
+            if isinstance(event, (Error, Ping)) and not unsolicited.allow():
+                raise ProtocolError(RATE_LIMIT, "too many unrequested messages; slow down")
         except ProtocolError as err:
             if not err.fatal and not unsolicited.allow():
                 err = ProtocolError(RATE_LIMIT, "too many refused messages; slow down")
             if not err.fatal:
-                try:
-                    outbox.send_nowait(Error(err.code, err.message))
-                except trio.WouldBlock:
+                if not _queue(outbox, Error(err.code, err.message)):
                     return "it sends refused messages faster than it reads the answers", None
                 continue
             return f"protocol error: {err.code}", err
         if event is None:
+            if not connection.in_partial_frame:
+                frame_deadline = None
+            elif frame_deadline is None:
+                frame_deadline = trio.current_time() + FRAME_TIMEOUT
+            wait = liveness.seconds_to_next_check()
+            if frame_deadline is not None:
+                wait = min(wait, frame_deadline - trio.current_time())
             try:
-                if connection.in_partial_frame:
-                    with trio.fail_after(FRAME_TIMEOUT):
-                        data = await stream.receive_some(RECEIVE_SIZE)
-                else:
+                with trio.move_on_after(wait):
                     data = await stream.receive_some(RECEIVE_SIZE)
-            except trio.TooSlowError:
-                return "an unfinished frame", ProtocolError(TIMEOUT, "a frame was left unfinished")
+                    connection.receive_data(data)
+                    liveness.heard()
+                    continue
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 return "the connection broke", None
-            connection.receive_data(data)
+            if frame_deadline is not None and trio.current_time() >= frame_deadline:
+                return "an unfinished frame", ProtocolError(TIMEOUT, "a frame was left unfinished")
+            if liveness.dead:
+                return "it stopped answering", ProtocolError(TIMEOUT, "no sign of life within the liveness deadline")
+            ping = liveness.ping_due()
+            if ping is not None and not _queue(outbox, Ping(ping)):
+                return "it stopped reading", None
             continue
         if isinstance(event, ConnectionClosed):
             return "the connection closed", None
+        if isinstance(event, Ping):
+            if not _queue(outbox, Pong(event.id)):
+                return "it stopped reading", None
+            continue
+        if isinstance(event, Pong):
+            continue  # a sign of life, already counted
         await inbox.send((seat, event))
         if connection.closed:
             if isinstance(event, Error):
                 return f"it reported a fatal error: {event.code}", None
             return None, None  # it left on purpose; the table has its Leave
+
+
+def _queue(outbox: trio.MemorySendChannel, message: Message) -> bool:
+    """Queue a message for the writer without waiting; False when the peer has stopped reading."""
+    try:
+        outbox.send_nowait(message)
+    except trio.WouldBlock:
+        return False
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass  # the connection is ending anyway
+    return True

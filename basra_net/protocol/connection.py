@@ -30,7 +30,9 @@ from .messages import (
     MatchStart,
     Message,
     Play,
+    Ping,
     Played,
+    Pong,
     Reveal,
     Seed,
     Welcome,
@@ -123,6 +125,8 @@ class HostConnection(_Connection):
     def _check_incoming(self, message: Message) -> None:
         if isinstance(message, (Error, Leave)) and self.hello is not None:
             return
+        if isinstance(message, (Ping, Pong)) and self.seated:
+            return
         if self.hello is None:
             if not isinstance(message, Hello):
                 raise _unexpected(message, "cannot come before 'hello'")
@@ -154,6 +158,8 @@ class HostConnection(_Connection):
             return
         elif not self.seated:
             raise LocalProtocolError(f"{message.TYPE} before the seat is taken")
+        elif isinstance(message, (Ping, Pong)):
+            return
         elif isinstance(message, Commit):
             self.awaiting_seed = message.game
         elif isinstance(message, YourTurn):
@@ -195,6 +201,8 @@ class ClientConnection(_Connection):
             if message.version not in self.offered_versions:
                 raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
             self.welcome = message
+            return
+        if isinstance(message, (Ping, Pong)):
             return
         if self.over:
             raise _unexpected(message, "came after the match ended")
@@ -261,6 +269,9 @@ class ClientConnection(_Connection):
             self.offered_versions = message.versions
         elif isinstance(message, (Error, Leave)):
             return
+        elif isinstance(message, (Ping, Pong)):
+            if self.welcome is None:
+                raise LocalProtocolError(f"{message.TYPE} before welcome")
         elif isinstance(message, Seed):
             if self.commit_for != message.game or self.seed_sent_for == message.game:
                 raise LocalProtocolError("a seed answers one commitment")

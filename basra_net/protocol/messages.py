@@ -328,6 +328,24 @@ class Leave(Message):
     reason: str
 
 
+@dataclass(frozen=True)
+class Ping(Message):
+    """Either way, once seated: are you there?  Answered at once with a pong of the same id."""
+
+    TYPE = "ping"
+
+    id: int
+
+
+@dataclass(frozen=True)
+class Pong(Message):
+    """Either way: the answer to a ping."""
+
+    TYPE = "pong"
+
+    id: int
+
+
 # Wire field name -> (python attribute, validator), in wire order.
 _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any]], ...]] = {
     Hello: (
@@ -392,6 +410,8 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
     ),
     Error: (("code", "code", _text(64, allow_empty=False)), ("message", "message", _text(MAX_TEXT))),
     Leave: (("reason", "reason", _text(MAX_TEXT)),),
+    Ping: (("id", "id", _REQUEST),),
+    Pong: (("id", "id", _REQUEST),),
 }
 
 # Fields a sender may leave out; absent means None.

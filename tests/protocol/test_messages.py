@@ -24,6 +24,8 @@ from basra_net.protocol.messages import (
     GameEnd,
     Hello,
     Leave,
+    Ping,
+    Pong,
     MatchEnd,
     MatchStart,
     Message,
@@ -126,6 +128,8 @@ MESSAGE_STRATEGIES = {
     ),
     Error: st.builds(Error, code=st.text(min_size=1, max_size=64).filter(str.isprintable), message=texts),
     Leave: st.builds(Leave, reason=texts),
+    Ping: st.builds(Ping, id=requests),
+    Pong: st.builds(Pong, id=requests),
 }
 
 any_message = st.one_of(*MESSAGE_STRATEGIES.values())
@@ -206,12 +210,14 @@ SAMPLES: dict[type[Message], Message] = {
     MatchEnd: MatchEnd(winner=0, totals=(120, 40), reason="target"),
     Error: Error(code="illegal_move", message="5H is not in your hand"),
     Leave: Leave(reason="bye"),
+    Ping: Ping(id=1),
+    Pong: Pong(id=1),
 }
 
 # Fields whose value may be nil on the wire.
-OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner"), ("hello", "table")}
+OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner"), ("hello", "table"), ("hello", "code")}
 # Fields a sender may leave out altogether.
-ABSENT_ALLOWED = {("hello", "table")}
+ABSENT_ALLOWED = {("hello", "table"), ("hello", "code")}
 
 # One value of each wire type; a field must refuse every one whose type differs from its own.
 WRONG_TYPED_VALUES = [None, True, 1, "AS", b"\x00" * 32, [], {}, [1, 1]]

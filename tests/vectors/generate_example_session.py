@@ -46,6 +46,8 @@ from basra_net.protocol.messages import (
     Leave,
     MatchEnd,
     Message,
+    Ping,
+    Pong,
     Play,
     Played,
     Reveal,
@@ -87,6 +89,7 @@ class Script:
     versions: tuple[int, ...] = (1,)
     illegal_first_play: bool = False  # answer the first your_turn with a move the rules forbid
     leave_at_first_turn: bool = False
+    ping_before_seed: bool = False  # check that the host is there, as after a silence (5.7)
 
 
 SCRIPTS = (
@@ -109,6 +112,7 @@ SCRIPTS = (
         host_seeds=(counting(0xC0),),
         client_seeds=(counting(0xE0),),
         leave_at_first_turn=True,
+        ping_before_seed=True,
     ),
     Script(
         name="refused-handshake",
@@ -198,6 +202,14 @@ async def run_guest(stream, script: Script, session: Session) -> None:
             signed = shuffle.commit_signed_bytes(welcome.match_id, message.game, message.commitment)
             if not shuffle.verify_signature(welcome.host_key, message.signature, signed):
                 raise AssertionError(f"the commit signature of game {message.game} does not verify")
+            if script.ping_before_seed:
+                # The table waits for the seed, so the pong is the next frame: the order is fixed.
+                await send(Ping(1))
+                data = await reader.next_frame()
+                connection.receive_data(data)
+                pong = connection.next_event()
+                assert isinstance(pong, Pong), pong
+                session.add(HOST, pong, data)
             await send(Seed(message.game, script.client_seeds[message.game - 1]))
         elif isinstance(message, YourTurn):
             if first_turn and script.leave_at_first_turn:
@@ -276,7 +288,8 @@ def session_json(session: Session) -> dict:
             "names": [HOST_NAME, GUEST_NAME],
             "moves": "each seat plays the first move listed in each your_turn"
             + ("; the guest first answers with a forbidden move" if script.illegal_first_play else "")
-            + ("; the guest leaves at its first your_turn" if script.leave_at_first_turn else ""),
+            + ("; the guest leaves at its first your_turn" if script.leave_at_first_turn else "")
+            + ("; the guest pings the host before it sends its seed" if script.ping_before_seed else ""),
         },
         "frames": [
             {"n": f.number, "from": f.sender, "type": f.message.TYPE, "hex": f.data.hex()} for f in session.frames
@@ -406,6 +419,10 @@ def remark(frame: Frame, script: Script) -> str:
         return f"seat {m.winner} wins {m.totals[0]}-{m.totals[1]} (`{m.reason}`); the host closes the connection."
     if isinstance(m, Leave):
         return "the guest leaves the match and closes the connection."
+    if isinstance(m, Ping):
+        return "the guest asks whether the host is still there (here at once; normally after 10 s of silence, 5.7)."
+    if isinstance(m, Pong):
+        return f"the host answers ping {m.id} at once; a `pong` changes nothing in the match."
     return ""
 
 

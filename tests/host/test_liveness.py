@@ -1,0 +1,167 @@
+"""Dead peers are noticed in bounded time, live ones are kept: pings under trio's virtual clock."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import trio
+import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from basra_net.client.liveness import DEAD_AFTER, PING_AFTER
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import ClientSession
+from basra_net.host.seat_link import serve_connection
+from basra_net.host.table import Table
+from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection
+from basra_net.protocol.errors import TIMEOUT
+from basra_net.protocol.messages import Error, Hello, MatchStart, Ping, Pong, Welcome
+
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+
+
+def _table() -> Table:
+    return Table(scoring="egyptian", target=40, identity=KEY)
+
+
+def _seat(nursery: trio.Nursery, table: Table, seat: int) -> trio.abc.Stream:
+    client_end, host_end = trio.testing.memory_stream_pair()
+    nursery.start_soon(partial(serve_connection, host_end, table, reserved_seat=seat))
+    return client_end
+
+
+class SilentSeat:
+    """Says hello, then reads (and notes) everything but never answers."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.connection = ClientConnection()
+        self.received: list[tuple[float, object]] = []
+
+    async def run(self) -> None:
+        await self.stream.send_all(self.connection.send(Hello((1,), "Quiet", bytes(32))))
+        while True:
+            data = await self.stream.receive_some(65536)
+            self.connection.receive_data(data)
+            while (event := self.connection.next_event()) is not None:
+                self.received.append((trio.current_time(), event))
+                if isinstance(event, ConnectionClosed):
+                    return
+
+
+async def test_a_seat_that_goes_silent_is_pinged_then_dropped_and_the_match_abandoned(autojump_clock):
+    table = _table()
+    silent: SilentSeat
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        silent = SilentSeat(_seat(nursery, table, 1))
+        nursery.start_soon(silent.run)
+        own = ClientSession(_seat(nursery, table, 0), "Host", BotPlayer("greedy"), keep_transcript=False)
+        start = trio.current_time()
+        result = await own.run()
+    assert result.state.end_reason == "abandoned" and result.state.winner == 0
+    pings = [t - start for t, m in silent.received if isinstance(m, Ping)]
+    errors = [(t - start, m.code) for t, m in silent.received if isinstance(m, Error)]
+    assert pings and PING_AFTER <= pings[0] < PING_AFTER + 1
+    assert errors and errors[0][1] == TIMEOUT and DEAD_AFTER <= errors[0][0] < DEAD_AFTER + 1
+    assert "lost the connection" in table.result.reason
+
+
+class SlowThinker(BotPlayer):
+    """Takes a long time over its first move, as a person might."""
+
+    def __init__(self) -> None:
+        super().__init__("greedy")
+        self.first = True
+
+    async def choose(self, state):
+        if self.first:
+            self.first = False
+            await trio.sleep(3 * DEAD_AFTER)
+        return await super().choose(state)
+
+
+async def test_a_player_thinking_longer_than_the_deadline_keeps_its_seat(autojump_clock):
+    table = _table()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        guest = ClientSession(_seat(nursery, table, 1), "Guest", SlowThinker(), keep_transcript=False)
+        nursery.start_soon(guest.run)
+        own = ClientSession(_seat(nursery, table, 0), "Host", SlowThinker(), keep_transcript=False)
+        result = await own.run()
+    assert result.exit_code == 0, result.reason
+    assert table.result.completed
+
+
+async def test_a_host_that_goes_silent_is_pinged_then_given_up_on(autojump_clock):
+    client_end, host_end = trio.testing.memory_stream_pair()
+    heard: list[tuple[float, object]] = []
+
+    async def silent_host() -> None:
+        # Reads what the client sends, answers only the handshake, then nothing at all.
+        connection = HostConnection()
+        while True:
+            connection.receive_data(await host_end.receive_some(65536))
+            while (event := connection.next_event()) is not None:
+                heard.append((trio.current_time(), event))
+                if isinstance(event, ConnectionClosed):
+                    return
+                if isinstance(event, Hello):
+                    await host_end.send_all(connection.send(Welcome(1, 1, bytes(16), bytes(range(32)), "egyptian", 40)))
+                    await host_end.send_all(connection.send(MatchStart(("Host", "Guest"))))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(silent_host)
+        start = trio.current_time()
+        result = await ClientSession(client_end, "Guest", BotPlayer("greedy"), keep_transcript=False).run()
+        nursery.cancel_scope.cancel()
+    assert result.exit_code == 1 and "stopped answering" in result.reason
+    assert DEAD_AFTER <= trio.current_time() - start < DEAD_AFTER + 1
+    pings = [t - start for t, m in heard if isinstance(m, Ping)]
+    assert pings and PING_AFTER <= pings[0] < PING_AFTER + 1
+
+
+async def test_pings_are_answered_with_the_same_id_by_the_host(autojump_clock):
+    table = _table()
+    async with trio.open_nursery() as nursery:
+        stream = _seat(nursery, table, 1)
+        connection = ClientConnection()
+        await stream.send_all(connection.send(Hello((1,), "Prober", bytes(32))))
+        events = []
+        while not any(isinstance(e, Pong) for e in events):
+            connection.receive_data(await stream.receive_some(65536))
+            while (event := connection.next_event()) is not None:
+                events.append(event)
+                if event.TYPE == "welcome":
+                    await stream.send_all(connection.send(Ping(77)))
+        nursery.cancel_scope.cancel()
+    assert [e.id for e in events if isinstance(e, Pong)] == [77]
+
+
+async def test_a_frame_dribbled_a_byte_at_a_time_is_cut_off_when_its_deadline_passes(autojump_clock):
+    from basra_net.host.seat_link import FRAME_TIMEOUT
+    from basra_net.protocol.framing import encode_frame
+    from basra_net.protocol.messages import Play, to_wire
+
+    table = _table()
+    async with trio.open_nursery() as nursery:
+        stream = _seat(nursery, table, 1)
+        connection = ClientConnection()
+        await stream.send_all(connection.send(Hello((1,), "Dribbler", bytes(32))))
+        frame = encode_frame(to_wire(Play(1, 0, ())))
+        start = trio.current_time()
+        got_error = None
+        for byte in frame:
+            # Each byte well within the deadline of the one before; the frame as a whole is not.
+            await stream.send_all(bytes([byte]))
+            with trio.move_on_after(FRAME_TIMEOUT / 4):
+                data = await stream.receive_some(65536)
+                connection.receive_data(data)
+                while (event := connection.next_event()) is not None:
+                    if isinstance(event, Error):
+                        got_error = (trio.current_time() - start, event.code)
+                if got_error:
+                    break
+        nursery.cancel_scope.cancel()
+    assert got_error is not None and got_error[1] == TIMEOUT
+    assert FRAME_TIMEOUT <= got_error[0] < FRAME_TIMEOUT + FRAME_TIMEOUT / 4 + 1
