@@ -20,33 +20,14 @@ TOO_MANY_ATTEMPTS = "too_many_attempts"
 BUSY = "busy"
 RATE_LIMIT = "rate_limit"
 
-ERROR_CODES = frozenset(
-    {
-        BAD_FRAME,
-        BAD_MSGPACK,
-        BAD_MESSAGE,
-        UNKNOWN_TYPE,
-        UNEXPECTED,
-        UNSUPPORTED_VERSION,
-        ILLEGAL_MOVE,
-        STALE_REQUEST,
-        NOT_YOUR_TURN,
-        TABLE_FULL,
-        TIMEOUT,
-        INTERNAL,
-        CODE_REQUIRED,
-        WRONG_CODE,
-        TOO_MANY_ATTEMPTS,
-        BUSY,
-        RATE_LIMIT,
-    }
-)
+# Codes answered while the connection carries on: a move or message at the
+# wrong moment, refused on its own.
+NON_FATAL_CODES = frozenset({UNEXPECTED, ILLEGAL_MOVE, STALE_REQUEST, NOT_YOUR_TURN})
 
 # Codes after which the connection is closed. A broken frame or body means the
 # byte stream can no longer be trusted; a well-formed message that is not one
 # of ours, or lacks its fields, comes from a peer that does not speak the
-# protocol; the others end the session by nature. Every other code (a move or
-# message at the wrong moment) is answered and the connection carries on.
+# protocol; the others end the session by nature.
 FATAL_CODES = frozenset(
     {
         BAD_FRAME,
@@ -64,6 +45,8 @@ FATAL_CODES = frozenset(
         RATE_LIMIT,
     }
 )
+
+ERROR_CODES = FATAL_CODES | NON_FATAL_CODES
 
 
 class ProtocolError(Exception):
