@@ -133,24 +133,13 @@ def check_wire_shape(value: Any, depth: int = 1) -> None:
         assert type(value) in (type(None), bool, int, str, bytes), f"a value of type {type(value).__name__}"
 
 
-# A known bug, reported rather than fixed here: framing.py words a duplicate
-# map key as f"duplicate map key {key!r}", so a long key makes an error text
-# longer than the 512 characters an `error` message may carry (PROTOCOL.md
-# 6.15); the host sends it anyway and the peer refuses it as bad_message.
-# The seed corpus/frame_decoder/seed-bad-dup-long-key shows it.
-# tests/fuzz/test_fuzz_targets.py pins it with a strict xfail; when it is
-# fixed, that test fails and this exemption goes.
-KNOWN_UNREPORTABLE_PREFIXES = ("duplicate map key ",)
-
 
 def check_reportable(error, allowed_codes) -> None:
     """A ProtocolError has an expected code, and can go to the peer as a valid `error` message."""
     from basra_net.protocol.framing import decode_body, encode_frame
-    from basra_net.protocol.messages import MAX_TEXT, Error, from_wire, to_wire
+    from basra_net.protocol.messages import Error, from_wire, to_wire
 
     assert error.code in allowed_codes, f"error code {error.code!r} where only {sorted(allowed_codes)} may come"
-    if len(error.message) > MAX_TEXT and error.message.startswith(KNOWN_UNREPORTABLE_PREFIXES):
-        return
     frame = encode_frame(to_wire(Error(error.code, error.message)))
     report = from_wire(decode_body(frame[4:]))  # raises ProtocolError if the peer would refuse it
     assert report == Error(error.code, error.message)

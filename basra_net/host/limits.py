@@ -2,14 +2,16 @@
 
 Each limit keeps a small, bounded amount of state, so that a flood of
 strangers costs the host a bounded amount of memory and work while the
-seated players carry on.
+seated players carry on.  Time is trio's clock, like every other deadline
+of the host, so tests can run them in virtual time.
 """
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 from typing import Callable
+
+import trio
 
 MAX_HANDSHAKES = 64  # connections not yet seated, all addresses together
 MAX_HANDSHAKES_PER_ADDRESS = 8
@@ -48,7 +50,7 @@ class MessageRate:
     """A token bucket: a burst is allowed, a sustained flood is not."""
 
     def __init__(
-        self, per_second: float = MESSAGES_PER_SECOND, burst: float = MESSAGE_BURST, clock: Callable[[], float] = time.monotonic
+        self, per_second: float = MESSAGES_PER_SECOND, burst: float = MESSAGE_BURST, clock: Callable[[], float] = trio.current_time
     ) -> None:
         self.per_second, self.burst, self._clock = per_second, burst, clock
         self._tokens, self._last = burst, clock()
@@ -66,7 +68,7 @@ class MessageRate:
 class CodeAttempts:
     """Wrong join codes per address: each one locks the address out for longer."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
         self._clock = clock
         self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (count, locked until)
 

@@ -114,7 +114,9 @@ class _BodyReader:
             if type(key) is not str:
                 raise ProtocolError(BAD_MSGPACK, f"map key is {type(key).__name__}, not str")
             if key in result:
-                raise ProtocolError(BAD_MSGPACK, f"duplicate map key {key!r}")
+                # Name the key only when it is short and printable: the text goes back to the peer.
+                shown = f"'{key}'" if len(key) <= 32 and key.isprintable() else f"of {len(key)} characters"
+                raise ProtocolError(BAD_MSGPACK, f"duplicate map key {shown}")
             result[key] = self.read_value(depth + 1)
         return result
 

@@ -147,12 +147,10 @@ def test_short_fuzz_run(name, tmp_path):
     assert int(final[2]) > 100, "the target barely reaches the code under test: is it instrumented?"
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: framing.py puts a duplicate map key, whole, in its error text")
 def test_duplicate_key_error_fits_an_error_message():
     """A refusal's text must fit the `error` message that carries it (PROTOCOL.md 6.15: text 512).
 
-    Found by the targets' reportability oracle on the seed corpus (seed-bad-dup-long-key),
-    not by mutation. When this passes, remove KNOWN_UNREPORTABLE_PREFIXES from fuzz/fuzz_common.py.
+    Found by the targets' reportability oracle on the seed corpus (seed-bad-dup-long-key).
     """
     body = b"\x82\xda\x02\x58" + b"k" * 600 + b"\x01\xda\x02\x58" + b"k" * 600 + b"\x02"
     with pytest.raises(ProtocolError) as refused:

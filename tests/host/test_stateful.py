@@ -23,7 +23,6 @@ import threading
 from functools import partial
 
 import msgpack
-import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -36,8 +35,6 @@ from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession
 from basra_net.client.state import ClientState
 from basra_net.engine import IllegalMove, Match, Move
 from basra_net.engine.scoring import GameScore
-from basra_net.host import seat_link
-from basra_net.host.limits import MessageRate
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
 from basra_net.protocol import messages as wire_messages
@@ -664,17 +661,6 @@ class World:
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
-
-
-@pytest.fixture(autouse=True)
-def _rate_limit_in_virtual_time(monkeypatch):
-    """The host's message-rate limit on trio's clock, like its other deadlines.
-
-    limits.MessageRate reads time.monotonic by default, so under a MockClock
-    an honest seat 0's pings, one per 10 virtual seconds of waiting, would
-    arrive as a burst in real time and be refused as a flood.
-    """
-    monkeypatch.setattr(seat_link, "MessageRate", partial(MessageRate, clock=trio.current_time))
 
 
 class TableMachine(RuleBasedStateMachine):
