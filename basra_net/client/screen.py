@@ -84,15 +84,24 @@ class CardStyle:
 PLAIN = CardStyle()
 
 
-def render(state: ClientState, log: list[str], prompt_hint: str | None = None, style: CardStyle = PLAIN) -> str:
+def render(
+    state: ClientState,
+    log: list[str],
+    prompt_hint: str | None = None,
+    style: CardStyle = PLAIN,
+    game_over: GameSummary | None = None,
+) -> str:
     """The whole screen for this state: at most ROWS lines of at most WIDTH cells.
 
     ``log`` is what happened, oldest first; as many of its last entries as
     fit are shown.  ``prompt_hint`` is shown under the status line (help, a
-    complaint about the last input, or capture choices).
+    complaint about the last input, or capture choices).  ``game_over`` shows
+    that game's breakdown whatever the state has moved on to.
     """
     top = [_title(state), _rule()]
-    if state.end_reason is not None:
+    if game_over is not None:
+        body = _game_over(state, game_over)
+    elif state.end_reason is not None:
         body = _match_over(state)
     elif state.game == 0:
         body = _waiting(state)

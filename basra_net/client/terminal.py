@@ -18,7 +18,7 @@ from ..engine.cards import rank
 from ..protocol.messages import Commit, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome, YourTurn
 from .players import PlayerLeft
 from .screen import ANNOUNCEMENT, CardStyle, is_terminal, render
-from .state import ClientState
+from .state import ClientState, GameSummary
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 MAX_LOG = 200  # the screen shows only the last few entries; older ones are dropped
@@ -43,12 +43,15 @@ class TerminalPlayer:
         self.style = style if style is not None else CardStyle.detect(self._out)
         self._clears = is_terminal(self._out)
         self._drawn = False
+        self._unread_result: GameSummary | None = None  # a game's breakdown the player has not yet dwelt on
         self.log: list[str] = []
 
     # --- the Player protocol -------------------------------------------------------------
 
     def show(self, state: ClientState, message: Message) -> None:
         self._add(describe(state, message, self.style))
+        if isinstance(message, GameEnd) and state.results:
+            self._unread_result = state.results[-1]
         # A request to act is drawn by choose(); a commitment changes nothing on screen.
         if not isinstance(message, (YourTurn, Commit)):
             self._draw(state)
@@ -59,6 +62,11 @@ class TerminalPlayer:
 
     async def choose(self, state: ClientState) -> Move:
         """Ask for a card by number, then for a capture by letter when there is a choice."""
+        if self._unread_result is not None:
+            # The next deal follows a game's end at once: hold its breakdown until the player has read it.
+            summary, self._unread_result = self._unread_result, None
+            self._draw(state, "Press Enter for the next game; q quits.", game_over=summary)
+            await self._ask("Next game (Enter): ")
         count = len(state.hand)
         numbers = f"1-{count}" if count > 1 else "1"
         help_text = f"Type a card number ({numbers}) and press Enter; q quits."
@@ -118,8 +126,8 @@ class TerminalPlayer:
         self.log.extend(lines)
         del self.log[:-MAX_LOG]
 
-    def _draw(self, state: ClientState, hint: str | None = None) -> None:
-        screen = render(state, self.log, hint, self.style)
+    def _draw(self, state: ClientState, hint: str | None = None, game_over: GameSummary | None = None) -> None:
+        screen = render(state, self.log, hint, self.style, game_over)
         if self._clears:
             self._write(CLEAR_SCREEN + screen + "\n")
         else:

@@ -312,3 +312,30 @@ def test_letter_labels():
     labels = letter_labels(60)
     assert labels[25:28] == ["z", "aa", "ab"]
     assert len(set(labels)) == 60
+
+
+async def test_after_a_game_ends_its_breakdown_stays_up_until_enter():
+    terminal, out = player("\n2\n3\n")
+    state = ClientState(name="Ann")
+    for message in (
+        Welcome(1, 0, b"m" * 16, b"k" * 32, "egyptian", 101),
+        MatchStart(("Ann", "Sam")),
+        Deal(1, 1, 1, HAND, tuple(card(n) for n in "3H 4S 3D QC".split()), 40, (), 0),
+        GameEnd(1, 1, cards("5C"), (GameScore(2, 0, 0, 0, 0, 0, 0), GameScore(50, 30, 1, 1, 40, 0, 70)), (0, 70)),
+    ):
+        state.apply(message)
+        terminal.show(state, message)
+    # The next game is dealt at once; the player is still asked to read the last one first.
+    for message in (Deal(2, 1, 0, HAND, tuple(card(n) for n in "3H 4S 3D QC".split()), 40, (), 1), YourTurn(8, MOVES)):
+        state.apply(message)
+        terminal.show(state, message)
+    move = await terminal.choose(state)
+    shown = out.getvalue()
+    pause = shown.index("Next game (Enter): ")
+    assert "Most cards" in shown[shown.rindex("BASRA", 0, pause):pause]  # the breakdown is what is on screen
+    assert shown.index("Your move (1-4): ") > pause
+    assert move == Move(card("9C"), ())
+    # Only once per game: the next request goes straight to the move.
+    before = len(out.getvalue())
+    assert await terminal.choose(state) == Move(card("QD"), cards("QC"))
+    assert "Next game" not in out.getvalue()[before:]

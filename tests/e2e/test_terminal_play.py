@@ -9,7 +9,7 @@ import pexpect
 
 from .processes import basra_command, free_port, wait_for_line
 
-PROMPT = re.compile(r"Your move \(1(-\d)?\): |Take which \(a-[a-z]+, Enter to go back\): ")
+PROMPT = re.compile(r"Your move \(1(-\d)?\): |Take which \(a-[a-z]+, Enter to go back\): |Next game \(Enter\): ")
 
 
 def test_a_person_plays_a_whole_match_against_the_bot_by_keystrokes(basra_env, tmp_path):
@@ -29,10 +29,16 @@ def test_a_person_plays_a_whole_match_against_the_bot_by_keystrokes(basra_env, t
             child.sendline(bad)
             child.expect(PROMPT)
         # Answer the prompt that is showing, then every later one, until the match ends.
-        moves, found, prompt = 0, 0, child.after
+        moves, breakdowns, found, prompt = 0, 0, 0, child.after
         while found == 0:
-            child.sendline("a" if prompt.startswith("Take") else "1")
-            moves += 1
+            if prompt.startswith("Next game"):
+                # Between games the breakdown stays up until Enter.
+                assert "Most cards" in child.before, child.before[-2000:]
+                child.sendline("")
+                breakdowns += 1
+            else:
+                child.sendline("a" if prompt.startswith("Take") else "1")
+                moves += 1
             found = child.expect([PROMPT, "basra host: the match is over", pexpect.EOF], timeout=60)
             prompt = child.after if found == 0 else ""
         assert found == 1, child.before
@@ -41,6 +47,8 @@ def test_a_person_plays_a_whole_match_against_the_bot_by_keystrokes(basra_env, t
         child.close(force=True)
     assert child.exitstatus == 0
     assert moves >= 24  # at least one whole game of our own plays
+    # Every game but the last is followed by its breakdown (the last one's stays on the final screen).
+    assert breakdowns >= 1 or moves == 24
     assert transcript.exists()
 
 
