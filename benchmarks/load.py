@@ -1,0 +1,850 @@
+"""Load on one `basra serve` process, with a bare relay measured alongside as the floor.
+
+One load-generator process (this one, trio) drives K concurrent headless
+matches against one host process over loopback.  The host is started here as
+
+    python -m basra_net.cli serve --tables K --port 0 --bind 127.0.0.1 --no-transcripts --quiet --target 1
+
+with BASRA_HOME in a temporary directory (and --plain when plain TCP is
+asked for on a host whose default is TLS).  Each table has two connections,
+named by hello.table ("t1".."tK"), so 2K sockets.  Each connection comes
+from its own loopback address (127.1.x.y), as players on a LAN come from
+their own machines, so the host's per-address limits see one player each;
+--one-address makes them all come from 127.0.0.1.  The generator speaks the
+protocol through the project's sans-I/O layer (ClientConnection): a Hello, a
+Seed of 32 random bytes for each Commit, and a Play of the first listed move
+for each YourTurn; no bots, no verification.  A match (target 1: one game of
+48 plays, more on a tie) ends with match_end; both seats then reconnect to
+the same table name and the next match starts, so the load holds for the
+whole measurement window.
+
+Figures, over a window of --seconds after --warmup (and a ramp of
+0.004*K s, at most 2 s, over which the connections are first opened):
+  plays/s      plays whose `played` reached the opponent within the window
+  latency      from the generator sending `play` to the other seat's
+               connection receiving the `played` for that card
+  CPU          host utime+stime (/proc/PID/stat) over the window / plays, and
+               as a share of one core; this process's CPU likewise (near 100%
+               would mean the generator, not the host, set the pace); and,
+               roughly (+-20% of a core), what the rest of the machine used
+               (/proc/stat busy time minus both), since the machine is shared
+  frames       frames the generator sent and received per play
+  memory       (host VmRSS at the end of the window - VmRSS of the idle host
+               before any connection) / K, and VmRSS once the load stopped
+  seats        how many seats were connecting, waiting for welcome, waiting
+               for the other seat or in a match at the end of the window, and
+               how long seats seated in the window waited from opening their
+               connection to welcome: on a saturated host not all K tables play
+  turned away  connections refused before a seat (table_full while the last
+               match at a name closes, busy, or closed before the TLS handshake)
+
+Before each measurement a CPU check prints random-play engine plays/s in
+this process: on a shared virtual machine the same code runs markedly faster
+at some times than at others, so compare figures from one run (the
+host:relay ratio is measured side by side for that reason).  With
+--max-other PCT a measurement during which the rest of the machine used more
+than PCT% of a core is discarded and taken again.
+
+Transport: --transport auto (default) speaks TLS when `basra serve` offers
+--plain, i.e. when TLS is its default, and plain TCP otherwise; tls or plain
+force one; "tls,plain" measures both in turn.  The relay uses the same
+transport as the host it is compared with.
+
+Modes: flat (each seat answers at once) and paced (--rate plays/s offered per
+table: the seat to move waits until --rate^-1 s after its table's previous
+play; the achieved rate is reported).
+
+The relay (benchmarks/relay.py, its own process) gets the same number of
+connections in pairs and the same pattern: one play in flight per pair, each
+play one frame of the size of a real `played` frame (encoded from engine
+games), forwarded by the relay to the other seat, which then sends its own.
+The host, for comparison, receives one frame and sends about 3.45 per play
+(`played` to both seats, `your_turn` to the next, and per game the deal,
+commit, reveal and scores).  Relay plays/s and latency are printed, then the
+host:relay ratio.
+
+Reproduce the README figures with:
+
+    python benchmarks/load.py --tables 10,100,500 --seconds 10 --warmup 3 --repeat 3 --transport tls,plain --max-other 25
+
+A quick check: python benchmarks/load.py --tables 10 --seconds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import re
+import resource
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import relay as relay_module  # noqa: E402  (benchmarks/relay.py)
+
+from basra_net.engine import Match  # noqa: E402
+from basra_net.protocol import messages as protocol_messages  # noqa: E402
+from basra_net.protocol.announce import messages_for_seat  # noqa: E402
+from basra_net.protocol.connection import ClientConnection, ConnectionClosed  # noqa: E402
+from basra_net.protocol.errors import TABLE_FULL, ProtocolError  # noqa: E402
+from basra_net.protocol.framing import encode_frame  # noqa: E402
+from basra_net.protocol.messages import (  # noqa: E402
+    PROTOCOL_VERSIONS,
+    Commit,
+    Error,
+    Hello,
+    MatchEnd,
+    MatchStart,
+    Play,
+    Played,
+    Seed,
+    Welcome,
+    YourTurn,
+    to_wire,
+)
+
+# Protocol versions with liveness checks have a pong to answer the host's ping with.
+Pong = getattr(protocol_messages, "Pong", None)
+
+RECEIVE_SIZE = 65536
+LOOPBACK = "127.0.0.1"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+AFTER_SETTLE = 3.0  # seconds for the server to close every connection after the load stops
+
+
+# --- the machine and the processes ------------------------------------------------------
+
+
+def cpu_check(seconds: float = 0.5) -> float:
+    """Random-play engine plays/s in this process for a moment: how fast the machine's CPU is right now.
+
+    On a shared virtual machine the same code runs markedly faster at some
+    times than at others; this number, printed before each measurement, shows it.
+    """
+    rng = random.Random(3)
+    plays, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        deck = list(range(52))
+        rng.shuffle(deck)
+        match = Match(scoring="egyptian", target=1_000_000)
+        match.start_game(deck)
+        while match.turn is not None:
+            moves = match.legal_moves()
+            match.play(match.turn, moves[int(rng.random() * len(moves))])
+            plays += 1
+    return plays / (time.perf_counter() - start)
+
+
+def machine_lines() -> list[str]:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [code_line(),
+        f"machine: nproc {nproc}, CPU {model}, {platform.system()} {platform.release()}",
+        f"python: {platform.python_implementation()} {platform.python_version()}, trio {trio.__version__}",
+        f"load average at start: {load}",
+    ]
+
+
+def code_line() -> str:
+    """Which code is measured: the commit, and whether basra_net/ differs from it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "basra_net"], cwd=root, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "code: not a git checkout"
+    return f"code: commit {head}" + (", basra_net/ with uncommitted changes" if dirty else ", basra_net/ as committed")
+
+
+def raise_open_files_limit() -> int:
+    """Soft RLIMIT_NOFILE up to the hard limit; child processes inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/PID/stat."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    rest = text.rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / CLK_TCK  # fields 14 and 15
+
+
+def machine_busy_seconds() -> float:
+    """CPU time spent by everything on the machine (all cores, not idle or iowait), from /proc/stat."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(x) for x in fields[:8]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLK_TCK
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+class Server:
+    """A server subprocess that prints its port on its first line of output."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+        line = self.proc.stdout.readline()
+        found = re.search(r"port (\d+)", line)
+        if not found:
+            self.stop()
+            raise RuntimeError(f"server did not start: {argv!r} said {line!r}")
+        self.port = int(found.group(1))
+        self.pid = self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+def serve_has_tls() -> bool:
+    """Whether this `basra serve` speaks TLS by default (it then offers --plain)."""
+    out = subprocess.run([sys.executable, "-m", "basra_net.cli", "serve", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    return "--plain" in out
+
+
+def start_host(tables: int, target: int, home: str, tls: bool) -> Server:
+    env = dict(os.environ, BASRA_HOME=home)
+    argv = [
+        sys.executable, "-m", "basra_net.cli", "serve",
+        "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
+        "--no-transcripts", "--quiet", "--target", str(target),
+    ]
+    if not tls and serve_has_tls():
+        argv.append("--plain")
+    return Server(argv, env)
+
+
+def start_relay(tls: bool) -> Server:
+    argv = [sys.executable, str(Path(relay_module.__file__)), "--port", "0", "--bind", LOOPBACK]
+    return Server(argv + (["--tls"] if tls else []))
+
+
+def client_tls_context() -> ssl.SSLContext:
+    """TLS 1.3 without checking the certificate: the generator trusts its own host."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class Transport:
+    """How the generator's connections are opened: TLS or not, from which loopback address."""
+
+    def __init__(self, tls: bool, spread_addresses: bool) -> None:
+        self.tls = client_tls_context() if tls else None
+        self.spread = spread_addresses
+
+    def source(self, n: int) -> str | None:
+        """A loopback address of its own for connection n (127.1.0.1 onwards), or the default one."""
+        if not self.spread:
+            return None
+        return f"127.{1 + n // 62500}.{n // 250 % 250}.{1 + n % 250}"
+
+    async def connect(self, port: int, n: int) -> trio.abc.Stream:
+        stream: trio.abc.Stream = await trio.open_tcp_stream(LOOPBACK, port, local_address=self.source(n))
+        if self.tls is not None:
+            stream = trio.SSLStream(stream, self.tls)
+            try:
+                await stream.do_handshake()
+            except BaseException:
+                await trio.aclose_forcefully(stream)
+                raise
+        return stream
+
+
+# --- measurement bookkeeping ------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    start: float
+    end: float
+    latencies: list[float] = field(default_factory=list)
+    matches: int = 0
+    abandoned: int = 0
+    refusals: dict[str, int] = field(default_factory=dict)  # why connections were turned away before a seat
+    errors: list[str] = field(default_factory=list)
+    seats: dict[str, int] = field(default_factory=dict)  # how many seats are in each phase right now
+    welcome_waits: list[float] = field(default_factory=list)  # connection open to welcome, in the window
+
+    def phase(self, old: str | None, new: str | None) -> None:
+        if old is not None:
+            self.seats[old] -= 1
+        if new is not None:
+            self.seats[new] = self.seats.get(new, 0) + 1
+    frames_to_server: int = 0  # frames the generator sent within the window
+    frames_from_server: int = 0  # frames it received within the window
+
+    def in_window(self, now: float) -> bool:
+        return self.start <= now < self.end
+
+    def refused(self, why: str) -> None:
+        self.refusals[why] = self.refusals.get(why, 0) + 1
+
+    def told(self, sent: float, now: float) -> None:
+        if self.start <= now < self.end:
+            self.latencies.append(now - sent)
+
+
+@dataclass
+class Result:
+    label: str
+    tables: int
+    mode: str
+    seconds: float
+    plays: int
+    latencies: list[float]
+    server_cpu: float | None = None
+    generator_cpu: float = 0.0
+    idle_rss_kb: int | None = None
+    loaded_rss_kb: int | None = None
+    after_rss_kb: int | None = None  # after the load stopped and every connection closed
+    seat_phases: str = ""
+    tables_playing: float = 0.0  # tables with both seats in a match at the end of the window
+    welcome_waits: list[float] = field(default_factory=list)
+    matches: int = 0
+    abandoned: int = 0
+    refusals: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    transport: str = ""
+    frames_to_server: int = 0
+    frames_from_server: int = 0
+    other_cpu: float = 0.0  # CPU used by everything else on the machine (and the kernel) in the window
+
+    @property
+    def rate(self) -> float:
+        return self.plays / self.seconds
+
+    def pct(self, q: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    def lines(self) -> list[str]:
+        out = [
+            f"{self.label:5} K={self.tables:<4} {self.mode:6} {self.transport:5} {self.rate:8.0f} plays/s"
+            f" ({self.rate / self.tables:.2f} per table)"
+            f"  latency p50 {self.pct(0.5):.2f} ms  p99 {self.pct(0.99):.2f} ms  max {self.pct(1.0):.2f} ms"
+        ]
+        cpu = []
+        if self.server_cpu is not None:
+            per_play = self.server_cpu / self.plays * 1e6 if self.plays else float("nan")
+            cpu.append(f"{self.label} {per_play:.0f} us/play ({self.server_cpu / self.seconds:.0%} of a core)")
+        cpu.append(f"generator {self.generator_cpu / self.seconds:.0%} of a core")
+        cpu.append(f"rest of the machine about {self.other_cpu / self.seconds:.0%} of a core")
+        out.append("CPU: " + "; ".join(cpu))
+        traffic = []
+        if self.plays:
+            traffic.append(f"frames per play {self.frames_to_server / self.plays:.2f} in, "
+                           f"{self.frames_from_server / self.plays:.2f} out")
+        if self.label == "host":
+            traffic.append(f"matches ended in the window {self.matches} ({self.abandoned} abandoned)")
+        if traffic:
+            out.append("; ".join(traffic))
+        if self.loaded_rss_kb is not None and self.idle_rss_kb is not None:
+            per_table = (self.loaded_rss_kb - self.idle_rss_kb) / self.tables
+            text = (f"memory: RSS idle {self.idle_rss_kb / 1024:.1f} MB, loaded {self.loaded_rss_kb / 1024:.1f} MB"
+                    f" -> {per_table:.0f} KB/table")
+            if self.after_rss_kb is not None:
+                text += f"; {self.after_rss_kb / 1024:.1f} MB once every connection had closed"
+            out.append(text)
+        if self.seat_phases:
+            out.append(f"seats at the end of the window: {self.seat_phases}")
+        if self.welcome_waits:
+            waits = sorted(self.welcome_waits)
+            out.append(f"connection opened to welcome received: {len(waits)} seated in the window, p50"
+                       f" {waits[len(waits) // 2] * 1000:.1f} ms, p99 {waits[int(len(waits) * 0.99)] * 1000:.1f} ms,"
+                       f" max {waits[-1] * 1000:.1f} ms")
+        if self.refusals or self.label == "host":
+            refusals = ", ".join(f"{why} {n}" for why, n in sorted(self.refusals.items())) or "none"
+            out.append(f"connections turned away (whole run): {refusals}")
+        for error in self.errors[:5]:
+            out.append(f"error: {error}")
+        if len(self.errors) > 5:
+            out.append(f"... {len(self.errors) - 5} more errors")
+        return [out[0]] + ["      " + line for line in out[1:]]
+
+
+class Window:
+    """Warm-up, then the measurement window; CPU and RSS sampled at its edges."""
+
+    def __init__(self, warmup: float, seconds: float, pid: int | None) -> None:
+        self.warmup, self.seconds, self.pid = warmup, seconds, pid
+        now = time.perf_counter()
+        self.run = Run(start=now + warmup, end=now + warmup + seconds)
+
+    async def measure(self, result: Result) -> None:
+        run = self.run
+        await trio.sleep_until(trio.current_time() + (run.start - time.perf_counter()))
+        cpu0 = cpu_seconds(self.pid) if self.pid else None
+        gen0 = time.process_time()
+        busy0 = machine_busy_seconds()
+        await trio.sleep_until(trio.current_time() + (run.end - time.perf_counter()))
+        result.generator_cpu = time.process_time() - gen0
+        busy = machine_busy_seconds() - busy0
+        result.other_cpu = busy - result.generator_cpu
+        if self.pid:
+            result.server_cpu = cpu_seconds(self.pid) - cpu0
+            result.other_cpu -= result.server_cpu
+            result.loaded_rss_kb = rss_kb(self.pid)
+        result.seat_phases = ", ".join(f"{n} {phase}" for phase, n in run.seats.items() if n)
+        result.welcome_waits = run.welcome_waits
+        result.tables_playing = run.seats.get("in a match", 0) / 2
+        result.plays = len(run.latencies)
+        result.latencies = run.latencies
+        result.matches, result.abandoned = run.matches, run.abandoned
+        result.frames_to_server, result.frames_from_server = run.frames_to_server, run.frames_from_server
+        result.refusals, result.errors = run.refusals, run.errors
+
+
+# --- driving the host -------------------------------------------------------------------
+
+
+class HostTable:
+    def __init__(self, name: str, interval: float) -> None:
+        self.name = name
+        self.interval = interval
+        self.sent: dict[int, float] = {}  # card -> when its play was sent, this game
+        self.next_play = 0.0
+
+
+async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run: Run, opened: float) -> str | None:
+    """One connection, from hello to its close.  Returns why it was turned away before a seat, or None."""
+    conn = ClientConnection()
+    hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{table.name}-{index}", nonce=os.urandom(32), table=table.name)
+    await stream.send_all(conn.send(hello))
+    in_match = False
+    try:
+        while not conn.closed:
+            data = await stream.receive_some(RECEIVE_SIZE)
+            now = time.perf_counter()
+            conn.receive_data(data)
+            while (event := conn.next_event()) is not None:
+                run.frames_from_server += run.in_window(now)
+                if isinstance(event, Played):
+                    if event.seat != conn.seat:
+                        sent = table.sent.pop(event.card, None)
+                        if sent is not None:
+                            run.told(sent, now)
+                elif isinstance(event, YourTurn):
+                    if table.interval:
+                        wait = table.next_play - time.perf_counter()
+                        if wait > 0:
+                            await trio.sleep(wait)
+                    move = event.moves[0]
+                    sent = time.perf_counter()
+                    table.next_play = sent + table.interval
+                    table.sent[move.card] = sent
+                    await stream.send_all(conn.send(Play(event.request, move.card, move.captures)))
+                    run.frames_to_server += run.in_window(sent)
+                elif isinstance(event, Commit):
+                    await stream.send_all(conn.send(Seed(event.game, os.urandom(32))))
+                    run.frames_to_server += run.in_window(now)
+                elif isinstance(event, MatchStart):
+                    table.sent.clear()
+                    in_match = True
+                    run.phase("waiting for the other seat", "in a match")
+                elif isinstance(event, Welcome):
+                    run.phase("connected, waiting for welcome", "waiting for the other seat")
+                    if run.in_window(now):
+                        run.welcome_waits.append(now - opened)
+                elif isinstance(event, MatchEnd):
+                    if conn.seat == 0 and run.start <= now < run.end:
+                        run.matches += 1
+                        if event.reason != "target":
+                            run.abandoned += 1
+                elif isinstance(event, Error):
+                    if conn.welcome is None:
+                        return event.code  # table_full while the last match at this name closes; busy
+                    run.errors.append(f"{table.name}: error {event.code}: {event.message}")
+                elif isinstance(event, ConnectionClosed):
+                    return None if conn.welcome else "closed before welcome"
+                elif Pong is not None and event.TYPE == "ping":
+                    await stream.send_all(conn.send(Pong(event.id)))
+                if conn.closed:
+                    break
+    finally:
+        run.phase(current_phase(conn, in_match), None)
+    return None
+
+
+def current_phase(conn: ClientConnection, in_match: bool) -> str:
+    if in_match:
+        return "in a match"
+    return "waiting for the other seat" if conn.welcome is not None else "connected, waiting for welcome"
+
+
+async def host_seat(port: int, transport: Transport, table: HostTable, index: int, source: int, run: Run) -> None:
+    """One seat of one table: play matches at this table name, one after another, until cancelled."""
+    while True:
+        why: str | None
+        run.phase(None, "connecting (TCP and TLS)")
+        opened = time.perf_counter()
+        try:
+            stream = await transport.connect(port, source)
+        except (OSError, trio.BrokenResourceError) as err:
+            run.phase("connecting (TCP and TLS)", None)
+            why = "connect or TLS handshake failed" if isinstance(err, trio.BrokenResourceError) else f"connect: {err.strerror}"
+        else:
+            run.phase("connecting (TCP and TLS)", "connected, waiting for welcome")
+            try:
+                why = await host_match(stream, table, index, run, opened)
+            except ProtocolError as err:
+                why = None
+                run.errors.append(f"{table.name}: {err.code}: {err.message}")
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                why = None
+                run.errors.append(f"{table.name}: connection: {err!r}")
+            finally:
+                await trio.aclose_forcefully(stream)
+        if why is not None:
+            run.refused(why)
+            # table_full: the last match at this name is still closing; otherwise back off a little longer.
+            run.phase(None, "backing off after a refusal")
+            try:
+                await trio.sleep(0.002 if why == TABLE_FULL else random.uniform(0.01, 0.05))
+            finally:
+                run.phase("backing off after a refusal", None)
+
+
+async def drive_host(port: int, pid: int, transport: Transport, tables: int, interval: float, warmup: float,
+                     seconds: float, result: Result, ramp: float) -> None:
+    window = Window(warmup + ramp, seconds, pid)
+    async with trio.open_nursery() as nursery:
+        for i in range(tables):
+            table = HostTable(f"t{i + 1}", interval)
+            table.next_play = time.perf_counter() + random.random() * interval  # spread the tables' phases
+            nursery.start_soon(host_seat, port, transport, table, 0, 2 * i, window.run)
+            nursery.start_soon(host_seat, port, transport, table, 1, 2 * i + 1, window.run)
+            if ramp:
+                await trio.sleep(ramp / tables)
+        await window.measure(result)
+        nursery.cancel_scope.cancel()
+
+
+# --- driving the relay ------------------------------------------------------------------
+
+
+def sample_played_frames(games: int = 20, seed: int = 7) -> list[bytes]:
+    """Real `played` frames, as the host sends them, from engine games (first legal move)."""
+    rng = random.Random(seed)
+    frames = []
+    for _ in range(games):
+        deck = list(range(52))
+        rng.shuffle(deck)
+        match = Match(scoring="egyptian", target=1_000_000)
+        match.start_game(deck)
+        while match.turn is not None:
+            seat = match.turn
+            events = match.play(seat, match.legal_moves()[0])
+            for message in messages_for_seat(events, 1 - seat, match.turn):
+                if isinstance(message, Played):
+                    frames.append(encode_frame(to_wire(message)))
+    return frames
+
+
+class RelayPair:
+    def __init__(self, name: str, interval: float, frames: list[bytes], offset: int) -> None:
+        self.name = name
+        self.interval = interval
+        self.frames = frames
+        self.index = offset
+        self.sent = 0.0
+        self.next_play = 0.0
+
+    def next_frame(self) -> bytes:
+        self.index = (self.index + 1) % len(self.frames)
+        return self.frames[self.index]
+
+
+async def relay_seat(port: int, transport: Transport, pair: RelayPair, index: int, source: int, run: Run) -> None:
+    while True:
+        try:
+            stream = await transport.connect(port, source)
+            break
+        except (OSError, trio.BrokenResourceError):
+            run.refused("connect or TLS handshake failed")
+            await trio.sleep(random.uniform(0.01, 0.05))
+    buffer = bytearray()
+    try:
+        await stream.send_all(relay_module.hello_frame(pair.name))
+
+        async def play() -> None:
+            if pair.interval:
+                wait = pair.next_play - time.perf_counter()
+                if wait > 0:
+                    await trio.sleep(wait)
+            frame = pair.next_frame()
+            pair.sent = time.perf_counter()
+            pair.next_play = pair.sent + pair.interval
+            await stream.send_all(frame)
+            run.frames_to_server += run.in_window(pair.sent)
+
+        if index == 0:
+            await play()  # the relay holds it until the other seat arrives
+        while True:
+            data = await stream.receive_some(RECEIVE_SIZE)
+            now = time.perf_counter()
+            if not data:
+                break
+            buffer += data
+            frames = relay_module.split_frames(buffer)
+            if frames:
+                run.frames_from_server += run.in_window(now)
+                run.told(pair.sent, now)
+                await play()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ValueError) as err:
+        run.errors.append(f"{pair.name}: {err!r}")
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+async def drive_relay(port: int, pid: int, transport: Transport, tables: int, interval: float, warmup: float,
+                      seconds: float, result: Result, ramp: float, frames: list[bytes]) -> None:
+    window = Window(warmup + ramp, seconds, pid)
+    async with trio.open_nursery() as nursery:
+        for i in range(tables):
+            pair = RelayPair(f"t{i + 1}", interval, frames, random.randrange(len(frames)))
+            pair.next_play = time.perf_counter() + random.random() * interval
+            nursery.start_soon(relay_seat, port, transport, pair, 0, 2 * i, window.run)
+            nursery.start_soon(relay_seat, port, transport, pair, 1, 2 * i + 1, window.run)
+            if ramp:
+                await trio.sleep(ramp / tables)
+        await window.measure(result)
+        nursery.cancel_scope.cancel()
+
+
+# --- one measurement each ---------------------------------------------------------------
+
+
+def idle_rss(pid: int, settle: float = 1.0) -> int:
+    time.sleep(settle)
+    return rss_kb(pid)
+
+
+def measure_host(tables: int, mode: str, tls: bool, args: argparse.Namespace) -> Result:
+    interval = 1.0 / args.rate if mode == "paced" else 0.0
+    result = Result("host", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
+    transport = Transport(tls, not args.one_address)
+    with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
+        server = start_host(tables, args.target, home, tls)
+        try:
+            result.idle_rss_kb = idle_rss(server.pid)
+            trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
+                     result, ramp_for(tables, args))
+            result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
+        finally:
+            server.stop()
+    return result
+
+
+def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, frames: list[bytes]) -> Result:
+    interval = 1.0 / args.rate if mode == "paced" else 0.0
+    result = Result("relay", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
+    transport = Transport(tls, not args.one_address)
+    server = start_relay(tls)
+    try:
+        result.idle_rss_kb = idle_rss(server.pid)
+        trio.run(drive_relay, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
+                 result, ramp_for(tables, args), frames)
+        result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
+    finally:
+        server.stop()
+    return result
+
+
+def choose_tls(choice: str) -> bool:
+    if choice == "auto":
+        return serve_has_tls()
+    if choice == "tls" and not serve_has_tls():
+        raise SystemExit("this `basra serve` has no TLS; use --transport plain")
+    return choice == "tls"
+
+
+def measure_quietly(measure, args: argparse.Namespace) -> Result:
+    """One measurement, printed; with --max-other, retried while the rest of the machine was too busy."""
+    for attempt in range(1 + args.retries):
+        result = measure()
+        busy = result.other_cpu / result.seconds * 100
+        if args.max_other is None or busy <= args.max_other or attempt == args.retries:
+            for line in result.lines():
+                print(line, flush=True)
+            if args.max_other is not None and busy > args.max_other:
+                print(f"      (kept although everything else used {busy:.0f}% of a core: out of retries)")
+            return result
+        print(f"      (discarded a {result.label} run at {result.rate:.0f} plays/s: everything else on the machine"
+              f" used {busy:.0f}% of a core, over --max-other {args.max_other:g}; measuring again)", flush=True)
+        time.sleep(args.retry_pause)
+    raise AssertionError("unreachable")
+
+
+def ratio(host: Result, relay: Result | None) -> float:
+    return host.rate / relay.rate if relay is not None and relay.rate else float("nan")
+
+
+def median_rate(results: list[Result]) -> float:
+    return statistics.median(r.rate for r in results)
+
+
+def pooled(results: list[Result]) -> Result:
+    """One Result holding the latency samples of several runs."""
+    first = results[0]
+    return Result(first.label, first.tables, first.mode, sum(r.seconds for r in results),
+                  sum(r.plays for r in results), [x for r in results for x in r.latencies])
+
+
+def ramp_for(tables: int, args: argparse.Namespace) -> float:
+    """Seconds over which the tables' connections are opened (not part of the warm-up)."""
+    return args.ramp if args.ramp is not None else min(2.0, 0.004 * tables)
+
+
+def parse_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part]
+
+
+def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0],
+                                     epilog="See the module docstring for what each figure means.")
+    parser.add_argument("--tables", type=parse_list, default=[10, 100, 500], metavar="K[,K...]",
+                        help="table counts to run, comma-separated (default 10,100,500)")
+    parser.add_argument("--modes", default="flat,paced", help="flat, paced or both (default flat,paced)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measurement window (default 10)")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds of load before the window (default 3)")
+    parser.add_argument("--ramp", type=float, default=None,
+                        help="seconds over which connections are opened (default 0.004*K, at most 2)")
+    parser.add_argument("--rate", type=float, default=10.0, help="paced mode: plays/s offered per table (default 10)")
+    parser.add_argument("--target", type=int, default=1, help="match target passed to serve (default 1)")
+    parser.add_argument("--transport", default="auto", metavar="auto|tls|plain[,...]",
+                        help="auto: TLS when it is serve's default, else plain TCP; several, comma-separated,"
+                             " are measured one after the other for each K and mode (default auto)")
+    parser.add_argument("--one-address", action="store_true",
+                        help="open every connection from 127.0.0.1 instead of one loopback address each")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each host/relay pair; the summary gives medians (default 1)")
+    parser.add_argument("--max-other", type=float, default=None, metavar="PCT",
+                        help="measure again when the rest of the machine used more than PCT%% of a core"
+                             " during the window (a shared machine); default: keep every run")
+    parser.add_argument("--retries", type=int, default=5, help="with --max-other: attempts after the first (default 5)")
+    parser.add_argument("--retry-pause", type=float, default=20.0,
+                        help="with --max-other: seconds to wait before measuring again (default 20)")
+    parser.add_argument("--no-relay", action="store_true", help="skip the relay floor")
+    parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
+    return parser
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    random.seed(args.seed)
+    modes = [m for m in args.modes.split(",") if m]
+    if not set(modes) <= {"flat", "paced"}:
+        print("--modes takes flat, paced or flat,paced", file=sys.stderr)
+        return 2
+    limit = raise_open_files_limit()
+    choices = [c for c in args.transport.split(",") if c]
+    if not choices or not set(choices) <= {"auto", "tls", "plain"}:
+        print("--transport takes auto, tls or plain, or several of them comma-separated", file=sys.stderr)
+        return 2
+    transports = list(dict.fromkeys(choose_tls(c) for c in choices))
+    for line in machine_lines():
+        print(line)
+    print(f"open files limit: {limit}; window {args.seconds:g} s after {args.warmup:g} s warm-up;"
+          f" serve --target {args.target}; paced rate {args.rate:g} plays/s per table;"
+          f" transport {', '.join('TLS' if t else 'plain TCP' for t in transports)};"
+          f" {'all connections from 127.0.0.1' if args.one_address else 'one loopback address per connection'}")
+    need = 2 * max(args.tables) + 64
+    if limit < need:
+        print(f"warning: {need} descriptors needed, limit is {limit}", file=sys.stderr)
+    frames = sample_played_frames()
+    sizes = sorted(len(f) for f in frames)
+    print(f"relay frames: {len(frames)} real `played` frames, {sizes[0]}..{sizes[-1]} bytes,"
+          f" median {sizes[len(sizes) // 2]}")
+    print()
+    summary = []
+    for tables in args.tables:
+        for mode in modes:
+            for tls in transports:
+                pairs = []
+                for repeat in range(args.repeat):
+                    print(f"[K={tables} {mode} {'TLS' if tls else 'plain'}, run {repeat + 1} of {args.repeat};"
+                          f" CPU check: {cpu_check():,.0f} engine plays/s]")
+                    host = measure_quietly(lambda: measure_host(tables, mode, tls, args), args)
+                    relay = None
+                    if not args.no_relay:
+                        relay = measure_quietly(lambda: measure_relay(tables, mode, tls, args, frames), args)
+                        print(f"      host:relay plays/s = {ratio(host, relay):.2f}", flush=True)
+                    print(flush=True)
+                    pairs.append((host, relay))
+                summary.append(pairs)
+    print(f"summary: median over {args.repeat} run(s) of plays/s, host CPU per play, host KB per table and"
+          f" host:relay ratio (each run's ratio from its own side-by-side pair); latency percentiles over"
+          f" the plays of all runs together")
+    print("  (playing: tables with both seats in a match at the end of the window)")
+    print(f"  {'K':>4} {'mode':6} {'link':5} | {'host plays/s':>12} {'p50':>7} {'p99':>7} {'max':>7} ms"
+          f" {'CPU/play':>9} {'KB/table':>8} {'playing':>7} | {'relay plays/s':>13} {'p50':>6} {'p99':>7} {'max':>7} ms"
+          f" | ratio")
+    for pairs in summary:
+        hosts = [h for h, _ in pairs]
+        first = hosts[0]
+        host_all = pooled(hosts)
+        per_play = statistics.median(h.server_cpu / h.plays * 1e6 if h.plays else float("nan") for h in hosts)
+        per_table = statistics.median((h.loaded_rss_kb - h.idle_rss_kb) / h.tables for h in hosts)
+        line = (f"  {first.tables:>4} {first.mode:6} {first.transport:5} | {median_rate(hosts):12.0f}"
+                f" {host_all.pct(.5):7.2f} {host_all.pct(.99):7.2f} {host_all.pct(1):7.2f}   "
+                f" {per_play:6.0f} us {per_table:8.0f} {statistics.median(h.tables_playing for h in hosts):7.0f} |")
+        relays = [r for _, r in pairs if r is not None]
+        if relays:
+            relay_all = pooled(relays)
+            ratios = statistics.median(ratio(h, r) for h, r in pairs)
+            line += (f" {median_rate(relays):13.0f} {relay_all.pct(.5):6.2f} {relay_all.pct(.99):7.2f}"
+                     f" {relay_all.pct(1):7.2f}    | {ratios:.2f}")
+        if len(pairs) > 1:
+            line += f"   (host plays/s {min(h.rate for h in hosts):.0f}..{max(h.rate for h in hosts):.0f}"
+            if relays:
+                line += f", relay {min(r.rate for r in relays):.0f}..{max(r.rate for r in relays):.0f}"
+            line += ")"
+        print(line)
+    print("load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
