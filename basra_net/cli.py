@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 EXIT_USAGE = 2
+# Copies of client.join.DEFAULT_PORT and client.players.BOT_LEVELS / DEFAULT_BOT, which import
+# trio and are too heavy to load for --help; tests/test_cli.py keeps them in step.
 DEFAULT_PORT = 5252
-BOT_LEVELS = ("search", "greedy", "random")  # as in client.players, which is too heavy to import for --help
+BOT_LEVELS = ("search", "greedy", "random")
 DEFAULT_BOT = "search"
 
 

@@ -11,6 +11,7 @@ from typing import Callable
 
 import trio
 
+from ..client.join import DEFAULT_PORT
 from ..client.players import Player
 from ..client.session import ClientSession, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
@@ -22,7 +23,6 @@ from .lobby import Lobby
 from .seat_link import serve_connection
 from .table import Table, TableResult
 
-DEFAULT_PORT = 5252
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
 
 
