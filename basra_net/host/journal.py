@@ -1,0 +1,388 @@
+"""The host's journal: a crash-safe record of a match in progress, for `basra host --resume FILE`.
+
+This module is the file format and its durable storage; what the records say
+is the table's business, so records come in and go out as plain dicts.  Each
+record is on disk (written and fsynced) before `JournalWriter.append` returns,
+and `load_journal` gives back every record or none: a journal with a damaged
+or incomplete record anywhere is refused whole, with a `JournalError` that
+names the file and the record.
+
+File format
+-----------
+A journal is the 20-byte line
+
+    basra-net journal 1\\n          (ASCII, ending in one line feed, 0x0A)
+
+followed by records, one after another to the end of the file, with nothing
+between them and nothing after the last.  Each record is
+
+    length  4 bytes   the size N of the body, an unsigned big-endian integer,
+                      at most 1 MiB (1,048,576)
+    body    N bytes   one msgpack map (msgpack with the str and bin types
+                      kept apart, as msgpack.packb(use_bin_type=True) writes)
+    check   32 bytes  SHA-256(P || body), where P is the check of the record
+                      before it or, for the first record, SHA-256 of the
+                      20-byte first line
+
+so each check covers the first line and every body up to its own.  Records
+are counted from 1.  Record 1 is the header: a map whose "type" is "header".
+The records after it are the caller's, in the order they were appended.
+
+A body's values are nil, booleans, integers from -2**63 to 2**64 - 1, str
+(UTF-8), bin, arrays and maps whose keys are str; the record's own map counts
+as level 1 and no value sits deeper than level 32.  There are no floats and
+no extension types.  Arrays read back as lists (a tuple written reads back as
+a list).
+
+The check values find damage (a flipped bit, a lost or repeated stretch of
+bytes), not forgery: anyone can compute them.
+
+Reading
+-------
+The file must end right after a complete record.  It is refused if it is
+empty, does not begin with the first line, ends inside a record (inside its
+length, body or check), declares a body longer than 1 MiB (before reading
+it), has a check that does not match, has a body that is not one msgpack map
+of the values above, or its record 1 is not a header.  Bytes after the last
+record are read as the start of another record, so they are refused as one of
+these.
+
+A file cut exactly between two records reads as a shorter journal: there is
+no end mark, because records are added as the match goes, and a crash between
+two appends leaves exactly such a file.
+
+Writing
+-------
+`JournalWriter.create` makes a new file (never replacing one), readable by
+its owner only (it may hold a seed the host has not revealed yet), writes the
+first line and the header in one write, fsyncs the file and then its folder.
+`append` writes the whole record with one write to the file opened for
+appending, then fsyncs it.  A write that fails is cut back off the file where
+possible and the writer takes no more records.  Where the system has flock,
+a writer holds an exclusive lock on its file, so a second `basra host
+--resume` of the same journal is refused rather than interleaving records.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import struct
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock against a second writer
+    fcntl = None
+
+MAGIC = b"basra-net journal 1\n"
+MAX_RECORD = 1 << 20
+MAX_DEPTH = 32
+CHECK_SIZE = 32
+
+_LENGTH = struct.Struct(">I")
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+_MSGPACK_ERRORS = (msgpack.UnpackException, ValueError, TypeError, OverflowError)
+# A folder fsync the file system does not do; anything else is a failed write.
+_NO_FOLDER_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
+_O_BINARY = getattr(os, "O_BINARY", 0)
+
+
+class JournalError(Exception):
+    """The file is not a journal that can be resumed, or could not be written; the message says what is wrong and where, for a player to read."""
+
+
+def load_journal(path: Path) -> tuple[dict, list[dict]]:
+    """The header and the records after it, or JournalError; never part of a journal."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            header, records, _, _ = _read_journal(f.read, path)
+    except OSError as e:
+        raise JournalError(_os_problem(path, "cannot be read", e)) from e
+    return header, records
+
+
+class JournalWriter:
+    """Adds records to a journal, each on disk before `append` returns.
+
+    Made by `create` (a new journal) or `resume` (one a crashed host left).
+    Synchronous on purpose: a record is a few hundred bytes, written from the
+    table's trio task.
+    """
+
+    def __init__(self, path: Path, fd: int, check: bytes, size: int) -> None:
+        # Use create() or resume(): they open, lock and check the file.
+        self._path = path
+        self._fd: int | None = fd
+        self._check = check  # the last record's check value, which the next one chains from
+        self._size = size  # bytes of complete records on disk, where a failed write is cut back to
+        self._failure: str | None = None
+
+    @classmethod
+    def create(cls, path: Path, header: dict) -> JournalWriter:
+        """A new journal at path holding header, on disk; JournalError if the file exists or cannot be made.
+
+        ValueError if header is not a map with "type": "header" of the values a journal holds.
+        """
+        path = Path(path)
+        if not isinstance(header, dict) or header.get("type") != "header":
+            raise ValueError('a journal header must be a dict with "type": "header"')
+        body = _encode(header, "header")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_BINARY, 0o600)
+        except FileExistsError as e:
+            raise JournalError(f"{path} already exists; a new journal never replaces a file") from e
+        except OSError as e:
+            raise JournalError(_os_problem(path, "cannot be created", e)) from e
+        writer = cls(path, fd, hashlib.sha256(MAGIC).digest(), 0)
+        try:
+            _lock(fd, path)
+            writer._append_body(body, prefix=MAGIC)
+            try:
+                _sync_folder(path.parent)
+            except OSError as e:
+                raise JournalError(f"{path} cannot be created: {_reason(e)}") from e
+        except BaseException:
+            writer.close()
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            raise
+        return writer
+
+    @classmethod
+    def resume(cls, path: Path) -> tuple[JournalWriter, dict, list[dict]]:
+        """The journal at path, checked as load_journal does, and a writer that continues it."""
+        path = Path(path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | _O_BINARY)
+        except OSError as e:
+            raise JournalError(_os_problem(path, "cannot be opened to continue it", e)) from e
+        try:
+            _lock(fd, path)
+            # Read through the locked descriptor, so the records checked are the ones continued.
+            header, records, check, size = _read_journal(partial(os.read, fd), path)
+        except OSError as e:
+            os.close(fd)
+            raise JournalError(_os_problem(path, "cannot be read", e)) from e
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, check, size), header, records
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def append(self, record: dict) -> None:
+        """Add one record, written and fsynced before this returns.
+
+        ValueError if record is not a map of the values a journal holds (the
+        file is untouched); JournalError if it could not be written.
+        """
+        if self._fd is None:
+            raise ValueError(f"the journal {self._path} is closed")
+        if self._failure is not None:
+            raise JournalError(self._failure)
+        self._append_body(_encode(record, "record"))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> JournalWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _append_body(self, body: bytes, prefix: bytes = b"") -> None:
+        assert self._fd is not None
+        check = hashlib.sha256(self._check + body).digest()
+        data = prefix + _LENGTH.pack(len(body)) + body + check
+        try:
+            view = memoryview(data)
+            while view:  # one write, unless the system takes only part of it
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError as e:
+            self._failure = f"the journal {self._path} could not be written: {_reason(e)}"
+            self._cut_back()
+            raise JournalError(self._failure) from e
+        self._check = check
+        self._size += len(data)
+
+    def _cut_back(self) -> None:
+        """Take a partly written record off the end, so the journal still loads with the records before it."""
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, self._size)
+            os.fsync(self._fd)
+        except OSError:
+            pass
+
+
+def _read_journal(read: Callable[[int], bytes], path: Path) -> tuple[dict, list[dict], bytes, int]:
+    """Header, records, the last check value and the size in bytes; JournalError at the first fault."""
+    first = _read_exactly(read, len(MAGIC))
+    if not first:
+        raise JournalError(f"{path} is empty; it is not a journal")
+    if first != MAGIC:
+        if MAGIC.startswith(first):
+            raise JournalError(f"{path}: the journal ends in its first line; it was cut short")
+        raise JournalError(f'{path} is not a basra-net journal (it does not begin with "{MAGIC.decode().strip()}")')
+    check = hashlib.sha256(MAGIC).digest()
+    size = len(MAGIC)
+    records: list[dict] = []
+    while True:
+        number = len(records) + 1
+        head = _read_exactly(read, _LENGTH.size)
+        if not head:
+            break
+        if len(head) < _LENGTH.size:
+            raise _cut_short(path, number)
+        (length,) = _LENGTH.unpack(head)
+        if length > MAX_RECORD:
+            raise JournalError(
+                f"{path}: record {number} is damaged or not part of the journal "
+                f"(it claims {length} bytes; a record holds at most {MAX_RECORD})"
+            )
+        body = _read_exactly(read, length)
+        stored = _read_exactly(read, CHECK_SIZE) if len(body) == length else b""
+        if len(stored) < CHECK_SIZE:
+            raise _cut_short(path, number)
+        check = hashlib.sha256(check + body).digest()
+        if stored != check:
+            raise JournalError(f"{path}: record {number} is damaged (its check value does not match)")
+        record = _decode(body, path, number)
+        if number == 1 and record.get("type") != "header":
+            raise JournalError(f'{path}: record 1 is not a journal header (it has no "type": "header")')
+        records.append(record)
+        size += _LENGTH.size + length + CHECK_SIZE
+    if not records:
+        raise JournalError(f"{path}: the journal ends before its header; it was cut short")
+    return records[0], records[1:], check, size
+
+
+def _cut_short(path: Path, number: int) -> JournalError:
+    return JournalError(f"{path}: the journal ends in the middle of record {number}; it was cut short")
+
+
+def _read_exactly(read: Callable[[int], bytes], count: int) -> bytes:
+    """count bytes, or fewer only at the end of the file."""
+    parts = []
+    while count:
+        part = read(count)
+        if not part:
+            break
+        parts.append(part)
+        count -= len(part)
+    return b"".join(parts)
+
+
+def _decode(body: bytes, path: Path, number: int) -> dict:
+    try:
+        record = msgpack.unpackb(
+            body,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            max_str_len=MAX_RECORD,
+            max_bin_len=MAX_RECORD,
+            max_array_len=MAX_RECORD,
+            max_map_len=MAX_RECORD,
+            max_ext_len=0,
+        )
+    except _MSGPACK_ERRORS as e:
+        raise JournalError(f"{path}: record {number} is not one msgpack map ({e})") from e
+    if not isinstance(record, dict):
+        raise JournalError(f"{path}: record {number} is not a msgpack map")
+    problem = _unfit(record)
+    if problem is not None:
+        raise JournalError(f"{path}: record {number} {problem}")
+    return record
+
+
+def _encode(record: Any, what: str) -> bytes:
+    if not isinstance(record, dict):
+        raise ValueError(f"a journal {what} must be a dict, not {type(record).__name__}")
+    problem = _unfit(record)
+    if problem is not None:
+        raise ValueError(f"this journal {what} {problem}")
+    body = msgpack.packb(record, use_bin_type=True)
+    if len(body) > MAX_RECORD:
+        raise ValueError(f"this journal {what} takes {len(body)} bytes; a record holds at most {MAX_RECORD}")
+    return body
+
+
+def _unfit(value: Any, level: int = 1) -> str | None:
+    """Why value cannot be in a journal record at this level (the record's map is level 1), or None."""
+    if level > MAX_DEPTH:
+        return f"nests values more than {MAX_DEPTH} levels deep"
+    if value is None or isinstance(value, (bool, str, bytes)):
+        return None
+    if isinstance(value, int):
+        return None if _INT_MIN <= value <= _INT_MAX else f"holds an integer outside msgpack's range ({value})"
+    if isinstance(value, msgpack.ExtType):  # a namedtuple, but packed as an extension
+        return "holds a msgpack extension type, which a journal does not hold"
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                return f"has a map key of type {type(key).__name__} (keys must be str)"
+        items = value.values()
+    else:
+        return f"holds a {type(value).__name__}, which a journal does not hold"
+    for item in items:
+        problem = _unfit(item, level + 1)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _lock(fd: int, path: Path) -> None:
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as e:
+        raise JournalError(f"{path} is in use by another basra process") from e
+    except OSError:
+        pass  # a file system without locks: the journal still works, unguarded
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a new file's name durable, where the system lets a folder be opened and synced."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # Windows: a folder cannot be opened this way
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in _NO_FOLDER_SYNC:
+            raise
+    finally:
+        os.close(fd)
+
+
+def _reason(e: OSError) -> str:
+    return e.strerror.lower() if e.strerror else str(e)
+
+
+def _os_problem(path: Path, what: str, e: OSError) -> str:
+    if isinstance(e, FileNotFoundError):
+        return f"{path}: there is no such file"
+    if isinstance(e, IsADirectoryError):
+        return f"{path} is a folder, not a journal"
+    return f"{path} {what}: {_reason(e)}"
