@@ -15,6 +15,8 @@ EXIT_USAGE = 2
 DEFAULT_PORT = 5252
 BOT_LEVELS = ("search", "greedy", "random")
 DEFAULT_BOT = "search"
+GRACE = 120.0  # a copy of host.table.GRACE
+LATEST = Path("latest")  # --resume without a file: the journal written last
 
 
 def _positive(text: str) -> int:
@@ -33,6 +35,16 @@ def _name(text: str) -> str:
     if not 1 <= len(text) <= 32 or not text.isprintable() or text.strip() != text:
         raise argparse.ArgumentTypeError("a name is 1 to 32 printable characters, without outer spaces")
     return text
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 86400")
+    return value
 
 
 def _code(text: str) -> str:
@@ -62,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--code", type=_code, metavar="CODE", help="the join code to require (default: a fresh one, unless --auto)")
     host.add_argument("--open", action="store_true", help="no join code: anyone who reaches the port may sit down")
     host.add_argument("--plain", action="store_true", help="plain TCP instead of TLS (for simple clients and debugging)")
+    host.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
+                      help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
+    host.add_argument("--journal", type=Path, metavar="PATH", help="where to journal the match for --resume (default: in the data directory)")
+    host.add_argument("--resume", nargs="?", const=LATEST, type=Path, metavar="FILE",
+                      help="continue the match a crash cut off, from its journal (default: the latest)")
 
     join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
     join.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
@@ -85,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--quiet", action="store_true", help="do not log each table's progress")
     serve.add_argument("--code", type=_code, metavar="CODE", help="a join code every player must give (default: none)")
     serve.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
+    serve.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
+                       help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
 
     forget = commands.add_parser(
         "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed."

@@ -319,6 +319,7 @@ def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
             winner = "nobody" if message["winner"] is None else f"seat {message['winner']}"
             print(f"match over ({message['reason']}): {winner} wins "
                   f"{message['totals'][0]}-{message['totals'][1]}", flush=True)
+            conn.send({"type": "leave", "reason": "the match is over"})  # the end was read (7.3)
             return 3 if failed else 0
         elif kind == "error":
             print(f"the host refused a message: {message['code']}: {message['message']}", file=sys.stderr)

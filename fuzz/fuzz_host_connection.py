@@ -71,6 +71,8 @@ from basra_net.protocol.framing import MAX_FRAME, decode_body
 from basra_net.protocol.messages import (
     MESSAGE_TYPES,
     PLAY_KINDS,
+    Away,
+    Back,
     Commit,
     Deal,
     Error,
@@ -204,7 +206,7 @@ class Harness:
 
     def welcome(self) -> None:
         seat = self.fdp.ConsumeIntInRange(0, 1)
-        self.connection.send(Welcome(1, seat, bytes(16), bytes(32), "egyptian", 101))
+        self.connection.send(Welcome(1, seat, bytes(16), bytes(32), "egyptian", 101, bytes(16), 0))
         assert self.connection.seat == seat
 
     def eof(self) -> None:
@@ -268,6 +270,7 @@ class Harness:
             return Hello(
                 (1,) if fdp.ConsumeIntInRange(0, 3) else (2, 1, 65535), pick(fdp, NAMES), self.blob(32),
                 pick(fdp, (None, None, "main", "Table 2")), pick(fdp, (None, None, "1234", "")),
+                *pick(fdp, ((None, None), (None, None), (bytes(16), 0), (bytes(16), None), (None, 5))),
             )
         if cls is Seed:
             game = pick(fdp, (connection.awaiting_seed or self.game, self.game, self.game + 1, 1, 1 << 31))
@@ -283,7 +286,7 @@ class Harness:
         if cls in KEEPALIVE:
             return cls(pick(fdp, (0, 1, self.request, (1 << 63) - 1)))
         if cls is Welcome:
-            return Welcome(1, fdp.ConsumeIntInRange(0, 1), bytes(16), bytes(32), "egyptian", 101)
+            return Welcome(1, fdp.ConsumeIntInRange(0, 1), bytes(16), bytes(32), "egyptian", 101, bytes(16), 0)
         if cls is MatchStart:
             return MatchStart(("Hoda", "Omar"))
         if cls is Commit:
@@ -300,6 +303,10 @@ class Harness:
             return Reveal(1, bytes(32), bytes(64))
         if cls is MatchEnd:
             return MatchEnd(None, (0, 0), "abandoned")
+        if cls is Away:
+            return Away(fdp.ConsumeIntInRange(0, 1), 120)
+        if cls is Back:
+            return Back(fdp.ConsumeIntInRange(0, 1))
         raise AssertionError(f"the harness has no builder for '{cls.TYPE}': add one")
 
     def blob(self, size: int) -> bytes:

@@ -62,7 +62,7 @@ def sample_messages() -> list[m.Message]:
     """One valid message of every type, the keep-alive pair included when the package has it."""
     messages = [
         m.Hello((1,), "Omar", bytes(range(32)), "main", "K7M2QX"),
-        m.Welcome(1, 1, bytes(16), bytes(32), "classic", 60),
+        m.Welcome(1, 1, bytes(16), bytes(32), "classic", 60, bytes(16), 0),
         m.MatchStart(("Hoda", "Omar")),
         m.Commit(1, bytes(32), bytes(64)),
         m.Seed(1, bytes(32)),

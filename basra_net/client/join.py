@@ -1,19 +1,27 @@
-"""`basra join`: connect to a host (over TLS unless told otherwise) and play seat 1."""
+"""`basra join`: connect to a host (over TLS unless told otherwise) and play seat 1.
+
+While the match is on, the seat's resume ticket is kept in the data
+directory: a connection that drops is resumed by the session itself, and a
+player whose `basra join` ended early (a crash, a closed laptop) runs it
+again to resume.
+"""
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 from typing import Awaitable, Callable
 
 import trio
 
-from ..protocol.errors import CODE_REQUIRED, WRONG_CODE
+from ..protocol.errors import CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
+from ..protocol.messages import Welcome
 from .pinning import KNOWN_HOSTS_FILE, KeyChanged, KnownHosts, client_tls_context, peer_public_key
 from .players import Player
-from .session import EXIT_FAILURE, ClientSession, SessionResult
+from .session import EXIT_FAILURE, ClientSession, Resume, SessionResult
 from .state import ClientState
-from .storage import data_dir
+from .storage import RESUME_FILE, ResumeTicket, ResumeTickets, data_dir
 
 DEFAULT_PORT = 5252
 CONNECT_TIMEOUT = 10.0
@@ -66,6 +74,7 @@ class JoinSession:
         code: str | None = None,
         plain: bool = False,
         ask_code: Callable[[str], Awaitable[str | None]] | None = None,
+        resumable: bool = True,
     ) -> None:
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -73,13 +82,28 @@ class JoinSession:
         self.code = code
         self.plain = plain
         self.ask_code = ask_code  # None: never ask (a headless seat)
+        self.resumable = resumable  # reconnect by itself, and keep a ticket to resume with
+        self.host_key: bytes = b""
+        self._newly_pinned = False
 
     def _failure(self, reason: str) -> SessionResult:
         return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None)
 
+    @property
+    def _where(self) -> str:
+        return pin_name(self.host, self.port)
+
     async def run(self, stop: trio.Event | None = None) -> SessionResult:
+        tickets = ResumeTickets(data_dir() / RESUME_FILE)
+        ticket = tickets.get(self._where) if self.resumable else None
+        if ticket is not None:
+            result = await self._attempt(stop, ticket)
+            if result.refusal != UNKNOWN_TOKEN:
+                return result
+            tickets.drop(self._where)
+            self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
         for _ in range(CODE_TRIES):
-            result = await self._attempt(stop)
+            result = await self._attempt(stop, None)
             if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or self.ask_code is None:
                 return result
             code = await self.ask_code(result.reason)
@@ -88,32 +112,48 @@ class JoinSession:
             self.code = code
         return result
 
-    async def _attempt(self, stop: trio.Event | None) -> SessionResult:
+    async def connect(self) -> trio.abc.Stream:
+        """A connection to the host: TLS with its key checked against the pin, or plain TCP.
+
+        Raises OSError (or trio's stream errors) when it cannot be had;
+        KeyChanged when the host shows another key than the one pinned.
+        """
+        stream = await trio.open_tcp_stream(self.host, self.port)
+        if self.plain:
+            return stream
+        secure = trio.SSLStream(stream, client_tls_context())
+        try:
+            await secure.do_handshake()
+            host_key = peer_public_key(secure)
+            self._newly_pinned = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(self._where, host_key)
+        except BaseException:
+            await trio.aclose_forcefully(secure)
+            raise
+        self.host_key = host_key
+        return secure
+
+    async def _attempt(self, stop: trio.Event | None, ticket: ResumeTicket | None) -> SessionResult:
         where = f"{self.host}:{self.port}"
         try:
             with trio.fail_after(CONNECT_TIMEOUT):
-                stream = await trio.open_tcp_stream(self.host, self.port)
-        except (OSError, trio.TooSlowError) as err:
-            why = "timed out" if isinstance(err, trio.TooSlowError) else (err.strerror or str(err))
+                stream = await self.connect()
+        except KeyChanged as changed:
+            return self._failure(str(changed))
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as err:
+            if isinstance(err, trio.TooSlowError):
+                why = "timed out"
+            elif isinstance(err, OSError) and not isinstance(err, ssl.SSLError):
+                why = err.strerror or str(err)
+            else:
+                return self._failure(
+                    f"no TLS connection with {where}: the host closed it during the handshake"
+                    " (it may be busy, or started with --plain, which needs --plain here too)"
+                )
             return self._failure(f"cannot connect to {where}: {why}")
         notices: list[str] = []
-        host_key = None
         if not self.plain:
-            secure = trio.SSLStream(stream, client_tls_context())
-            try:
-                with trio.fail_after(CONNECT_TIMEOUT):
-                    await secure.do_handshake()
-                host_key = peer_public_key(secure)
-                newly = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(pin_name(self.host, self.port), host_key)
-            except KeyChanged as changed:
-                await trio.aclose_forcefully(secure)
-                return self._failure(str(changed))
-            except (trio.BrokenResourceError, trio.TooSlowError, OSError):
-                await trio.aclose_forcefully(secure)
-                return self._failure(f"no TLS connection with {where} (a host started with --plain needs --plain here too)")
-            state = "new host, key pinned" if newly else "matches the pinned key"
-            notices.append(f"host key fingerprint {key_fingerprint(host_key)} ({state}); compare it with the host's screen")
-            stream = secure
+            state = "new host, key pinned" if self._newly_pinned else "matches the pinned key"
+            notices.append(f"host key fingerprint {key_fingerprint(self.host_key)} ({state}); compare it with the host's screen")
         session = ClientSession(
             stream,
             self.name,
@@ -121,7 +161,23 @@ class JoinSession:
             transcript_path=self.transcript_path,
             table=self.table,
             code=self.code,
-            expected_host_key=host_key,
+            expected_host_key=None if self.plain else self.host_key,
             notices=tuple(notices),
+            reconnect=self._reconnect if self.resumable else None,
+            resume=Resume(ticket.token, ticket.transcript) if ticket else None,
+            on_welcome=self._keep_ticket,
         )
-        return await session.run(stop)
+        result = await session.run(stop)
+        if result.exit_code != EXIT_FAILURE or result.state.end_reason is not None or result.refusal is not None:
+            # Over, left or refused: nothing left to resume.  A connection that could
+            # not be had again keeps its ticket, so that running `basra join` again resumes.
+            ResumeTickets(data_dir() / RESUME_FILE).drop(self._where)
+        return result
+
+    async def _reconnect(self) -> trio.abc.Stream:
+        with trio.fail_after(CONNECT_TIMEOUT):
+            return await self.connect()
+
+    def _keep_ticket(self, welcome: Welcome, transcript: Path | None) -> None:
+        if welcome.seat == 1 and transcript is not None:
+            ResumeTickets(data_dir() / RESUME_FILE).put(self._where, ResumeTicket(welcome.match_id, welcome.token, transcript))

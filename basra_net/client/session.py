@@ -4,22 +4,35 @@ The joining player, the host's own player and the built-in bot all run this
 code; only the Player behind it differs.  Seat 1 also takes part in the fair
 deal (it sends a seed for each game, checks every reveal) and writes the
 transcript of its channel.
+
+A session given a way to reconnect survives a dropped connection: it opens
+a new one, resumes its seat with the token from its welcome, takes the
+messages it missed and sends again the answer the host may not have had
+(PROTOCOL.md, section 5.8).  A session can also start as a resume, from its
+own transcript (the player ran `basra join` again) or from nothing (the
+host's own seat after the host restarted).
 """
 
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Awaitable, Callable
 
 import trio
 
 from ..protocol import shuffle
-from ..protocol.connection import ClientConnection, ConnectionClosed
-from ..protocol.errors import ProtocolError
+from ..protocol import transcript as transcript_format
+from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
+from ..protocol.framing import encode_frame
+from ..protocol.errors import BAD_FRAME, ProtocolError
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
+    STREAM_TYPES,
+    Away,
+    Back,
     Commit,
     Error,
     Hello,
@@ -33,6 +46,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from .liveness import Liveness
@@ -46,6 +60,30 @@ EXIT_DEAL_FAILED = 3
 EXIT_LEFT = 130  # the player chose to leave (Ctrl-C or quit), as shells report an interrupt
 RECEIVE_SIZE = 65536
 INBOUND_BUFFER = 256  # host messages waiting while the player thinks (a hand brings about a dozen)
+RECONNECT_FOR = 180.0  # seconds to keep trying to reach the host again (its grace is 120 s by default)
+RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RECONNECT_MAX_DELAY
+RECONNECT_MAX_DELAY = 5.0
+RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
+HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
+
+Reconnect = Callable[[], Awaitable[trio.abc.Stream]]
+
+
+@dataclass(frozen=True)
+class Resume:
+    """How a session starts as a resume: the seat's token, and the transcript that holds what it had received."""
+
+    token: bytes
+    transcript: Path | None = None  # None: nothing kept, the host replays the whole stream
+
+
+@dataclass(frozen=True)
+class _Delivery:
+    """A message for the handler; ``replayed`` when the host sent it before the welcome it follows."""
+
+    message: object
+    replayed: bool = False
+    last_replayed: bool = False
 
 
 @dataclass
@@ -83,6 +121,9 @@ class ClientSession:
         code: str | None = None,
         expected_host_key: bytes | None = None,
         notices: tuple[str, ...] = (),
+        reconnect: Reconnect | None = None,
+        resume: Resume | None = None,
+        on_welcome: Callable[[Welcome, Path | None], None] = lambda welcome, transcript: None,
     ) -> None:
         self.stream = stream
         self.player = player
@@ -100,6 +141,12 @@ class ClientSession:
         self._expected_host_key = expected_host_key  # the key of the TLS certificate, when there is one
         self._notices = notices
         self.deal_failures: list[str] = []
+        self._reconnect = reconnect
+        self._resume = resume
+        self._on_welcome = on_welcome
+        self._hello: Hello | None = None  # sent again, as it was, by a session cut off before its welcome
+        self._hellos_again = 0
+        self.reconnects = 0
 
     # --- the channel ---------------------------------------------------------------------
 
@@ -109,7 +156,18 @@ class ClientSession:
             data = self.connection.send(message)
             if not isinstance(message, (Ping, Pong)):
                 self._record(GUEST, message)
-            await self.stream.send_all(data)
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                if not self._resumable:
+                    raise
+                # The reader notices the break and resumes; the resume sends this answer again.
+                await trio.aclose_forcefully(self.stream)
+
+    @property
+    def _resumable(self) -> bool:
+        connection = self.connection
+        return self._reconnect is not None and connection.hello_sent and not connection.over
 
     def _record(self, sender: str, message: Message) -> None:
         if self.state.seat == 1 and self._transcript is not None:
@@ -128,6 +186,27 @@ class ClientSession:
         for sender, message in self._unwritten:
             self._transcript.record(sender, message)
         self._unwritten.clear()
+
+    def _take_up_transcript(self, path: Path) -> None:
+        """Start where a transcript of this seat left off: every record taken again, then the file goes on."""
+        try:
+            kept = transcript_format.parse(path.read_bytes())
+        except (OSError, transcript_format.TranscriptError) as err:
+            raise PeerGone(f"cannot resume from the transcript {path}: {err}") from None
+        for sender, message in kept.records:
+            if sender == GUEST:
+                self.connection.send(message)
+            else:
+                self.connection.receive_message(message)
+                self.state.apply(message)
+            self.verifier.observe(sender, message)
+        if self.connection.welcome is None or self.connection.welcome.seat != 1:
+            raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume")
+        self._transcript = TranscriptFile(path, "guest")
+        for sender, message in kept.records:
+            self._transcript.record(sender, message)
+        for note in kept.notes:
+            self._transcript.note(note.kind, note.game, note.text)
 
     @property
     def transcript_path(self) -> Path | None:
@@ -154,12 +233,24 @@ class ClientSession:
         try:
             for text in self._notices:
                 self.player.notice(self.state, text)
-            await self._send(Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table, self._code))
+            if self._resume is None:
+                self._hello = Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table, self._code)
+                await self._send(self._hello)
+            else:
+                if self._resume.transcript is not None:
+                    self._take_up_transcript(self._resume.transcript)
+                await self.stream.send_all(self._resume_hello(self._resume.token))
             reason = await self._receive_until_over()
+            await self.leave("the match is over")  # the answer to match_end (PROTOCOL.md, section 7.3)
         except PeerGone as gone:
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
             return result
+        except RedealRefused as redeal:
+            await self._try_send_raw(self.connection.send_error(redeal))
+            text = f"game {redeal.game}: the host offered a new commitment for a deal this seat's seed had already fixed"
+            self._fail_deal(redeal.game, text, note="abandoned_deal")
+            return self._result(EXIT_DEAL_FAILED, text)
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
@@ -212,6 +303,11 @@ class ClientSession:
     def _result(self, code: int, reason: str) -> SessionResult:
         return SessionResult(code, reason, self.state, self.transcript_path)
 
+    def _resume_hello(self, token: bytes) -> bytes:
+        self.connection.begin_resume(token)
+        hello = Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table, self._code, token, self.connection.received)
+        return self.connection.send(hello)
+
     async def _receive_until_over(self) -> str:
         """Handle the host's messages in order until the match is over.
 
@@ -227,9 +323,9 @@ class ClientSession:
                 async for item in inbound:
                     if isinstance(item, Exception):
                         raise item
-                    if isinstance(item, ConnectionClosed):
+                    if isinstance(item.message, ConnectionClosed):
                         raise PeerGone("the host closed the connection before the match ended")
-                    outcome = await self._handle(item)
+                    outcome = await self._handle(item.message, item)
                     if outcome is not None:
                         break
             except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
@@ -242,36 +338,145 @@ class ClientSession:
         return outcome
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
-        """Bytes in, messages out to the handler; pings answered; a silent host given up on."""
-        liveness = Liveness()
+        """Bytes in, messages out to the handler; pings answered; a lost connection resumed or given up on."""
         async with messages:
-            try:
-                while True:
-                    while (event := self.connection.next_event()) is not None:
-                        if isinstance(event, Ping):
-                            await self._send(Pong(event.id))
-                            continue
-                        if isinstance(event, Pong):
-                            continue
-                        await messages.send(event)
-                        if isinstance(event, ConnectionClosed):
-                            return
-                    with trio.move_on_after(liveness.seconds_to_next_check()):
-                        self.connection.receive_data(await self.stream.receive_some(RECEIVE_SIZE))
-                        liveness.heard()
-                        continue
-                    if liveness.dead:
-                        raise PeerGone("the host stopped answering")
-                    ping = liveness.ping_due()
-                    if ping is not None and self.connection.welcome is not None:
-                        await self._send(Ping(ping))
-            except (PeerGone, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                await messages.send(err)
+            while True:
+                try:
+                    await self._read_connection(messages)
+                    return
+                except (PeerGone, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                    if not self._worth_resuming(err):
+                        await messages.send(err)
+                        return
+                    why = str(err) or err.__class__.__name__
+                try:
+                    await self._resume_connection(why)
+                except (PeerGone, ProtocolError) as gone:
+                    await messages.send(gone)
+                    return
 
-    async def _handle(self, message: Message) -> str | None:
+    def _worth_resuming(self, err: Exception) -> bool:
+        """A connection that broke (not one the host refused) is resumed, once the seat is held."""
+        if not self._resumable:
+            return False
+        if self.connection.welcome is None and self._hellos_again >= HELLOS_AGAIN:
+            return False  # not a drop but a host that will not have us (a TLS host, say, for a plain client)
+        if isinstance(err, ProtocolError):
+            return err.code == BAD_FRAME  # cut off in the middle of a frame
+        return not (isinstance(err, PeerGone) and err.refusal is not None)
+
+    async def _read_connection(self, messages: trio.MemorySendChannel) -> None:
+        liveness = Liveness()
+        while True:
+            while (event := self.connection.next_event()) is not None:
+                if isinstance(event, Ping):
+                    await self._send(Pong(event.id))
+                    continue
+                if isinstance(event, Pong):
+                    continue
+                if isinstance(event, ConnectionClosed) and self._resumable:
+                    raise PeerGone("the host closed the connection")
+                await messages.send(self._delivery(event))
+                if isinstance(event, ConnectionClosed) or (isinstance(event, Error) and self.connection.closed):
+                    return  # the end, or a refusal: the handler tells the player
+            with trio.move_on_after(liveness.seconds_to_next_check()):
+                self.connection.receive_data(await self.stream.receive_some(RECEIVE_SIZE))
+                liveness.heard()
+                continue
+            if liveness.dead:
+                raise PeerGone("the host stopped answering")
+            ping = liveness.ping_due()
+            if ping is not None and self.connection.welcome is not None:
+                await self._send(Ping(ping))
+
+    def _delivery(self, event: object) -> _Delivery:
+        if isinstance(event, STREAM_TYPES) and self.connection.received <= self.connection.replay_until:
+            return _Delivery(event, True, self.connection.received == self.connection.replay_until)
+        return _Delivery(event)
+
+    async def _resume_connection(self, why: str) -> None:
+        """Reach the host again and resume the seat; PeerGone when it cannot be done.
+
+        Before its welcome, the session has no token: it sends its hello again
+        unchanged, and a host holding a seat for that hello gives it back.
+        """
+        welcome = self.connection.welcome
+        assert self._reconnect is not None
+        self.player.notice(self.state, f"lost the connection to the host ({why}); reconnecting...")
+        give_up = trio.current_time() + RECONNECT_FOR
+        delay = RECONNECT_FIRST_DELAY
+        async with self._send_lock:
+            await trio.aclose_forcefully(self.stream)
+            while True:
+                try:
+                    with trio.fail_after(RESUME_TIMEOUT):
+                        stream = await self._reconnect()
+                        try:
+                            if welcome is not None:
+                                await self._resume_on(stream, welcome.token)
+                            else:
+                                await self._hello_again_on(stream)
+                        except BaseException:
+                            await trio.aclose_forcefully(stream)
+                            raise
+                    break
+                except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    pass
+                except ProtocolError as err:
+                    if err.code != BAD_FRAME:
+                        raise
+                if trio.current_time() + delay > give_up:
+                    raise PeerGone(f"could not reach the host again within {RECONNECT_FOR:.0f} s")
+                await trio.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, RECONNECT_MAX_DELAY)
+        self.reconnects += 1
+        if welcome is None:
+            self.player.notice(self.state, "connected again; the hello went again")
+            return
+        missed = self.connection.replay_until - self.connection.received
+        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on"
+        self.player.notice(self.state, text)
+        if self._transcript is not None:
+            self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")
+
+    async def _hello_again_on(self, stream: trio.abc.Stream) -> None:
+        if self._hello is None:
+            raise PeerGone("the connection broke before the hello went out")
+        self._hellos_again += 1
+        self.connection.new_transport()
+        await stream.send_all(encode_frame(to_wire(self._hello)))
+        self.stream = stream
+
+    async def _resume_on(self, stream: trio.abc.Stream, token: bytes) -> None:
+        """The resume handshake on a new connection, then the answers the host may lack, sent again."""
+        await stream.send_all(self._resume_hello(token))
+        while True:
+            event = self.connection.next_event()
+            if isinstance(event, Welcome):
+                break
+            if isinstance(event, Error):
+                raise PeerGone(f"the host refused to resume: {event.code}: {event.message}", refusal=event.code)
+            if isinstance(event, ConnectionClosed):
+                raise trio.BrokenResourceError("closed before the welcome")
+            if event is None:
+                self.connection.receive_data(await stream.receive_some(RECEIVE_SIZE))
+        self.stream = stream
+        await stream.send_all(self.connection.resend())
+
+    async def _handle(self, message: Message, delivery: _Delivery) -> str | None:
         """Act on one message; return the end-of-session reason when the session is over."""
-        self._record(HOST, message)
         state = self.state
+        if isinstance(message, (Away, Back)):
+            name = state.names[message.seat] or f"seat {message.seat}"
+            if isinstance(message, Away):
+                text = f"{name} lost the connection; waiting up to {message.grace} s for them to come back..."
+            else:
+                text = f"{name} is back"
+            self.player.notice(state, text)
+            return None
+        if isinstance(message, Welcome) and state.seat is not None:
+            return None  # the welcome to a resume from a transcript: the seat is already set up
+        self._record(HOST, message)
         if isinstance(message, Error):
             if self.connection.closed:
                 raise PeerGone(f"the host refused: {message.code}: {message.message}", refusal=message.code)
@@ -286,15 +491,20 @@ class ClientSession:
             self._open_transcript(message)
             if message.seat == 1 and shuffle.is_weak_public_key(message.host_key):
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")
+            self._on_welcome(message, self.transcript_path)
         elif isinstance(message, Commit):
-            self._check_commit_signature(message)
-            await self._send(Seed(message.game, self._make_seed()))
+            if self.connection.seed_sent_for != message.game:
+                self._check_commit_signature(message)
+                await self._send(Seed(message.game, self._make_seed()))
         elif isinstance(message, Reveal):
             self._show_check(message)
         elif isinstance(message, MatchEnd):
             self._record_problems(self.verifier.finish())
-        self.player.show(state, message)
-        if isinstance(message, YourTurn):
+        if not delivery.replayed or delivery.last_replayed:
+            self.player.show(state, message)  # a long replay is shown once, caught up
+        if isinstance(message, YourTurn) and (delivery.last_replayed if delivery.replayed else self.connection.open_request == message.request):
+            # A request in a replay may have been answered by an earlier connection; the
+            # host sends a seat nothing while its request is open, so only a replay's last can be.
             move = await self.player.choose(state)
             await self._send(Play(message.request, move.card, move.captures))
         if isinstance(message, MatchEnd):

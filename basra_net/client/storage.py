@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
@@ -53,3 +55,52 @@ class TranscriptFile:
 
     def close(self) -> None:
         self._file.close()
+
+
+RESUME_FILE = "resume.json"
+
+
+@dataclass(frozen=True)
+class ResumeTicket:
+    """What `basra join` keeps to resume a match it was cut off from: the seat's token and its transcript."""
+
+    match_id: bytes
+    token: bytes
+    transcript: Path
+
+
+class ResumeTickets:
+    """The tickets of matches in progress, one per host, in the data directory (written atomically)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> dict:
+        try:
+            entries = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return entries if isinstance(entries, dict) else {}
+
+    def _write(self, entries: dict) -> None:
+        temporary = self.path.with_suffix(".tmp")
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+            json.dump(entries, file, indent=1)
+        os.replace(temporary, self.path)
+
+    def get(self, host: str) -> ResumeTicket | None:
+        entry = self._read().get(host)
+        try:
+            return ResumeTicket(bytes.fromhex(entry["match"]), bytes.fromhex(entry["token"]), Path(entry["transcript"]))
+        except (TypeError, KeyError, ValueError):
+            return None
+
+    def put(self, host: str, ticket: ResumeTicket) -> None:
+        entries = self._read()
+        entries[host] = {"match": ticket.match_id.hex(), "token": ticket.token.hex(), "transcript": str(ticket.transcript)}
+        self._write(entries)
+
+    def drop(self, host: str) -> None:
+        entries = self._read()
+        if entries.pop(host, None) is not None:
+            self._write(entries)

@@ -39,8 +39,12 @@ class Admission:
     attempts: CodeAttempts = field(default_factory=CodeAttempts)
 
     def check(self, hello: Hello, address: str) -> ProtocolError | None:
-        """The refusal this hello earns, or None when it may sit down."""
-        if self.code is None:
+        """The refusal this hello earns, or None when it may sit down.
+
+        A resume needs no code: its 128-bit token is the stronger proof, and
+        a host restarted with --resume has a new code the player never saw.
+        """
+        if self.code is None or hello.token is not None:
             return None
         wait = self.attempts.wait_for(address)
         if wait > 0:

@@ -11,7 +11,8 @@ from ..client.command import make_player, run_until_interrupted
 from ..client.players import BotPlayer
 from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 from .admission import make_join_code
-from .server import HostOutcome, HostSettings, ServeSettings, run_host, run_serve
+from ..cli import LATEST
+from .server import CannotResume, HostOutcome, HostSettings, ServeSettings, latest_journal, run_host, run_serve
 
 
 def _join_code(args: argparse.Namespace) -> str | None:
@@ -33,7 +34,15 @@ def run_host_command(args: argparse.Namespace) -> int:
         transcript=args.transcript,
         code=_join_code(args),
         tls=not args.plain,
+        grace=args.grace,
+        journal=args.journal,
     )
+    try:
+        if args.resume is not None:
+            settings.resume = latest_journal() if args.resume == LATEST else args.resume
+    except CannotResume as err:
+        print(f"basra host: {err}", file=sys.stderr)
+        return EXIT_FAILURE
     own_player = make_player(args.auto, args.name)
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
@@ -43,11 +52,14 @@ def run_host_command(args: argparse.Namespace) -> int:
 
     async def main(stop: trio.Event) -> HostOutcome:
         return await run_host(
-            settings, own_player, bot_player=bot, say=say, log=say if headless else None, stop=stop
+            settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop
         )
 
     try:
         outcome = trio.run(run_until_interrupted, main)
+    except CannotResume as err:
+        print(f"basra host: {err}", file=sys.stderr)
+        return EXIT_FAILURE
     except OSError as err:
         print(f"basra host: cannot open the table: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILURE
@@ -76,6 +88,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
         keep_transcripts=not args.no_transcripts,
         code=args.code,
         tls=not args.plain,
+        grace=args.grace,
     )
 
     def say(line: str) -> None:

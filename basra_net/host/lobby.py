@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile, default_transcript_path
 from ..protocol.messages import Hello
-from .table import Table
+from .table import GRACE, Table
 
 
 class Lobby:
@@ -29,12 +29,14 @@ class Lobby:
         target: int,
         identity: Ed25519PrivateKey,
         keep_transcripts: bool = True,
+        grace: float = GRACE,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
         self._nursery = nursery
         self.max_tables = max_tables
         self._scoring, self._target, self._identity = scoring, target, identity
         self._keep_transcripts = keep_transcripts
+        self._grace = grace
         self._log = log
         self.tables: dict[str, Table] = {}  # open tables by name, in opening order
         self.matches_finished = 0
@@ -45,6 +47,9 @@ class Lobby:
         else:
             table = next((t for t in self.tables.values() if t.open_seats and not t.started), None) or self._open(None)
         return None if table is None else table.seat_for(hello, reserved)
+
+    def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None:
+        return next((found for table in self.tables.values() if (found := table.seat_holding(token, hello))), None)
 
     def _open(self, name: str | None) -> Table | None:
         if len(self.tables) >= self.max_tables:
@@ -57,6 +62,7 @@ class Lobby:
             identity=self._identity,
             reserved_seats=frozenset(),
             name=name,
+            grace=self._grace,
         )
         if self._keep_transcripts:
             table.transcript = TranscriptFile(default_transcript_path(table.match_id, f"host-{_file_safe(name)}"), "host")

@@ -13,8 +13,17 @@ from typing import Protocol
 import trio
 
 from ..protocol.connection import ConnectionClosed, HostConnection
-from ..protocol.errors import BUSY, RATE_LIMIT, TABLE_FULL, TIMEOUT, UNSUPPORTED_VERSION, ProtocolError
-from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Ping, Pong, Welcome
+from ..protocol.errors import (
+    BAD_RESUME,
+    BUSY,
+    RATE_LIMIT,
+    TABLE_FULL,
+    TIMEOUT,
+    UNKNOWN_TOKEN,
+    UNSUPPORTED_VERSION,
+    ProtocolError,
+)
+from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Ping, Pong
 from ..client.liveness import Liveness
 from .admission import Admission
 from .limits import MessageRate
@@ -64,6 +73,8 @@ class Seating(Protocol):
     """Finds a connection its seat: one table (`basra host`) or a lobby of tables (`basra serve`)."""
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None: ...
+
+    def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None: ...
 
 
 async def serve_connection(
@@ -121,8 +132,9 @@ async def _handshake(
     handshake_timeout: float,
     admission: Admission | None,
     address: str,
-) -> tuple[Table, int, Hello, Welcome] | None:
-    """Hello, version, code and seat; the welcome sent.  None when the connection was refused or lost."""
+) -> tuple[Table, int, Hello, int, int | None] | None:
+    """Hello, version, code, and the seat it takes or resumes: (table, seat, hello, version agreed,
+    stream messages already received when it resumes).  None when refused or lost."""
     try:
         with trio.fail_after(handshake_timeout):
             hello = await _receive_hello(stream, connection)
@@ -147,36 +159,62 @@ async def _handshake(
     if refusal is not None:
         await _refuse(stream, connection, refusal)
         return None
+    if hello.token is not None:
+        placement = seating.seat_holding(token=hello.token)
+        if placement is None:
+            await _refuse(stream, connection, ProtocolError(UNKNOWN_TOKEN, "no match here holds a seat for that token: it is over, or the host started afresh"))
+            return None
+        table, seat = placement
+        sent = table.sent_to(seat)
+        if hello.received is not None and hello.received > sent:
+            await _refuse(stream, connection, ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}"))
+            return None
+        return table, seat, hello, max(common), hello.received
+    # The same hello again: its player was cut off before the welcome reached it.
+    placement = seating.seat_holding(hello=hello)
+    if placement is not None:
+        return (*placement, hello, max(common), 0)
     placement = seating.seat_for(hello, reserved_seat)
     if placement is None:
         await _refuse(stream, connection, ProtocolError(TABLE_FULL, "the table is full: both seats are taken"))
         return None
-    table, seat = placement
-    welcome = table.welcome_for(seat, max(common))
-    try:
-        with trio.fail_after(handshake_timeout):
-            await stream.send_all(connection.send(welcome))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-        table.release_seat(seat)
-        await trio.aclose_forcefully(stream)
-        return None
-    return table, seat, hello, welcome
+    return (*placement, hello, max(common), None)
 
 
 async def _serve_seat(
-    stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, welcome: Welcome
+    stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, version: int, received: int | None
 ) -> None:
-    """Relay between a seated connection and its table until either ends."""
+    """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends."""
     outbox_send, outbox = trio.open_memory_channel[Message](OUTBOX_SIZE)
-    inbox = table.seat_joined(seat, hello, welcome, outbox_send)
+    if received is not None:
+        welcome, missed, left_open, link, inbox = table.seat_resumed(seat, received, outbox_send)
+        first = connection.send(welcome)
+        connection.restore(**left_open)
+        first += connection.send_replay(missed)
+    else:
+        welcome, inbox = table.seat_joined(seat, hello, version, outbox_send)
+        link = 0
+        first = connection.send(welcome)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
     async with inbox:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope)
-            lost, last_error = await _relay_inbound(stream, connection, seat, inbox, outbox_send)
-            if lost is not None:
-                await inbox.send((seat, SeatLost(lost)))
+        lost: str | None = None
+        try:
+            with trio.fail_after(SEND_TIMEOUT):
+                await stream.send_all(first)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+            lost = "the connection broke during the welcome"
+        if lost is None:
+            writer_ended: list[str] = []
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope, writer_ended)
+                lost, last_error = await _relay_inbound(stream, connection, seat, inbox, outbox_send)
                 nursery.cancel_scope.cancel()
+            if lost is None and writer_ended and not table.finished.is_set():
+                # The writer stopped first (a send that failed or timed out, or the table cut
+                # off a seat that stopped reading): the seat is lost all the same.
+                lost = writer_ended[0]
+        if lost is not None and not table.finished.is_set():
+            await inbox.send((seat, SeatLost(lost, link)))
     if last_error is not None:
         # The writer has stopped, so this frame cannot interleave with another.
         with trio.move_on_after(CLOSE_LINGER):
@@ -188,20 +226,29 @@ async def _serve_seat(
 
 
 async def _write_outbox(
-    stream: trio.abc.Stream, connection: HostConnection, outbox: trio.MemoryReceiveChannel, scope: trio.CancelScope
+    stream: trio.abc.Stream,
+    connection: HostConnection,
+    outbox: trio.MemoryReceiveChannel,
+    scope: trio.CancelScope,
+    ended: list[str],
 ) -> None:
     """Send the table's messages in order; when the table closes the outbox, the connection ends.
 
     A peer that stops reading fills its socket buffer and then this outbox;
     a frame that cannot be handed to the socket in SEND_TIMEOUT ends the
-    connection, and a full outbox makes the table drop the seat.
+    connection, and a full outbox makes the table cut the seat off.  Why the
+    writing stopped goes into ``ended``.
     """
+    why = "the table closed the connection (or cut off a seat that stopped reading)"
     try:
         async for message in outbox:
             with trio.fail_after(SEND_TIMEOUT):
                 await stream.send_all(connection.send(message))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-        pass
+    except trio.TooSlowError:
+        why = "it stopped reading"
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        why = "the connection broke"
+    ended.append(why)
     scope.cancel()
 
 

@@ -12,16 +12,17 @@ from typing import Callable
 import trio
 
 from ..client.join import DEFAULT_PORT
-from ..client.players import Player
-from ..client.session import ClientSession, SessionResult
+from ..client.players import BotPlayer, Player
+from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
 from .certificate import server_tls_context
 from .identity import load_or_create_identity, public_key_bytes
+from .journal import JournalError, JournalWriter
 from .lobby import Lobby
 from .seat_link import serve_connection
-from .table import Table, TableResult
+from .table import GRACE, JournalMismatch, Table, TableResult
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
 
@@ -36,6 +37,13 @@ class HostSettings:
     transcript: Path | None = None
     code: str | None = None  # the join code; None for an open table
     tls: bool = True
+    grace: float = GRACE
+    journal: Path | None = None  # where to journal the match (default: in the data directory)
+    resume: Path | None = None  # a journal to continue instead of starting a match
+
+
+class CannotResume(Exception):
+    """The journal named for --resume cannot be continued; the text says why."""
 
 
 @dataclass
@@ -82,37 +90,103 @@ def _local_seat(nursery: trio.Nursery, table: Table, seat: int) -> trio.SocketSt
     return trio.SocketStream(seat_end)
 
 
+def journal_folder() -> Path:
+    folder = data_dir() / "journals"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def latest_journal() -> Path:
+    """The journal written last, for `basra host --resume` without a file."""
+    journals = sorted(journal_folder().glob("*.journal"), key=lambda path: path.stat().st_mtime)
+    if not journals:
+        raise CannotResume(f"no journal in {journal_folder()} to resume")
+    return journals[-1]
+
+
+def _new_table(settings: HostSettings, identity, bot_level: str | None) -> tuple[Table, Path, dict[int, bytes]]:
+    table = Table(scoring=settings.scoring, target=settings.target, identity=identity, grace=settings.grace)
+    path = settings.transcript or default_transcript_path(table.match_id, "host")
+    journal_path = settings.journal or journal_folder() / f"{path.stem}.journal"
+    header = {
+        "type": "header",
+        "match_id": table.match_id,
+        "scoring": settings.scoring,
+        "target": settings.target,
+        "host_key": table.host_key,
+        "transcript": str(path),
+        "bot": bot_level,
+    }
+    try:
+        table.journal = JournalWriter.create(journal_path, header)
+    except JournalError as err:
+        raise CannotResume(str(err)) from None
+    table.transcript = TranscriptFile(path, "host")
+    return table, path, {}
+
+
+def _resumed_table(settings: HostSettings, identity) -> tuple[Table, Path, dict[int, bytes], str | None]:
+    """The table of the journal named for --resume, replayed to where the crash stopped it."""
+    try:
+        journal, header, records = JournalWriter.resume(settings.resume)
+    except JournalError as err:
+        raise CannotResume(str(err)) from None
+    try:
+        if header.get("host_key") != public_key_bytes(identity):
+            raise CannotResume(f"{settings.resume} was written by a host with another key; resume it where it was written")
+        path = Path(header["transcript"])
+        table = Table.from_journal(
+            header, records, identity=identity, grace=settings.grace, journal=journal, transcript=TranscriptFile(path, "host")
+        )
+    except (JournalMismatch, KeyError, TypeError) as err:
+        journal.close()
+        raise CannotResume(f"{settings.resume} cannot be resumed: {err}") from None
+    except BaseException:
+        journal.close()
+        raise
+    tokens = {seat: entry.token for seat, entry in enumerate(table.seats) if entry is not None}
+    return table, path, tokens, header.get("bot")
+
+
 async def run_host(
     settings: HostSettings,
     own_player: Player,
     *,
     bot_player: Player | None = None,
+    bot_level: str | None = None,
     say: Callable[[str], None] = print,
     log: Callable[[str], None] | None = None,
     stop: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> HostOutcome:
-    """Run one match to its end.  ``say`` prints what the person at the host must see."""
+    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls)
-    table = Table(scoring=settings.scoring, target=settings.target, identity=identity)
-    path = settings.transcript or default_transcript_path(table.match_id, "host")
-    table.transcript = TranscriptFile(path, "host")
+    if settings.resume is not None:
+        table, path, tokens, resumed_bot = _resumed_table(settings, identity)
+        if resumed_bot is not None:
+            bot_player = BotPlayer(resumed_bot)
+        say(f"basra host: resuming match {table.match_id.hex()[:12]} from {settings.resume}")
+    else:
+        table, path, tokens = _new_table(settings, identity, bot_level if bot_player else None)
     if log is not None:
         table.on_event = log
     accept_scope = trio.CancelScope()
-    # Opened before any task starts, so that a port in use is a plain OSError for the caller.
-    listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
     try:
+        # Opened before any task starts, so that a port in use is a plain OSError for the caller.
+        listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
         async with trio.open_nursery() as nursery:
             if listeners:
                 port = listeners[0].socket.getsockname()[1]
-                _announce_listening(settings, port, say, door)
+                _announce_listening(settings, port, say, door, resuming=bool(tokens))
+                if table.journal is not None and not tokens:
+                    say(f"Journal: {table.journal.path} (after a crash, `basra host --resume` continues the match)")
                 nursery.start_soon(_accept, listeners, table, door, nursery, accept_scope)
                 task_status.started(port)
             else:
                 bot_stream = _local_seat(nursery, table, 1)
-                nursery.start_soon(ClientSession(bot_stream, "Bot", bot_player, keep_transcript=False).run)
+                bot_resume = Resume(tokens[1]) if 1 in tokens else None
+                nursery.start_soon(ClientSession(bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume).run)
                 task_status.started(None)
 
             async def run_table() -> None:
@@ -120,17 +194,26 @@ async def run_host(
                 accept_scope.cancel()  # no more connections; seated ones drain and close
 
             nursery.start_soon(run_table)
-            own_session = ClientSession(_local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False)
+            own_resume = Resume(tokens[0]) if 0 in tokens else None
+            own_session = ClientSession(
+                _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume
+            )
             own_result = await own_session.run(stop)
-            # The host's own player is done.  A finished table lets its
-            # connections drain and close by themselves; one still waiting (for
-            # a second player, say) is given a moment, then everything stops.
-            with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
+            # The host's own player is done.  A decided match waits for the other
+            # seat to receive its end (bounded by the grace period); a table still
+            # waiting for a second player is given a moment, then everything stops.
+            if table.result is None:
+                with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
+                    await table.finished.wait()
+            else:
                 await table.finished.wait()
             if not table.finished.is_set():
                 nursery.cancel_scope.cancel()
     finally:
-        table.transcript.close()
+        if table.transcript is not None:
+            table.transcript.close()
+        if table.journal is not None:
+            table.journal.close()
     result = table.result or TableResult(False, None, (0, 0), own_result.reason)
     return HostOutcome(result, own_result, path)
 
@@ -167,7 +250,7 @@ async def _accept(
         await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
 
 
-def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], None], door: _Door) -> None:
+def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], None], door: _Door, *, resuming: bool = False) -> None:
     where = settings.bind or "all interfaces"
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP, no encryption"
     say(f"basra host: listening on {where}, port {port} ({security})")
@@ -175,6 +258,9 @@ def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], 
     addresses = [settings.bind] if settings.bind not in ("", "0.0.0.0", "::") else lan_addresses()
     for address in addresses or ["<this machine's address>"]:
         say(f"The other player types:  basra join {address}{suffix}{door.join_options()}")
+    if resuming:
+        say("Waiting for the second player to resume (`basra join` again, if it has stopped trying)...")
+        return
     if door.code:
         say(f"Join code: {door.code}")
     say("Waiting for the second player...")
@@ -190,6 +276,7 @@ class ServeSettings:
     keep_transcripts: bool = True
     code: str | None = None
     tls: bool = True
+    grace: float = GRACE
 
 
 async def run_serve(
@@ -214,6 +301,7 @@ async def run_serve(
             target=settings.target,
             identity=identity,
             keep_transcripts=settings.keep_transcripts,
+            grace=settings.grace,
             log=log,
         )
 

@@ -5,13 +5,22 @@ and carry its messages to the seats through per-seat outboxes.  The table
 draws each game's host seed, commits to it, takes seat 1's seed, deals from
 the shuffled deck, asks each seat to act in turn, applies moves through the
 engine and announces what happened, then reveals the seed.
+
+Every stream message a seat is sent is kept in that seat's log, so a seat
+whose connection drops can resume with its token and be sent what it missed
+(PROTOCOL.md, section 5.8).  While a seat is away the match goes on until it
+needs that seat, then waits for it up to the grace period.  With a journal,
+every input the match depends on (the seats, each host seed, each seed and
+play taken) is on disk before its effects are sent, so a restarted host
+replays the journal through this same code and reaches the same state.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Callable
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -23,6 +32,9 @@ from ..protocol.announce import messages_for_seat
 from ..protocol.errors import ILLEGAL_MOVE
 from ..protocol.messages import (
     MAX_TEXT,
+    STREAM_TYPES,
+    Away,
+    Back,
     Commit,
     Error,
     Hello,
@@ -40,11 +52,16 @@ from ..protocol.verify import GUEST, HOST
 from .identity import public_key_bytes
 
 
+GRACE = 120.0  # seconds a seat whose connection dropped is held for it
+END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
+
+
 @dataclass(frozen=True)
 class SeatLost:
-    """A seat's connection ended without a Leave."""
+    """A seat's connection (the ``link``-th to hold it) ended without a Leave."""
 
     reason: str
+    link: int
 
 
 @dataclass(frozen=True)
@@ -55,8 +72,22 @@ class SeatJoined:
 @dataclass
 class Seat:
     name: str
-    hello: Hello
-    outbox: trio.MemorySendChannel
+    hello: Hello  # the first hello: seat 1's commitments are bound to its nonce
+    version: int
+    token: bytes
+    outbox: trio.MemorySendChannel | None  # None while the seat is away
+    link: int = 0  # counts the connections that have held the seat
+    log: list[Message] = field(default_factory=list)  # the stream sent to the seat
+    away_until: float | None = None  # trio time its grace ends, while away
+    done: bool = False  # after the match: it closed cleanly, left, or ran out of grace
+
+
+class Journal(Protocol):
+    def append(self, record: dict) -> None: ...
+
+
+class JournalMismatch(Exception):
+    """A journal's records do not fit the match they claim to continue."""
 
 
 class MatchAbandoned(Exception):
@@ -86,6 +117,9 @@ class Table:
         match_id: bytes | None = None,
         reserved_seats: frozenset[int] = frozenset({0}),
         name: str = "",
+        grace: float = GRACE,
+        journal: Journal | None = None,
+        make_token: Callable[[], bytes] = lambda: os.urandom(16),
     ) -> None:
         self.match = Match(scoring=scoring, target=target)
         self.match_id = match_id or os.urandom(16)
@@ -100,11 +134,20 @@ class Table:
         self._reserved = reserved_seats
         self._inbox_send, self._inbox = trio.open_memory_channel[tuple[int, object]](64)
         self.finished = trio.Event()
-        self._dropped: dict[int, str] = {}  # seats dropped for not reading, and why
         self._fixed_deal: tuple[int, bytes] | None = None  # (game, host seed) once seat 1's seed is in, until revealed
         self._request = 0
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
+        self.grace = grace
+        self.journal = journal
+        self._make_token = make_token
+        # What each seat's connection left open, handed to a resumed connection.
+        self._open_request: list[int | None] = [None, None]
+        self._answered: list[int | None] = [None, None]
+        self._awaiting_seed: int | None = None
+        self._seed_taken: Seed | None = None
+        self._replaying: deque[tuple[int, Any]] = deque()  # journal inputs not yet taken again
+        self._live = True  # False while a journal is replayed: its records are not written again
 
     # --- seating (called by connection tasks) --------------------------------------------
 
@@ -127,6 +170,21 @@ class Table:
         seat = self.claim_seat(reserved)
         return None if seat is None else (self, seat)
 
+    def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple["Table", int] | None:
+        """The seat a resume token names, or the one taken by this very hello (its player never got the
+        welcome, and says hello again), while the match can still be resumed."""
+        if self.finished.is_set():
+            return None
+        for seat, entry in enumerate(self.seats):
+            if entry is not None and ((token is not None and entry.token == token) or (hello is not None and entry.hello == hello)):
+                return self, seat
+        return None
+
+    def sent_to(self, seat: int) -> int:
+        """How many stream messages the seat has been sent."""
+        entry = self.seats[seat]
+        return len(entry.log) if entry else 0
+
     @property
     def started(self) -> bool:
         return all(self.seats) or self.result is not None
@@ -140,25 +198,66 @@ class Table:
         if self.seats[seat] is None:
             self._claimed[seat] = False
 
-    def welcome_for(self, seat: int, version: int) -> Welcome:
+    def _welcome(self, seat: int) -> Welcome:
+        entry = self.seats[seat]
+        assert entry is not None
         return Welcome(
-            version=version,
+            version=entry.version,
             seat=seat,
             match_id=self.match_id,
             host_key=self.host_key,
             scoring=self.match.preset.name,
             target=self.match.target,
+            token=entry.token,
+            sent=len(entry.log),
         )
 
-    def seat_joined(self, seat: int, hello: Hello, welcome: Welcome, outbox: trio.MemorySendChannel) -> trio.MemorySendChannel:
-        """Register a seated connection; returns the channel its messages go to."""
-        self.seats[seat] = Seat(hello.name, hello, outbox)
+    def seat_joined(self, seat: int, hello: Hello, version: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, trio.MemorySendChannel]:
+        """Seat a new connection; returns its welcome and the channel its messages go to."""
+        self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
+        welcome = self._welcome(seat)
         if seat == 1:
             self._record(GUEST, hello)
             self._record(HOST, welcome)
+        self._write_journal(
+            {
+                "type": "seat", "seat": seat, "name": hello.name, "nonce": hello.nonce, "versions": list(hello.versions),
+                "table": hello.table, "code": hello.code, "version": version, "token": welcome.token,
+            }
+        )
         self.on_event(f"{hello.name} took seat {seat}")
         self._inbox_send.send_nowait((seat, SeatJoined()))
-        return self._inbox_send.clone()
+        return welcome, self._inbox_send.clone()
+
+    def seat_resumed(self, seat: int, received: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, list[Message], dict[str, Any], int, trio.MemorySendChannel]:
+        """Hand a seat to the connection that resumed it.
+
+        Returns the welcome, the stream messages it missed, what its earlier
+        connection left open (for HostConnection.restore), its link number and
+        the channel to the table.  Whatever the table sends from now on goes to
+        the new outbox, after the replay.
+        """
+        entry = self.seats[seat]
+        assert entry is not None
+        if entry.outbox is not None:
+            entry.outbox.close()  # a connection still held open by a peer that has moved on
+        was_away = entry.away_until is not None
+        entry.outbox, entry.away_until = outbox, None
+        entry.link += 1
+        welcome = self._welcome(seat)
+        restore = {
+            "open_request": self._open_request[seat],
+            "answered_request": self._answered[seat],
+            "awaiting_seed": self._awaiting_seed if seat == 1 else None,
+            "seed_taken": self._seed_taken if seat == 1 else None,
+        }
+        self.on_event(f"{entry.name} resumed seat {seat} after {received} of {len(entry.log)} messages")
+        if was_away and self.result is None:
+            self._notify(1 - seat, Back(seat))
+        other = self.seats[1 - seat]
+        if other is not None and other.away_until is not None and self.result is None:
+            outbox.send_nowait(Away(1 - seat, self._grace_left(other)))
+        return welcome, entry.log[received:], restore, entry.link, self._inbox_send.clone()
 
     # --- sending -------------------------------------------------------------------------
 
@@ -166,18 +265,35 @@ class Table:
         if self.transcript is not None:
             self.transcript.record(sender, message)
 
+    def _write_journal(self, record: dict) -> None:
+        if self.journal is not None and self._live:
+            self.journal.append(record)
+
     def _send(self, seat: int, message: Message) -> None:
         entry = self.seats[seat]
         if entry is None:
             return
         if seat == 1:
             self._record(HOST, message)
+        if isinstance(message, STREAM_TYPES):
+            entry.log.append(message)
+        self._deliver(entry, message)
+
+    def _notify(self, seat: int, message: Message) -> None:
+        """A notice about the other seat's connection: sent if the seat is here, never kept."""
+        entry = self.seats[seat]
+        if entry is not None:
+            self._deliver(entry, message)
+
+    def _deliver(self, entry: Seat, message: Message) -> None:
+        if entry.outbox is None:
+            return  # away: the log keeps the message for its resume
         try:
             # Never wait on a seat: one that stops reading must not stall the table.
             entry.outbox.send_nowait(message)
         except trio.WouldBlock:
-            entry.outbox.close()  # its connection task sees the close and ends the connection
-            self._dropped.setdefault(seat, "it stopped reading")
+            # Its connection task sees the close and ends the connection; the seat can resume.
+            entry.outbox.close()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the seat's connection is gone; its loss reaches the inbox
 
@@ -189,21 +305,68 @@ class Table:
 
     # --- receiving -----------------------------------------------------------------------
 
-    async def _next_from(self, seat: int, kind: type) -> Message:
-        """The next message of this kind from this seat; a Leave or a lost seat abandons the match."""
+    def _grace_left(self, entry: Seat) -> int:
+        assert entry.away_until is not None
+        return max(0, round(entry.away_until - trio.current_time()))
+
+    def _seat_lost(self, seat: int, lost: SeatLost) -> None:
+        """A connection ended: the seat is away, held for the grace period (none: the match is abandoned)."""
+        entry = self.seats[seat]
+        if entry is None or lost.link != entry.link or entry.outbox is None:
+            return  # the loss of a connection the seat has already replaced
+        entry.outbox.close()
+        entry.outbox = None
+        if self.result is not None:
+            # It may have lost the end in flight: a client that resumes does so within seconds.
+            entry.away_until = trio.current_time() + min(self.grace, END_LINGER)
+            entry.done = self.grace <= 0
+            return
+        if self.grace <= 0:
+            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})")
+        entry.away_until = trio.current_time() + self.grace
+        self.on_event(f"{entry.name} lost the connection ({lost.reason}); holding seat {seat} for {self.grace:.0f} s")
+        self._notify(1 - seat, Away(seat, self._grace_left(entry)))
+
+    def _next_deadline(self) -> tuple[float, int | None]:
+        """The earliest end of an away seat's grace, and whose it is."""
+        waits = [(entry.away_until, seat) for seat, entry in enumerate(self.seats) if entry and entry.away_until is not None]
+        return min(waits) if waits else (float("inf"), None)
+
+    async def _next_input(self) -> tuple[int, object]:
+        """The next thing from the seats; an away seat whose grace runs out abandons the match."""
         while True:
-            for lost_seat, reason in self._dropped.items():
-                raise MatchAbandoned(lost_seat, f"{self._name(lost_seat)} was dropped ({reason})")
-            sender, message = await self._inbox.receive()
-            if sender == 1 and isinstance(message, Message):
+            deadline, seat = self._next_deadline()
+            with trio.move_on_at(deadline):
+                return await self._inbox.receive()
+            entry = self.seats[seat] if seat is not None else None
+            if entry is not None and entry.away_until is not None and trio.current_time() >= entry.away_until:
+                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
+
+    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
+        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
+        self._live = not self._replaying
+        if self._replaying:
+            sender, message = self._replaying.popleft()
+            if sender != seat or not isinstance(message, kind) or not accept(message):
+                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
+            if seat == 1:
+                self._record(GUEST, message)
+            return message
+        while True:
+            sender, message = await self._next_input()
+            if isinstance(message, SeatLost):
+                self._seat_lost(sender, message)
+                continue
+            taken = sender == seat and isinstance(message, kind) and accept(message)
+            # An answer not taken (one that came twice around a resume) stays off the record.
+            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed))):
                 self._record(GUEST, message)
             if isinstance(message, Leave):
                 raise MatchAbandoned(sender, f"{self._name(sender)} left the match")
-            if isinstance(message, SeatLost):
-                raise MatchAbandoned(sender, f"{self._name(sender)} lost the connection ({message.reason})")
-            if sender == seat and isinstance(message, kind):
+            if taken:
                 return message
-            # Anything else (an Error report from a client, a join notice) needs no action.
+            # Anything else (an Error report from a client, a join notice, an answer
+            # that came twice around a resume) needs no action.
 
     def _name(self, seat: int) -> str:
         entry = self.seats[seat]
@@ -213,11 +376,14 @@ class Table:
 
     async def run(self) -> TableResult:
         try:
-            await self._wait_for_players()
+            if self._live:
+                await self._wait_for_players()
             self.result = await self._run_match()
+            self._write_journal({"type": "end", "reason": self.result.reason})
+            await self._linger()
         finally:
             for entry in self.seats:
-                if entry is not None:
+                if entry is not None and entry.outbox is not None:
                     entry.outbox.close()
             self.finished.set()
         self.on_event(self.result.reason)
@@ -227,10 +393,41 @@ class Table:
         """Until both seats are held; a player who leaves before the match starts frees the seat."""
         while not all(self.seats):
             seat, message = await self._inbox.receive()
-            if isinstance(message, (Leave, SeatLost)) and self.seats[seat] is not None:
+            entry = self.seats[seat]
+            if entry is None or (isinstance(message, SeatLost) and message.link != entry.link):
+                continue
+            if isinstance(message, (Leave, SeatLost)):
+                if entry.outbox is not None:
+                    entry.outbox.close()
                 self.seats[seat] = None
                 self._claimed[seat] = False
                 self.on_event(f"seat {seat} is free again")
+
+    async def _linger(self) -> None:
+        """After the end, give every seat the chance to receive it: a seat that dropped may resume for it.
+
+        A seat is done when it answers the end with a leave (section 7.3); a
+        seat that stays connected without a word, or whose connection ends
+        without one, is given END_LINGER seconds (to resume, in the second case).
+        """
+        quiet_until = trio.current_time() + END_LINGER
+        while not all(entry is None or entry.done for entry in self.seats):
+            deadline, _ = self._next_deadline()
+            if any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
+                deadline = min(deadline, quiet_until)
+            with trio.move_on_at(deadline) as waited:
+                sender, message = await self._inbox.receive()
+            if waited.cancelled_caught:
+                now = trio.current_time()
+                for entry in self.seats:
+                    if entry and not entry.done and (now >= quiet_until if entry.away_until is None else now >= entry.away_until):
+                        entry.done = True
+                continue
+            entry = self.seats[sender]
+            if isinstance(message, SeatLost):
+                self._seat_lost(sender, message)
+            elif isinstance(message, Leave) and entry is not None:
+                entry.done = True
 
     async def _run_match(self) -> TableResult:
         names = (self._name(0), self._name(1))
@@ -252,17 +449,23 @@ class Table:
             # whichever seat left; a seat that is gone simply does not receive it.
             for seat in (0, 1):
                 self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned"))
+            gone_entry = self.seats[gone.seat]
+            if gone_entry is not None:
+                gone_entry.done, gone_entry.away_until = True, None
             return TableResult(False, other, totals, gone.reason)
 
     async def _play_game(self) -> None:
         match, game = self.match, self.match.game_number + 1
         guest = self.seats[1]
         assert guest is not None
-        host_seed = self._make_seed()
+        host_seed = self._host_seed(game)
         commitment = shuffle.commitment(self.match_id, game, guest.hello.nonce, host_seed)
         signature = shuffle.sign(self.identity, shuffle.commit_signed_bytes(self.match_id, game, commitment))
+        self._awaiting_seed = game
         self._send(1, Commit(game, commitment, signature))
-        seed = await self._next_from(1, Seed)
+        seed = await self._next_from(1, Seed, lambda message: message.game == game)
+        self._write_journal({"type": "seed", "game": game, "seed": seed.seed})
+        self._awaiting_seed, self._seed_taken = None, seed
         self._fixed_deal = (game, host_seed)
         deck = self.deck_for(game, host_seed, seed.seed)
         self._announce(match.start_game(deck))
@@ -278,6 +481,18 @@ class Table:
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
         self._announce(match_ended)
 
+    def _host_seed(self, game: int) -> bytes:
+        """A fresh seed, on disk before its commitment goes out; a replayed journal gives back the one it has."""
+        self._live = not self._replaying
+        if self._replaying:
+            sender, record = self._replaying.popleft()
+            if sender != -1 or record.get("game") != game:
+                raise JournalMismatch(f"the journal lacks the host seed of game {game}")
+            return record["seed"]
+        seed = self._make_seed()
+        self._write_journal({"type": "host_seed", "game": game, "seed": seed})
+        return seed
+
     def _reveal(self, game: int, host_seed: bytes) -> None:
         signature = shuffle.sign(self.identity, shuffle.reveal_signed_bytes(self.match_id, game, host_seed))
         self._send(1, Reveal(game, host_seed, signature))
@@ -291,13 +506,66 @@ class Table:
         """Ask the seat to act until it makes a legal move; return the engine's events."""
         while True:
             self._request += 1
-            self._send(seat, YourTurn(self._request, tuple(self.match.legal_moves())))
-            play = await self._next_from(seat, Play)
+            request = self._request
+            self._open_request[seat] = request
+            self._send(seat, YourTurn(request, tuple(self.match.legal_moves())))
+            play = await self._next_from(seat, Play, lambda message: message.request == request)
+            self._write_journal(
+                {"type": "play", "seat": seat, "request": request, "card": play.card, "captures": list(play.captures)}
+            )
+            self._open_request[seat], self._answered[seat] = None, request
             try:
                 return self.match.play(seat, Move(play.card, play.captures))
             except IllegalMove as err:
                 # The request is spent; a fresh one follows, so a replay of the bad move is stale.
                 self._send(seat, Error(ILLEGAL_MOVE, _clip(str(err), MAX_TEXT)))
+
+    # --- a journal replayed after a restart ------------------------------------------------
+
+    @classmethod
+    def from_journal(cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, **settings: Any) -> "Table":
+        """The table a journal describes, ready to run: it replays the records, then goes on live.
+
+        Both seats start away, held for the grace period, so their players
+        resume with their tokens; the transcript (when given) is written
+        afresh from the replay, identical to the one the crash cut short.
+        """
+        try:
+            table = cls(
+                scoring=header["scoring"], target=header["target"], identity=identity, match_id=header["match_id"], **settings
+            )
+            seats = [r for r in records if r.get("type") == "seat"]
+            if {r["seat"] for r in seats} != {0, 1}:
+                raise JournalMismatch("the journal ends before both seats were taken: there is no match to resume")
+            if any(r.get("type") == "end" for r in records):
+                raise JournalMismatch("the journal's match is over: there is nothing to resume")
+            for record in seats:
+                seat = record["seat"]
+                hello = Hello(tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"])
+                table.seats[seat] = Seat(record["name"], hello, record["version"], record["token"], None, link=1)
+                table._claimed[seat] = True
+                if seat == 1:
+                    table._record(GUEST, hello)
+                    table._record(HOST, table._welcome(1))
+            for record in records:
+                kind = record.get("type")
+                if kind == "host_seed":
+                    table._replaying.append((-1, record))
+                elif kind == "seed":
+                    table._replaying.append((1, Seed(record["game"], record["seed"])))
+                elif kind == "play":
+                    move = Play(record["request"], record["card"], tuple(record["captures"]))
+                    table._replaying.append((record["seat"], move))
+                elif kind != "seat":
+                    raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
+        except (KeyError, TypeError) as err:
+            raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
+        now = trio.current_time()
+        for entry in table.seats:
+            assert entry is not None
+            entry.away_until = now + table.grace
+        table._live = False
+        return table
 
 
 def _clip(text: str, limit: int) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .errors import (
     BAD_FRAME,
+    BAD_RESUME,
     FATAL_CODES,
     NOT_YOUR_TURN,
     STALE_REQUEST,
@@ -20,6 +21,9 @@ from .errors import (
 )
 from .framing import FrameDecoder, encode_frame
 from .messages import (
+    STREAM_TYPES,
+    Away,
+    Back,
     Commit,
     Deal,
     Error,
@@ -43,6 +47,14 @@ from .messages import (
 
 class LocalProtocolError(Exception):
     """This side tried to send something the protocol does not allow here: a bug."""
+
+
+class RedealRefused(ProtocolError):
+    """The host sent a new commitment for a game whose deal seat 1's seed had already fixed."""
+
+    def __init__(self, game: int) -> None:
+        super().__init__(UNEXPECTED, f"'commit' for game {game} came again after the seed fixed its deal: a fixed deal may not be redealt")
+        self.game = game
 
 
 @dataclass(frozen=True)
@@ -71,21 +83,33 @@ class _Connection:
         """A frame has started but not finished: the caller runs a deadline on it."""
         return self._decoder.in_partial_frame
 
+    def new_transport(self) -> None:
+        """A fresh byte stream replaces a broken one (a resume): the framing starts over, the match state stays."""
+        self._decoder = FrameDecoder()
+        self._eof = False
+        self.closed = False
+
+    def receive_message(self, message: Message) -> None:
+        """Take a message already decoded (one read back from a transcript) through the same checks."""
+        self._check_incoming(message)
+
     def next_event(self) -> Message | ConnectionClosed | None:
         """The next message from the peer, ConnectionClosed, or None when more bytes are needed."""
-        wire = self._decoder.next_message()
-        if wire is None:
-            if not self._eof:
-                return None
-            if self._decoder.buffered:
-                raise ProtocolError(BAD_FRAME, "the connection closed in the middle of a frame")
-            self.closed = True
-            return ConnectionClosed()
-        message = from_wire(wire)
-        self._check_incoming(message)
-        if isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
-            self.closed = True
-        return message
+        while True:
+            wire = self._decoder.next_message()
+            if wire is None:
+                if not self._eof:
+                    return None
+                if self._decoder.buffered:
+                    raise ProtocolError(BAD_FRAME, "the connection closed in the middle of a frame")
+                self.closed = True
+                return ConnectionClosed()
+            message = from_wire(wire)
+            if self._check_incoming(message) is False:
+                continue  # a repeat of something already taken (section 5.8), dropped silently
+            if isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
+                self.closed = True
+            return message
 
     # --- messages in, bytes out --------------------------------------------------------
 
@@ -97,7 +121,8 @@ class _Connection:
         """The frame that reports this error to the peer (always allowed)."""
         return encode_frame(to_wire(Error(error.code, error.message)))
 
-    def _check_incoming(self, message: Message) -> None:
+    def _check_incoming(self, message: Message) -> bool | None:
+        """Raise for what the peer may not send here; False drops a harmless repeat."""
         raise NotImplementedError
 
     def _check_outgoing(self, message: Message) -> None:
@@ -117,28 +142,49 @@ class HostConnection(_Connection):
         self.seat: int | None = None
         self.awaiting_seed: int | None = None  # the game whose commitment awaits the seed
         self.open_request: int | None = None
+        # The last answers taken, so that the repeat a resumed client sends is dropped (section 5.8).
+        self.answered_request: int | None = None
+        self.seed_taken: Seed | None = None
 
     @property
     def seated(self) -> bool:
         return self.seat is not None
 
-    def _check_incoming(self, message: Message) -> None:
+    @property
+    def resuming(self) -> bool:
+        return self.hello is not None and self.hello.token is not None
+
+    def restore(self, *, open_request: int | None, answered_request: int | None, awaiting_seed: int | None, seed_taken: Seed | None) -> None:
+        """Take over what the seat's earlier connection left open, before a resumed seat's replay."""
+        self.open_request, self.answered_request = open_request, answered_request
+        self.awaiting_seed, self.seed_taken = awaiting_seed, seed_taken
+
+    def send_replay(self, messages: list[Message]) -> bytes:
+        """Stream messages sent before, framed again for a resumed seat; the state they set is restore()'s."""
+        return b"".join(encode_frame(to_wire(message)) for message in messages)
+
+    def _check_incoming(self, message: Message) -> bool | None:
         if isinstance(message, (Error, Leave)) and self.hello is not None:
-            return
+            return True
         if isinstance(message, (Ping, Pong)) and self.seated:
-            return
+            return True
         if self.hello is None:
             if not isinstance(message, Hello):
                 raise _unexpected(message, "cannot come before 'hello'")
             self.hello = message
-            return
+            return True
         if not self.seated:
             raise _unexpected(message, "cannot come before 'welcome'")
         if isinstance(message, Seed):
+            if message == self.seed_taken:
+                return False
             if self.awaiting_seed != message.game:
                 raise _unexpected(message, f"for game {message.game} does not answer a commitment")
             self.awaiting_seed = None
+            self.seed_taken = message
         elif isinstance(message, Play):
+            if message.request == self.answered_request:
+                return False
             if self.open_request is None:
                 raise ProtocolError(NOT_YOUR_TURN, "it is not your turn")
             if message.request != self.open_request:
@@ -146,8 +192,10 @@ class HostConnection(_Connection):
                     STALE_REQUEST, f"request {message.request} is not the open request {self.open_request}"
                 )
             self.open_request = None
+            self.answered_request = message.request
         else:
             raise _unexpected(message, "is not something a client sends")
+        return True
 
     def _check_outgoing(self, message: Message) -> None:
         if isinstance(message, Welcome):
@@ -158,7 +206,7 @@ class HostConnection(_Connection):
             return
         elif not self.seated:
             raise LocalProtocolError(f"{message.TYPE} before the seat is taken")
-        elif isinstance(message, (Ping, Pong)):
+        elif isinstance(message, (Ping, Pong, Away, Back)):
             return
         elif isinstance(message, Commit):
             self.awaiting_seed = message.game
@@ -182,28 +230,87 @@ class ClientConnection(_Connection):
         self.seed_sent_for = 0  # seat 1: the last game whose seed went out
         self.commit_for = 0  # seat 1: the last game whose commitment arrived
         self.reveal_due: int | None = None
+        self.revealed = 0  # seat 1: the last game whose seed the host revealed
         self.open_request: int | None = None
         self.cut_off = False  # a game was revealed part way: the match is being abandoned
         self.over = False
+        self.received = 0  # stream messages taken (section 5.8)
+        self.replay_until = 0  # the stream count the host had reached at the last welcome
+        self.resuming = False  # a resume hello went out (or is due); its welcome is awaited
+        self.resume_token: bytes | None = None
+        # Answers sent whose effect has not been seen yet; a resume sends them again.
+        self.unconfirmed_seed: Seed | None = None
+        self.unconfirmed_play: Play | None = None
 
     @property
     def seat(self) -> int | None:
         return self.welcome.seat if self.welcome else None
 
-    def _check_incoming(self, message: Message) -> None:
+    @property
+    def catching_up(self) -> bool:
+        """The messages now arriving were sent before the last welcome: a replay, not news."""
+        return self.received < self.replay_until
+
+    def begin_resume(self, token: bytes) -> None:
+        """A new connection resumes the seat the token holds: it starts with a resume hello.
+
+        Without a welcome yet (a seat resumed from nothing), the resume's
+        welcome is taken as the first one and the whole stream is replayed.
+        """
+        if self.welcome is not None and self.welcome.token != token:
+            raise LocalProtocolError("a seat resumes with the token of its welcome")
+        self.new_transport()
+        self.resuming = True
+        self.resume_token = token
+
+    def resend(self) -> bytes:
+        """The answers to send again after a resume's welcome; the host drops any it already has."""
+        return b"".join(encode_frame(to_wire(m)) for m in (self.unconfirmed_seed, self.unconfirmed_play) if m is not None)
+
+    def _check_resume_welcome(self, message: Welcome) -> None:
+        if message.version not in self.offered_versions:
+            raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
+        first = self.welcome
+        if first is None:
+            if message.token != self.resume_token:
+                raise ProtocolError(BAD_RESUME, "the welcome to a resume names another token")
+            self.welcome = first = message
+        if (message.seat, message.match_id, message.host_key, message.token) != (first.seat, first.match_id, first.host_key, first.token):
+            raise ProtocolError(BAD_RESUME, "the welcome to a resume names another seat, match, key or token")
+        if message.sent < self.received:
+            raise ProtocolError(
+                BAD_RESUME, f"the host says it sent {message.sent} messages, but {self.received} arrived: it has lost part of the match"
+            )
+        self.resuming = False
+        self.replay_until = message.sent
+
+    def _check_incoming(self, message: Message) -> bool | None:
         if isinstance(message, (Error, Leave)):
-            return
+            return True
         if not self.hello_sent:
             raise _unexpected(message, "cannot come before 'hello'")
+        if self.resuming:
+            if not isinstance(message, Welcome):
+                raise _unexpected(message, "cannot come before the welcome to a resume")
+            self._check_resume_welcome(message)
+            return True
         if self.welcome is None:
             if not isinstance(message, Welcome):
                 raise _unexpected(message, "cannot come before 'welcome'")
             if message.version not in self.offered_versions:
                 raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
             self.welcome = message
-            return
-        if isinstance(message, (Ping, Pong)):
-            return
+            self.replay_until = message.sent
+            return True
+        if isinstance(message, (Ping, Pong, Away, Back)):
+            return True
+        if not isinstance(message, STREAM_TYPES):
+            raise _unexpected(message, "is not something a host sends")
+        self._check_stream(message)
+        self.received += 1
+        return True
+
+    def _check_stream(self, message: Message) -> None:
         if self.over:
             raise _unexpected(message, "came after the match ended")
         if self.cut_off and not isinstance(message, MatchEnd):
@@ -216,6 +323,8 @@ class ClientConnection(_Connection):
         if not self.match_started:
             raise _unexpected(message, "cannot come before 'match_start'")
         if isinstance(message, Commit):
+            if self.seat == 1 and message.game == self.seed_sent_for == self.commit_for and self.revealed < message.game:
+                raise RedealRefused(message.game)
             if self.seat != 1 or self.game_live or self.reveal_due is not None or message.game != self.game + 1:
                 raise _unexpected(message, f"for game {message.game} is out of order")
             if self.commit_for == message.game:
@@ -229,6 +338,7 @@ class ClientConnection(_Connection):
                     raise _unexpected(message, f"of game {message.game} came before the seed exchange")
                 self.game = message.game
                 self.game_live = True
+                self.unconfirmed_seed = None
             elif not self.game_live or message.game != self.game:
                 raise _unexpected(message, "continues no game in progress")
         elif isinstance(message, YourTurn):
@@ -238,6 +348,10 @@ class ClientConnection(_Connection):
         elif isinstance(message, Played):
             if not self.game_live or message.game != self.game:
                 raise _unexpected(message, "belongs to no game in progress")
+            if message.seat == self.seat:
+                # The request is answered, whether by this connection or by one before a resume.
+                self.open_request = None
+                self.unconfirmed_play = None
         elif isinstance(message, GameEnd):
             if not self.game_live or message.game != self.game:
                 raise _unexpected(message, "ends no game in progress")
@@ -255,14 +369,19 @@ class ClientConnection(_Connection):
                 self.cut_off = True
             else:
                 raise _unexpected(message, f"of game {message.game} is out of order")
+            self.revealed = message.game
         elif isinstance(message, MatchEnd):
             self.over = True
             self.closed = True
-        else:
-            raise _unexpected(message, "is not something a host sends")
 
     def _check_outgoing(self, message: Message) -> None:
         if isinstance(message, Hello):
+            if self.resuming:
+                if message.token != self.resume_token or message.received != self.received:
+                    raise LocalProtocolError("a resume hello gives the token and the count received")
+                self.hello_sent = True
+                self.offered_versions = message.versions
+                return
             if self.hello_sent:
                 raise LocalProtocolError("hello goes once")
             self.hello_sent = True
@@ -276,9 +395,11 @@ class ClientConnection(_Connection):
             if self.commit_for != message.game or self.seed_sent_for == message.game:
                 raise LocalProtocolError("a seed answers one commitment")
             self.seed_sent_for = message.game
+            self.unconfirmed_seed = message
         elif isinstance(message, Play):
             if self.open_request is None or message.request != self.open_request:
                 raise LocalProtocolError("a play answers the open request")
             self.open_request = None
+            self.unconfirmed_play = message
         else:
             raise LocalProtocolError(f"a client does not send {message.TYPE}")

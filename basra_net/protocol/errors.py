@@ -19,6 +19,8 @@ WRONG_CODE = "wrong_code"
 TOO_MANY_ATTEMPTS = "too_many_attempts"
 BUSY = "busy"
 RATE_LIMIT = "rate_limit"
+UNKNOWN_TOKEN = "unknown_token"
+BAD_RESUME = "bad_resume"
 
 # Codes answered while the connection carries on: a move or message at the
 # wrong moment, refused on its own.
@@ -43,6 +45,8 @@ FATAL_CODES = frozenset(
         TOO_MANY_ATTEMPTS,
         BUSY,
         RATE_LIMIT,
+        UNKNOWN_TOKEN,
+        BAD_RESUME,
     }
 )
 

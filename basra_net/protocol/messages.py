@@ -25,6 +25,7 @@ MAX_TEXT = 512
 MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
+MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
 
 
 # --- field validators: wire value -> python value, or ProtocolError --------------------
@@ -176,6 +177,8 @@ class Hello(Message):
     nonce: bytes  # 32 fresh random bytes; the seat-1 commitment is bound to them
     table: str | None = None  # on a host with many tables: the one to sit at
     code: str | None = None  # the table's join code, when it has one
+    token: bytes | None = None  # resuming: the seat's resume token from its welcome
+    received: int | None = None  # resuming: how many stream messages this seat has received
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,8 @@ class Welcome(Message):
     host_key: bytes
     scoring: str
     target: int
+    token: bytes  # the seat's secret resume token (section 5.8)
+    sent: int  # stream messages the host had sent this seat before this welcome; the rest of a resume replays them
 
 
 @dataclass(frozen=True)
@@ -310,6 +315,25 @@ class MatchEnd(Message):
 
 
 @dataclass(frozen=True)
+class Away(Message):
+    """Host -> the other seat: a seat lost its connection; the match waits for it up to ``grace`` seconds."""
+
+    TYPE = "away"
+
+    seat: int
+    grace: int
+
+
+@dataclass(frozen=True)
+class Back(Message):
+    """Host -> the other seat: the seat that was away has resumed."""
+
+    TYPE = "back"
+
+    seat: int
+
+
+@dataclass(frozen=True)
 class Error(Message):
     """Either way: something was refused.  After a fatal code the sender closes."""
 
@@ -354,6 +378,8 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
         ("nonce", "nonce", _bin(32)),
         ("table", "table", _optional(_name)),
         ("code", "code", _optional(_text(MAX_NAME))),
+        ("token", "token", _optional(_bin(16))),
+        ("received", "received", _optional(_int(0, MAX_STREAM))),
     ),
     Welcome: (
         ("version", "version", _int(1, 0xFFFF)),
@@ -362,6 +388,8 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
         ("host_key", "host_key", _bin(32)),
         ("scoring", "scoring", _choice(tuple(PRESETS))),
         ("target", "target", _int(1, 1_000_000)),
+        ("token", "token", _bin(16)),
+        ("sent", "sent", _int(0, MAX_STREAM)),
     ),
     MatchStart: (("names", "names", _pair(_name)),),
     Commit: (
@@ -408,6 +436,8 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
         ("totals", "totals", _pair(_POINTS)),
         ("reason", "reason", _choice(MATCH_END_REASONS)),
     ),
+    Away: (("seat", "seat", _SEAT), ("grace", "grace", _int(0, 86_400))),
+    Back: (("seat", "seat", _SEAT),),
     Error: (("code", "code", _text(64, allow_empty=False)), ("message", "message", _text(MAX_TEXT))),
     Leave: (("reason", "reason", _text(MAX_TEXT)),),
     Ping: (("id", "id", _REQUEST),),
@@ -415,7 +445,7 @@ _WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any
 }
 
 # Fields a sender may leave out; absent means None.
-_OPTIONAL_FIELDS: dict[type[Message], tuple[str, ...]] = {Hello: ("table", "code")}
+_OPTIONAL_FIELDS: dict[type[Message], tuple[str, ...]] = {Hello: ("table", "code", "token", "received")}
 
 _BY_TYPE = {cls.TYPE: cls for cls in _WIRE_FIELDS}
 
@@ -433,6 +463,8 @@ def from_wire(wire: dict) -> Message:
             values[attr] = check(wire_name, wire[wire_name])
         elif wire_name not in _OPTIONAL_FIELDS.get(cls, ()):
             raise ProtocolError(BAD_MESSAGE, f"'{kind}' lacks field '{wire_name}'")
+    if cls is Hello and (values.get("token") is None) != (values.get("received") is None):
+        raise ProtocolError(BAD_MESSAGE, "'hello' gives 'token' and 'received' together or neither")
     return cls(**values)
 
 
@@ -473,3 +505,7 @@ def to_wire(message: Message) -> dict:
 
 
 MESSAGE_TYPES: tuple[type[Message], ...] = tuple(_WIRE_FIELDS)
+
+# What the host numbers and keeps for each seat, and replays on a resume
+# (PROTOCOL.md, section 5.8); the other messages concern one connection only.
+STREAM_TYPES: tuple[type[Message], ...] = (MatchStart, Commit, Deal, YourTurn, Played, GameEnd, Reveal, MatchEnd)

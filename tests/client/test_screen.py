@@ -212,7 +212,7 @@ def test_abandoned_match():
 def test_before_the_match_starts():
     state = ClientState(name="Ann")
     assert "Connecting" in render(state, [], None, LETTERS)
-    state.apply(Welcome(1, 1, b"m" * 16, b"k" * 32, "egyptian", 101))
+    state.apply(Welcome(1, 1, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0))
     assert "Waiting for the other player" in render(state, [], None, LETTERS)
     state.apply(MatchStart(("Sam", "Ann")))
     screen = render(state, [], None, LETTERS)
@@ -222,7 +222,7 @@ def test_before_the_match_starts():
 
 def test_state_built_from_real_messages():
     state = ClientState(name="Ann")
-    state.apply(Welcome(1, 0, b"m" * 16, b"k" * 32, "classic", 61))
+    state.apply(Welcome(1, 0, b"m" * 16, b"k" * 32, "classic", 61, bytes(16), 0))
     state.apply(MatchStart(("Ann", "Sam")))
     state.apply(Deal(1, 1, 1, cards("7D 3H 10S KC"), cards("3S 4D QH 9C"), 40, (), 0))
     state.apply(YourTurn(1, ()))
@@ -245,7 +245,7 @@ def test_every_screen_of_whole_matches_fits():
         match = Match("egyptian", 101)
         states = [ClientState(name=n) for n in (LONG_NAME, WIDE_NAME)]
         for seat, state in enumerate(states):
-            state.apply(Welcome(1, seat, b"m" * 16, b"k" * 32, "egyptian", 101))
+            state.apply(Welcome(1, seat, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0))
             state.apply(MatchStart((LONG_NAME, WIDE_NAME)))
         screens = 0
 

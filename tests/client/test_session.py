@@ -41,7 +41,7 @@ class ScriptedHost:
     async def seat_guest(self, *, host_key: bytes | None = None, version: int = 1) -> Hello:
         hello = await self.receive()
         assert isinstance(hello, Hello)
-        await self.send(Welcome(version, 1, MATCH_ID, host_key or public_key_bytes(KEY), "egyptian", 101))
+        await self.send(Welcome(version, 1, MATCH_ID, host_key or public_key_bytes(KEY), "egyptian", 101, bytes(16), 0))
         await self.send(MatchStart(("Host", "Guest")))
         return hello
 

@@ -43,7 +43,7 @@ MOVES = (
 def my_turn() -> ClientState:
     """Seat 0 to act, built the way the session builds it: from the host's messages."""
     state = ClientState(name="Ann")
-    state.apply(Welcome(1, 0, b"m" * 16, b"k" * 32, "egyptian", 101))
+    state.apply(Welcome(1, 0, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0))
     state.apply(MatchStart(("Ann", "Sam")))
     state.apply(Deal(1, 1, 1, HAND, tuple(card(n) for n in "3H 4S 3D QC".split()), 40, (), 0))
     state.apply(YourTurn(7, MOVES))
@@ -195,7 +195,7 @@ async def test_choose_can_be_cancelled_while_waiting_for_input():
 def match_messages():
     """Seat 0's messages for the start of a match and one game, ending the match."""
     return [
-        Welcome(1, 0, b"m" * 16, b"k" * 32, "egyptian", 101),
+        Welcome(1, 0, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0),
         MatchStart(("Ann", "Sam")),
         Deal(1, 1, 1, HAND, tuple(card(n) for n in "3H 4S 3D QC".split()), 40, (card("JC"),), 0),
         Played(1, 0, card("QD"), cards("QC"), "capture", tuple(card(n) for n in "3H 4S 3D".split()), 1),
@@ -257,7 +257,7 @@ def test_a_notice_joins_the_log_and_redraws():
 
 def test_the_deal_check_is_logged_for_seat_one():
     state = ClientState(name="Sam")
-    state.apply(Welcome(1, 1, b"m" * 16, b"k" * 32, "egyptian", 101))
+    state.apply(Welcome(1, 1, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0))
     state.apply(MatchStart(("Ann", "Sam")))
     state.apply(Deal(1, 1, 0, HAND, (), 40, (), 1))
     state.apply(GameEnd(1, None, (), (GameScore(0, 0, 0, 0, 0, 0, 0),) * 2, (0, 0)))
@@ -318,7 +318,7 @@ async def test_after_a_game_ends_its_breakdown_stays_up_until_enter():
     terminal, out = player("\n2\n3\n")
     state = ClientState(name="Ann")
     for message in (
-        Welcome(1, 0, b"m" * 16, b"k" * 32, "egyptian", 101),
+        Welcome(1, 0, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0),
         MatchStart(("Ann", "Sam")),
         Deal(1, 1, 1, HAND, tuple(card(n) for n in "3H 4S 3D QC".split()), 40, (), 0),
         GameEnd(1, 1, cards("5C"), (GameScore(2, 0, 0, 0, 0, 0, 0), GameScore(50, 30, 1, 1, 40, 0, 70)), (0, 70)),

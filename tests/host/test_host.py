@@ -36,6 +36,7 @@ from basra_net.protocol.messages import (
     Deal,
     Error,
     Hello,
+    Leave,
     MatchEnd,
     Message,
     Play,
@@ -62,9 +63,13 @@ def short_timeouts(monkeypatch):
     monkeypatch.setattr(seat_link, "FRAME_TIMEOUT", SHORT_TIMEOUT)
 
 
-async def start_host(nursery: trio.Nursery, tmp_path: Path, *, stop: trio.Event | None = None) -> tuple[int, list[HostOutcome]]:
+async def start_host(
+    nursery: trio.Nursery, tmp_path: Path, *, stop: trio.Event | None = None, grace: float = SHORT_TIMEOUT
+) -> tuple[int, list[HostOutcome]]:
     """run_host with a greedy bot on seat 0, listening on a free loopback port; the outcome lands in the list."""
-    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra", tls=False)
+    settings = HostSettings(
+        port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra", tls=False, grace=grace
+    )
     outcomes: list[HostOutcome] = []
 
     async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -288,8 +293,10 @@ async def test_an_illegal_move_gets_illegal_move_and_a_fresh_request_then_a_lega
             assert isinstance(again, YourTurn)
             assert again.request != first.request and set(again.moves) == set(legal)
 
-            # Replaying the spent request is refused as stale, without ending anything.
+            # The spent request answered again (as a resumed client repeats its last
+            # answer) is dropped without a word; an older request is refused as stale.
             await seat.send_unchecked(Play(first.request, legal[0].card, legal[0].captures))
+            await seat.send_unchecked(Play(first.request - 1, legal[0].card, legal[0].captures))
             stale = await seat.receive()
             assert isinstance(stale, Error) and stale.code == STALE_REQUEST
 
@@ -308,6 +315,7 @@ async def test_an_illegal_move_gets_illegal_move_and_a_fresh_request_then_a_lega
                 elif isinstance(message, (MatchEnd, ConnectionClosed)):
                     break
             assert isinstance(message, MatchEnd) and message.reason == "target"
+            await seat.send(Leave("the match is over"))  # the answer to the end (PROTOCOL.md, section 7.3)
             assert isinstance(await seat.receive(), ConnectionClosed)  # the host then closes the connection
             await seat.stream.aclose()
     assert outcomes[0].table.completed
@@ -321,7 +329,7 @@ async def test_an_illegal_move_gets_illegal_move_and_a_fresh_request_then_a_lega
 
 
 @pytest.mark.parametrize("how", ["closes the connection", "stops mid-frame"])
-async def test_when_seat_1_is_lost_mid_match_seat_0_gets_match_end_abandoned(tmp_path, short_timeouts, how):
+async def test_when_seat_1_is_lost_mid_match_and_its_grace_runs_out_seat_0_gets_match_end_abandoned(tmp_path, short_timeouts, how):
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
             port, outcomes = await start_host(nursery, tmp_path)
@@ -339,7 +347,7 @@ async def test_when_seat_1_is_lost_mid_match_seat_0_gets_match_end_abandoned(tmp
     assert not outcome.table.completed
     assert outcome.own_seat.state.end_reason == "abandoned"
     assert outcome.own_seat.state.winner == 0
-    assert "lost the connection" in outcome.table.reason
+    assert "did not come back" in outcome.table.reason
     # The host revealed the game cut off, so its record shows it did not walk away from the deal.
     parsed = transcript.parse((tmp_path / "host.basra").read_bytes())
     assert [type(m).__name__ for _, m in parsed.records[-2:]] == ["Reveal", "MatchEnd"]

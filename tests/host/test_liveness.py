@@ -11,11 +11,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.client.liveness import DEAD_AFTER, PING_AFTER
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import ClientSession
-from basra_net.host.seat_link import serve_connection
-from basra_net.host.table import Table
+from basra_net.host.seat_link import SEND_TIMEOUT, serve_connection
+from basra_net.host.table import GRACE, Table
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection
 from basra_net.protocol.errors import TIMEOUT
-from basra_net.protocol.messages import Error, Hello, MatchStart, Ping, Pong, Welcome
+from basra_net.protocol.messages import Commit, Error, Hello, MatchStart, Ping, Pong, Welcome
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 
@@ -49,22 +49,39 @@ class SilentSeat:
                     return
 
 
-async def test_a_seat_that_goes_silent_is_pinged_then_dropped_and_the_match_abandoned(autojump_clock):
+class NoticingBot(BotPlayer):
+    """The greedy bot, noting when it is told things (with the time)."""
+
+    def __init__(self) -> None:
+        super().__init__("greedy")
+        self.notices: list[tuple[float, str]] = []
+
+    def notice(self, state, text: str) -> None:
+        self.notices.append((trio.current_time(), text))
+
+
+async def test_a_silent_seat_is_pinged_dropped_held_for_the_grace_period_then_the_match_abandoned(autojump_clock):
     table = _table()
     silent: SilentSeat
+    player = NoticingBot()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(table.run)
         silent = SilentSeat(_seat(nursery, table, 1))
         nursery.start_soon(silent.run)
-        own = ClientSession(_seat(nursery, table, 0), "Host", BotPlayer("greedy"), keep_transcript=False)
+        own = ClientSession(_seat(nursery, table, 0), "Host", player, keep_transcript=False)
         start = trio.current_time()
         result = await own.run()
+        ended = trio.current_time() - start
     assert result.state.end_reason == "abandoned" and result.state.winner == 0
     pings = [t - start for t, m in silent.received if isinstance(m, Ping)]
     errors = [(t - start, m.code) for t, m in silent.received if isinstance(m, Error)]
     assert pings and PING_AFTER <= pings[0] < PING_AFTER + 1
     assert errors and errors[0][1] == TIMEOUT and DEAD_AFTER <= errors[0][0] < DEAD_AFTER + 1
-    assert "lost the connection" in table.result.reason
+    # The other player is told at once, then the seat is held for the whole grace period.
+    (told_at, told), = [(t - start, text) for t, text in player.notices if "lost the connection" in text]
+    assert DEAD_AFTER <= told_at < DEAD_AFTER + 1 and f"up to {GRACE:.0f} s" in told
+    assert DEAD_AFTER + GRACE <= ended < DEAD_AFTER + GRACE + 1
+    assert table.result.reason == f"Quiet did not come back within {GRACE:.0f} s"
 
 
 class SlowThinker(BotPlayer):
@@ -107,7 +124,7 @@ async def test_a_host_that_goes_silent_is_pinged_then_given_up_on(autojump_clock
                 if isinstance(event, ConnectionClosed):
                     return
                 if isinstance(event, Hello):
-                    await host_end.send_all(connection.send(Welcome(1, 1, bytes(16), bytes(range(32)), "egyptian", 40)))
+                    await host_end.send_all(connection.send(Welcome(1, 1, bytes(16), bytes(range(32)), "egyptian", 40, bytes(16), 0)))
                     await host_end.send_all(connection.send(MatchStart(("Host", "Guest"))))
 
     async with trio.open_nursery() as nursery:
@@ -165,3 +182,43 @@ async def test_a_frame_dribbled_a_byte_at_a_time_is_cut_off_when_its_deadline_pa
         nursery.cancel_scope.cancel()
     assert got_error is not None and got_error[1] == TIMEOUT
     assert FRAME_TIMEOUT <= got_error[0] < FRAME_TIMEOUT + FRAME_TIMEOUT / 4 + 1
+
+
+async def test_a_seat_that_stops_reading_is_cut_off_held_away_and_then_abandoned(autojump_clock):
+    """The writer gives up on a peer that takes nothing (SEND_TIMEOUT): the seat is away, not forgotten."""
+    table = _table()
+    player = NoticingBot()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        client_end, host_end = trio.testing.lockstep_stream_pair()  # every send waits for a reader
+        nursery.start_soon(partial(serve_connection, host_end, table, reserved_seat=1))
+        own = ClientSession(_seat(nursery, table, 0), "Host", player, keep_transcript=False)
+
+        async def read_until_the_commitment_then_stop() -> None:
+            connection = ClientConnection()
+            await client_end.send_all(connection.send(Hello((1,), "Stuck", bytes(32))))
+            while not isinstance(connection.next_event(), Commit):
+                if connection.next_event() is None:
+                    connection.receive_data(await client_end.receive_some(1))
+            stopped.append(trio.current_time())
+            # It stays alive (it pings) but reads nothing more, so the host's answers pile up.
+            try:
+                for ping in range(1, 100):
+                    await trio.sleep(5)
+                    await client_end.send_all(connection.send(Ping(ping)))
+            except trio.BrokenResourceError:
+                pass  # the host has cut it off
+
+        stopped: list[float] = []
+        nursery.start_soon(read_until_the_commitment_then_stop)
+        start = trio.current_time()
+        result = await own.run()
+        ended = trio.current_time() - start
+    assert result.state.end_reason == "abandoned" and result.state.winner == 0
+    told = [t for t, text in player.notices if "Stuck lost the connection" in text]
+    assert stopped and told, player.notices
+    # It is cut off when a frame has waited SEND_TIMEOUT for it, then held for the grace period.
+    # (the first pong it does not read is due 5 s after it stops)
+    assert SEND_TIMEOUT + 5 <= told[0] - stopped[0] < SEND_TIMEOUT + 6
+    assert SEND_TIMEOUT + GRACE <= ended < SEND_TIMEOUT + GRACE + 10
+    assert table.result.reason == f"Stuck did not come back within {GRACE:.0f} s"

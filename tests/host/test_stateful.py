@@ -84,7 +84,7 @@ NONCE = bytes(range(32, 64))
 TARGET = 1  # the first game decides, unless it is a tie
 SCORE = GameScore(20, 30, 1, 0, 10, 0, 40)
 HOST_MESSAGES = (
-    Welcome(1, 1, MATCH_ID, bytes(32), "egyptian", TARGET),
+    Welcome(1, 1, MATCH_ID, bytes(32), "egyptian", TARGET, bytes(16), 0),
     MatchStart(("Hoda", "Omar")),
     Commit(1, bytes(32), bytes(64)),
     Deal(1, 1, 0, (0, 1, 2, 3), (4, 5, 6, 7), 40, (), 1),
@@ -164,11 +164,12 @@ class HostConnectionMachine(RuleBasedStateMachine):
         self.open_request: int | None = None  # what the connection must hold
         self.awaiting_seed: int | None = None
         self.spent: list[int] = []  # request ids answered
+        self.seed_taken: Seed | None = None
         self.ended: str | None = None  # why the connection is over
         self.final_state: dict | None = None
         hello = Hello(PROTOCOL_VERSIONS, "Omar", NONCE)
         assert self.deliver([frame(hello)]) == [hello]
-        self.connection.send(Welcome(1, 1, MATCH_ID, bytes(32), "egyptian", TARGET))
+        self.connection.send(Welcome(1, 1, MATCH_ID, bytes(32), "egyptian", TARGET, bytes(16), 0))
         self.host_acts()
 
     # --- the host's side, as table.py does it ---------------------------------------------------
@@ -198,6 +199,7 @@ class HostConnectionMachine(RuleBasedStateMachine):
         elif isinstance(message, Seed):
             assert message.game == self.awaiting_seed, "a seed for no open commitment got through"
             self.awaiting_seed = None
+            self.seed_taken = message
             deck = shuffle.shuffled_deck(MATCH_ID, message.game, host_seed(message.game), message.seed)
             self.match.start_game(deck)
             self.host_acts()
@@ -336,20 +338,35 @@ class HostConnectionMachine(RuleBasedStateMachine):
     @rule(which=st.sampled_from(["spent", "next", "previous", "far"]), card=st.integers(0, 51))
     def play_with_a_stale_request(self, which, card):
         request = {
-            "spent": self.spent[-1] if self.spent else self.request + 1,
+            # The last answer again is a resumed client's repeat, dropped (test below); an older one is stale.
+            "spent": self.spent[-2] if len(self.spent) > 1 else self.request + 1,
             "next": self.request + 1,
             "previous": self.request - 1,
             "far": (1 << 63) - 1,
         }[which]
-        if request < 0 or request == self.open_request:
+        if request < 0 or request == self.open_request or self.spent[-1:] == [request]:
             request = self.request + 1  # never open: the host has not issued it
         self.refused(Play(request, card, ()), STALE_REQUEST if self.open_request is not None else NOT_YOUR_TURN)
 
     @precondition(lambda self: self.alive)
     @rule(game=st.integers(1, 1 << 31), seed=st.binary(min_size=32, max_size=32))
     def send_a_seed_out_of_turn(self, game, seed):
-        assume(game != self.awaiting_seed)
+        assume(game != self.awaiting_seed and Seed(game, seed) != self.seed_taken)
         self.refused(Seed(game, seed), UNEXPECTED)
+
+    @precondition(lambda self: self.alive and (self.spent or self.seed_taken))
+    @rule(which=st.sampled_from(["play", "seed"]), card=st.integers(0, 51), cuts=CUTS)
+    def repeat_the_last_answer(self, which, card, cuts):
+        """What a client sends again after a resume: dropped without a word, nothing changes."""
+        before = self.match.to_dict()
+        if which == "play" and self.spent:
+            message = Play(self.spent[-1], card, ())
+        elif self.seed_taken is not None:
+            message = self.seed_taken
+        else:
+            return
+        assert self.deliver(split(frame(message), cuts)) == []
+        assert self.alive and self.match.to_dict() == before
 
     @precondition(lambda self: self.alive)
     @rule(message=st.sampled_from(HOST_MESSAGES), cuts=CUTS)

@@ -74,7 +74,7 @@ class Link:
 
 
 def welcome(seat: int) -> Welcome:
-    return Welcome(version=1, seat=seat, match_id=MATCH_ID, host_key=HOST_KEY, scoring="egyptian", target=60)
+    return Welcome(version=1, seat=seat, match_id=MATCH_ID, host_key=HOST_KEY, scoring="egyptian", target=60, token=bytes(16), sent=0)
 
 
 def seated(seat: int) -> Link:
@@ -219,8 +219,11 @@ def test_a_play_answering_an_old_request_is_stale_request():
     assert error.code == STALE_REQUEST and not error.fatal
     assert link.host.open_request == 7  # still open: the right answer is still welcome
     assert link.to_host(Play(7, C("AS"), ())).request == 7
-    # Replaying the answered request is now refused as well.
+    # The answer again (a resumed client repeats its last answer) is dropped without a word...
     link.raw_to_host(Play(7, C("AS"), ()))
+    assert link.host.next_event() is None
+    # ...while an older one is still refused.
+    link.raw_to_host(Play(6, C("AS"), ()))
     assert refused(link.host).code == NOT_YOUR_TURN
 
 
@@ -237,8 +240,10 @@ def test_a_seed_with_no_commitment_outstanding_is_unexpected():
     link.raw_to_host(Seed(1, bytes(32)))
     assert refused(link.host).code == UNEXPECTED
     link, _ = seat1_in_game_1()  # the one seed of game 1 is already in
-    link.raw_to_host(Seed(1, bytes(32)))
+    link.raw_to_host(Seed(1, bytes([7]) * 32))  # another seed for it
     assert refused(link.host).code == UNEXPECTED
+    link.raw_to_host(Seed(1, bytes(32)))  # the same seed again, as a resumed client repeats it: dropped
+    assert link.host.next_event() is None
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,8 @@ from basra_net.protocol.messages import (
     Deal,
     Error,
     GameEnd,
+    Away,
+    Back,
     Hello,
     Leave,
     Ping,
@@ -75,7 +77,10 @@ MESSAGE_STRATEGIES = {
         name=names,
         nonce=binary(32),
         table=st.none() | names,
-    ),
+        code=st.none() | st.text(max_size=32).filter(str.isprintable),
+        token=st.none() | binary(16),
+        received=st.none() | st.integers(0, (1 << 31) - 1),
+    ).filter(lambda hello: (hello.token is None) == (hello.received is None)),
     Welcome: st.builds(
         Welcome,
         version=st.integers(1, 0xFFFF),
@@ -84,6 +89,8 @@ MESSAGE_STRATEGIES = {
         host_key=binary(32),
         scoring=st.sampled_from(tuple(PRESETS)),
         target=st.integers(1, 1_000_000),
+        token=binary(16),
+        sent=st.integers(0, (1 << 31) - 1),
     ),
     MatchStart: st.builds(MatchStart, names=st.tuples(names, names)),
     Commit: st.builds(Commit, game=games, commitment=binary(32), signature=binary(64)),
@@ -128,6 +135,8 @@ MESSAGE_STRATEGIES = {
     ),
     Error: st.builds(Error, code=st.text(min_size=1, max_size=64).filter(str.isprintable), message=texts),
     Leave: st.builds(Leave, reason=texts),
+    Away: st.builds(Away, seat=seats, grace=st.integers(0, 86_400)),
+    Back: st.builds(Back, seat=seats),
     Ping: st.builds(Ping, id=requests),
     Pong: st.builds(Pong, id=requests),
 }
@@ -190,8 +199,8 @@ def test_captures_arrive_sorted_whatever_order_the_sender_used():
 C = parse_card
 SCORE = GameScore(cards=30, most_cards=30, basras=1, jack_basras=0, basra_points=10, card_bonus=0, total=40)
 SAMPLES: dict[type[Message], Message] = {
-    Hello: Hello(versions=(1,), name="Samira", nonce=bytes(range(32)), table="main"),
-    Welcome: Welcome(version=1, seat=1, match_id=bytes(16), host_key=bytes(32), scoring="egyptian", target=101),
+    Hello: Hello(versions=(1,), name="Samira", nonce=bytes(range(32)), table="main", token=bytes(range(16)), received=7),
+    Welcome: Welcome(version=1, seat=1, match_id=bytes(16), host_key=bytes(32), scoring="egyptian", target=101, token=bytes(range(16)), sent=0),
     MatchStart: MatchStart(names=("Hoda", "Omar")),
     Commit: Commit(game=1, commitment=bytes(32), signature=bytes(64)),
     Seed: Seed(game=1, seed=bytes(32)),
@@ -210,14 +219,16 @@ SAMPLES: dict[type[Message], Message] = {
     MatchEnd: MatchEnd(winner=0, totals=(120, 40), reason="target"),
     Error: Error(code="illegal_move", message="5H is not in your hand"),
     Leave: Leave(reason="bye"),
+    Away: Away(seat=0, grace=120),
+    Back: Back(seat=0),
     Ping: Ping(id=1),
     Pong: Pong(id=1),
 }
 
 # Fields whose value may be nil on the wire.
-OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner"), ("hello", "table"), ("hello", "code")}
 # Fields a sender may leave out altogether.
-ABSENT_ALLOWED = {("hello", "table"), ("hello", "code")}
+ABSENT_ALLOWED = {("hello", "table"), ("hello", "code"), ("hello", "token"), ("hello", "received")}
+OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner")} | ABSENT_ALLOWED
 
 # One value of each wire type; a field must refuse every one whose type differs from its own.
 WRONG_TYPED_VALUES = [None, True, 1, "AS", b"\x00" * 32, [], {}, [1, 1]]
@@ -274,6 +285,12 @@ def test_a_field_of_the_wrong_type_is_bad_message(cls, field, wrong):
         (Welcome, "seat", -1),
         (Welcome, "target", 0),
         (Welcome, "target", 1_000_001),
+        (Welcome, "sent", -1),
+        (Welcome, "sent", 1 << 31),
+        (Hello, "received", -1),
+        (Away, "grace", 86_401),
+        (Away, "seat", 2),
+        (Back, "seat", 2),
         (Commit, "game", 0),
         (Commit, "game", (1 << 31) + 1),
         (Seed, "game", -1),
@@ -379,6 +396,8 @@ def test_lists_texts_and_choices_out_of_bounds_are_bad_message(cls, changes):
         (Hello, "nonce", 32),
         (Welcome, "match", 16),
         (Welcome, "host_key", 32),
+        (Welcome, "token", 16),
+        (Hello, "token", 16),
         (Commit, "commitment", 32),
         (Commit, "signature", 64),
         (Seed, "seed", 32),
@@ -474,3 +493,19 @@ def test_every_sample_survives_framing_fed_one_byte_at_a_time():
         out.extend(from_wire(w) for w in decoder)
     assert [type(m) for m in out] == list(SAMPLES)
     assert all(same_message(a, b) for a, b in zip(out, SAMPLES.values()))
+
+
+@pytest.mark.parametrize("absent", ["token", "received"])
+def test_a_resume_hello_gives_its_token_and_count_together(absent):
+    wire = wire_of(Hello)
+    del wire[absent]
+    error = refused(wire)
+    assert error.code == BAD_MESSAGE and "together" in error.message
+    del wire["token" if absent == "received" else "received"]
+    assert from_wire(wire).token is None  # neither: a fresh join
+
+
+def test_a_resume_hello_with_a_nil_count_is_refused_not_taken_for_a_fresh_join():
+    wire = wire_of(Hello)
+    wire["received"] = None
+    assert refused(wire).code == BAD_MESSAGE

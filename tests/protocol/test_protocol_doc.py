@@ -22,7 +22,7 @@ from basra_net.engine.scoring import GameScore
 from basra_net.protocol import errors, messages
 from basra_net.protocol.connection import ClientConnection, HostConnection
 from basra_net.protocol.framing import FrameDecoder, encode_frame
-from basra_net.protocol.messages import Error, Message, from_wire, to_wire
+from basra_net.protocol.messages import Error, Hello, Message, Welcome, from_wire, to_wire
 
 ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "PROTOCOL.md").read_text(encoding="utf-8")
@@ -212,16 +212,44 @@ def replay(frames: list[tuple[str, bytes]]) -> tuple[HostConnection, ClientConne
 
     Each side must produce exactly the recorded bytes and the other must accept
     the message; either state machine raises on anything out of order.
+
+    A second `hello` from the guest starts a new connection that resumes the
+    seat (section 5.8): the client's state carries over, and the host's new
+    connection takes over what the earlier one left open once its welcome is
+    sent.  The answers the client sends again right after that welcome must be
+    the ones its state machine says are unconfirmed, and the host may drop them
+    as repeats.
     """
     host, client = HostConnection(), ClientConnection()
+    earlier: HostConnection | None = None  # the host's end of the connection a resume replaces
+    resent = b""  # what the client sends again after the resume's welcome, not yet seen
     for sender, data in frames:
         message = decode_one(data)
+        if sender == "guest" and isinstance(message, Hello) and client.hello_sent:
+            assert message.token is not None and client.welcome is not None, "a second hello resumes"
+            client.begin_resume(message.token)
+            earlier, host = host, HostConnection()
+        if sender == "guest" and resent:
+            assert resent.startswith(data), "after a resume's welcome, the client first sends again what is unconfirmed"
+            resent = resent[len(data) :]
+            host.receive_data(data)
+            assert host.next_event() in (message, None)  # None: a repeat, dropped silently
+            continue
         source, target = (host, client) if sender == "host" else (client, host)
         sent = source.send(message)
         assert sent == data
         target.receive_data(sent)
         assert target.next_event() == message
         assert target.next_event() is None
+        if isinstance(message, Welcome) and earlier is not None:
+            host.restore(
+                open_request=earlier.open_request,
+                answered_request=earlier.answered_request,
+                awaiting_seed=earlier.awaiting_seed,
+                seed_taken=earlier.seed_taken,
+            )
+            earlier, resent = None, client.resend()
+    assert not resent, "the client sent again less than it should"
     return host, client
 
 

@@ -4,8 +4,9 @@ The sessions are real: the host side is basra_net's own host (Table and
 serve_connection from basra_net.host), and both seats are scripted clients
 built on basra_net.protocol.connection.ClientConnection, all joined by
 in-memory streams.  Every input that is random in play is fixed here (match
-id, host key, nonce, seeds, move choices), and Ed25519 signatures are
-deterministic, so every run writes the same bytes.
+id, host key, resume tokens, nonces, seeds, move choices), Ed25519
+signatures are deterministic, and the sessions run on trio's mock clock
+(time moves only where a script says so), so every run writes the same bytes.
 
 Outputs, next to this file:
 
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import trio
 import trio.testing
+from trio.testing import MockClock, wait_all_tasks_blocked
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.engine.cards import card_name
@@ -36,8 +38,11 @@ from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
 from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.connection import ClientConnection
-from basra_net.protocol.framing import decode_body
+from basra_net.protocol.framing import decode_body, encode_frame
 from basra_net.protocol.messages import (
+    STREAM_TYPES,
+    Away,
+    Back,
     Commit,
     Deal,
     Error,
@@ -54,6 +59,7 @@ from basra_net.protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    to_wire,
 )
 from basra_net.protocol.verify import GUEST, HOST, MatchVerifier
 
@@ -65,8 +71,7 @@ DOC_PATH = HERE.parents[1] / "PROTOCOL.md"
 # RFC 8032 section 7.1, TEST 1: the key of PROTOCOL.md 9.11 and of fair_deal.json.
 HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
 HOST_NAME, GUEST_NAME = "Sam", "Layla"
-SECTION_1_LAST_SHOWN_OPENING = 26  # session 1 is shown up to the deal of hand 2 ...
-SECTION_1_SHOWN_AT_END = 7  # ... and from the guest's last your_turn to the end
+END_OF_MATCH = "the match is over"  # the leave that answers match_end (PROTOCOL.md 5.8, rule 10)
 
 
 def counting(start: int, size: int = 32) -> bytes:
@@ -86,10 +91,19 @@ class Script:
     client_seeds: tuple[bytes, ...]
     target: int = 30
     scoring: str = "egyptian"
+    tokens: tuple[bytes, bytes] = (bytes(16), bytes(16))  # the resume tokens of seat 0 and seat 1
     versions: tuple[int, ...] = (1,)
     illegal_first_play: bool = False  # answer the first your_turn with a move the rules forbid
     leave_at_first_turn: bool = False
     ping_before_seed: bool = False  # check that the host is there, as after a silence (5.7)
+    # Resuming (5.8): the guest's connection breaks right after its first play, and seat 0's
+    # at its first your_turn; after `away_for` seconds the guest resumes, with a hello that
+    # carries this nonce, and once it has read that seat 0 is away, seat 0 resumes too.
+    resume_nonce: bytes | None = None
+    away_for: float = 30.0
+    # The frames the doc shows: all, or the first `shown_opening` and the last `shown_at_end`.
+    shown_opening: int | None = None
+    shown_at_end: int = 0
 
 
 SCRIPTS = (
@@ -101,7 +115,10 @@ SCRIPTS = (
         client_nonce=counting(0x20),
         host_seeds=(counting(0x40),),
         client_seeds=(counting(0x60),),
+        tokens=(counting(0x70, 16), counting(0x80, 16)),
         illegal_first_play=True,
+        shown_opening=26,  # up to the deal of hand 2 ...
+        shown_at_end=8,  # ... and from the guest's last your_turn to the end
     ),
     Script(
         name="guest-leaves",
@@ -111,6 +128,7 @@ SCRIPTS = (
         client_nonce=counting(0xA0),
         host_seeds=(counting(0xC0),),
         client_seeds=(counting(0xE0),),
+        tokens=(counting(0x90, 16), counting(0xB0, 16)),
         leave_at_first_turn=True,
         ping_before_seed=True,
     ),
@@ -124,6 +142,19 @@ SCRIPTS = (
         client_seeds=(),
         versions=(2,),
     ),
+    Script(
+        name="guest-resumes",
+        section="12.4",
+        title="a seat resumes",
+        match_id=counting(0x40, 16),
+        client_nonce=counting(0x00),
+        host_seeds=(counting(0x10), counting(0x11), counting(0x12)),
+        client_seeds=(counting(0x30), counting(0x31), counting(0x32)),
+        tokens=(counting(0xD0, 16), counting(0xE0, 16)),
+        resume_nonce=counting(0x50),
+        shown_opening=17,  # up to the guest's first play after both seats resumed ...
+        shown_at_end=4,  # ... and from the game's end
+    ),
 )
 
 
@@ -133,15 +164,17 @@ class Frame:
     sender: str  # "host" or "guest"
     message: Message
     data: bytes
+    tag: str = ""  # "resent" (sent again after a resume), "replayed" (stream message sent before the welcome)
 
 
 @dataclass
 class Session:
     script: Script
     frames: list[Frame] = field(default_factory=list)
+    host_seeds_used: int = 0
 
-    def add(self, sender: str, message: Message, data: bytes) -> None:
-        self.frames.append(Frame(len(self.frames) + 1, sender, message, data))
+    def add(self, sender: str, message: Message, data: bytes, tag: str = "") -> None:
+        self.frames.append(Frame(len(self.frames) + 1, sender, message, data, tag))
 
 
 # --- running a session ---------------------------------------------------------------------
@@ -179,8 +212,18 @@ class FrameReader:
             self.buffer += data
 
 
-async def run_guest(stream, script: Script, session: Session) -> None:
-    """Seat 1, recording every frame of its connection in order."""
+async def receive(reader: FrameReader, connection: ClientConnection) -> tuple[Message, bytes] | None:
+    """The next message and its frame's bytes; None when the host has closed the connection."""
+    data = await reader.next_frame()
+    if data is None:
+        return None
+    connection.receive_data(data)
+    return connection.next_event(), data
+
+
+async def run_guest(connect, script: Script, session: Session, seat_0_may_return: trio.Event) -> None:
+    """Seat 1, recording every frame of its connections in order."""
+    stream = await connect()
     connection = ClientConnection()
     reader = FrameReader(stream)
     first_turn = True
@@ -192,10 +235,10 @@ async def run_guest(stream, script: Script, session: Session) -> None:
         await stream.send_all(data)
 
     await send(Hello(script.versions, GUEST_NAME, script.client_nonce))
-    while (data := await reader.next_frame()) is not None:
-        connection.receive_data(data)
-        message = connection.next_event()
-        session.add(HOST, message, data)
+    while (received := await receive(reader, connection)) is not None:
+        message, data = received
+        tag = "replayed" if isinstance(message, STREAM_TYPES) and connection.received <= connection.replay_until else ""
+        session.add(HOST, message, data, tag)
         if isinstance(message, Welcome):
             welcome = message
         elif isinstance(message, Commit):
@@ -205,13 +248,13 @@ async def run_guest(stream, script: Script, session: Session) -> None:
             if script.ping_before_seed:
                 # The table waits for the seed, so the pong is the next frame: the order is fixed.
                 await send(Ping(1))
-                data = await reader.next_frame()
-                connection.receive_data(data)
-                pong = connection.next_event()
+                pong, data = await receive(reader, connection)
                 assert isinstance(pong, Pong), pong
                 session.add(HOST, pong, data)
             await send(Seed(message.game, script.client_seeds[message.game - 1]))
         elif isinstance(message, YourTurn):
+            if connection.open_request != message.request:
+                continue  # answered by an earlier connection (PROTOCOL.md 5.8)
             if first_turn and script.leave_at_first_turn:
                 await send(Leave("Layla closed the game"))
                 break
@@ -220,24 +263,63 @@ async def run_guest(stream, script: Script, session: Session) -> None:
             else:
                 move = first_move(message.moves)
                 await send(Play(message.request, move.card, move.captures))
+            if first_turn and script.resume_nonce is not None:
+                # The connection breaks before the host's answer arrives.
+                await stream.aclose()
+                await wait_all_tasks_blocked()
+                trio.lowlevel.current_clock().jump(script.away_for)
+                stream = await connect()
+                reader = FrameReader(stream)
+                connection.begin_resume(welcome.token)
+                resume = Hello(script.versions, GUEST_NAME, script.resume_nonce, token=welcome.token, received=connection.received)
+                await send(resume)
+                answer, data = await receive(reader, connection)
+                assert isinstance(answer, Welcome), answer
+                session.add(HOST, answer, data)
+                # What the host may not have taken is sent again (5.8); it drops what it has.
+                again = [m for m in (connection.unconfirmed_seed, connection.unconfirmed_play) if m is not None]
+                assert b"".join(encode_frame(to_wire(m)) for m in again) == connection.resend()
+                for repeat in again:
+                    data = encode_frame(to_wire(repeat))
+                    session.add(GUEST, repeat, data, "resent")
+                    await stream.send_all(data)
             first_turn = False
+        elif isinstance(message, Away):
+            seat_0_may_return.set()
         elif isinstance(message, MatchEnd):
+            await send(Leave(END_OF_MATCH))
             break
     await stream.aclose()
 
 
-async def run_host_player(stream) -> None:
+async def run_host_player(connect, script: Script, seat_0_may_return: trio.Event) -> None:
     """Seat 0, the host's own player, on its internal connection."""
+    stream = await connect()
     connection = ClientConnection()
     reader = FrameReader(stream)
     await stream.send_all(connection.send(Hello((1,), HOST_NAME, bytes(32))))
-    while (data := await reader.next_frame()) is not None:
-        connection.receive_data(data)
-        message = connection.next_event()
+    first_turn = True
+    while (received := await receive(reader, connection)) is not None:
+        message, _ = received
         if isinstance(message, YourTurn):
-            move = first_move(message.moves)
-            await stream.send_all(connection.send(Play(message.request, move.card, move.captures)))
+            if first_turn and script.resume_nonce is not None:
+                # The connection breaks with the request unanswered; seat 0 comes back later.
+                await stream.aclose()
+                await seat_0_may_return.wait()
+                stream = await connect()
+                reader = FrameReader(stream)
+                connection.begin_resume(connection.welcome.token)
+                hello = Hello((1,), HOST_NAME, bytes(32), token=connection.welcome.token, received=connection.received)
+                await stream.send_all(connection.send(hello))
+                answer, _ = await receive(reader, connection)
+                assert isinstance(answer, Welcome) and answer.sent == connection.received, answer
+                await stream.send_all(connection.resend())
+            first_turn = False
+            if connection.open_request is not None:
+                move = first_move(message.moves)
+                await stream.send_all(connection.send(Play(message.request, move.card, move.captures)))
         elif isinstance(message, MatchEnd):
+            await stream.send_all(connection.send(Leave(END_OF_MATCH)))
             break
     await stream.aclose()
 
@@ -245,28 +327,45 @@ async def run_host_player(stream) -> None:
 async def run_session(script: Script) -> Session:
     session = Session(script)
     seeds = iter(script.host_seeds)
+    tokens = iter(script.tokens)
+
+    def make_seed() -> bytes:
+        session.host_seeds_used += 1
+        return next(seeds)
+
     table = Table(
         scoring=script.scoring,
         target=script.target,
         identity=Ed25519PrivateKey.from_private_bytes(HOST_PRIVATE_SEED),
-        make_seed=lambda: next(seeds),
+        make_seed=make_seed,
         match_id=script.match_id,
+        make_token=lambda: next(tokens),
     )
-    with trio.fail_after(30):
+    seat_0_may_return = trio.Event()
+    with trio.fail_after(300):
         async with trio.open_nursery() as nursery:
-            guest_end, host_end_1 = trio.testing.memory_stream_pair()
-            nursery.start_soon(serve_connection, host_end_1, table)
+
+            def connector(reserved_seat: int | None):
+                async def connect():
+                    player_end, host_end = trio.testing.memory_stream_pair()
+                    nursery.start_soon(lambda: serve_connection(host_end, table, reserved_seat=reserved_seat))
+                    return player_end
+
+                return connect
+
             if script.versions == (1,):
-                seat0_end, host_end_0 = trio.testing.memory_stream_pair()
-                nursery.start_soon(lambda: serve_connection(host_end_0, table, reserved_seat=0))
-                nursery.start_soon(run_host_player, seat0_end)
                 nursery.start_soon(table.run)
-            await run_guest(guest_end, script, session)
+                nursery.start_soon(run_host_player, connector(0), script, seat_0_may_return)
+                await wait_all_tasks_blocked()  # seat 0 is seated first, so it takes the first token
+            await run_guest(connector(None), script, session, seat_0_may_return)
     return session
 
 
 def run_all() -> list[Session]:
-    return [trio.run(run_session, script) for script in SCRIPTS]
+    # Time stands still unless a script moves it; if the tasks ever all wait for
+    # a second of real time, the clock jumps, so that a stuck session fails
+    # (its frames differ, or the deadline passes) instead of hanging.
+    return [trio.run(run_session, script, clock=MockClock(autojump_threshold=1.0)) for script in SCRIPTS]
 
 
 # --- outputs -------------------------------------------------------------------------------
@@ -274,23 +373,35 @@ def run_all() -> list[Session]:
 
 def session_json(session: Session) -> dict:
     script = session.script
+    used = session.host_seeds_used
+    inputs = {
+        "host_private_seed": HOST_PRIVATE_SEED.hex(),
+        "match_id": script.match_id.hex(),
+        "client_nonce": script.client_nonce.hex(),
+        "host_seeds": [s.hex() for s in script.host_seeds[:used]],
+        "client_seeds": [s.hex() for s in script.client_seeds[:used]],
+        "tokens": [t.hex() for t in script.tokens] if used else [],
+        "scoring": script.scoring,
+        "target": script.target,
+        "names": [HOST_NAME, GUEST_NAME],
+        "moves": "each seat plays the first move listed in each your_turn"
+        + ("; the guest first answers with a forbidden move" if script.illegal_first_play else "")
+        + ("; the guest leaves at its first your_turn" if script.leave_at_first_turn else "")
+        + ("; the guest pings the host before it sends its seed" if script.ping_before_seed else "")
+        + (
+            f"; the guest's connection breaks after its first play and seat 0's at its first your_turn; "
+            f"{script.away_for:.0f} s later the guest resumes, then seat 0"
+            if script.resume_nonce is not None
+            else ""
+        )
+        + ("; each seat answers match_end with leave" if used else ""),
+    }
+    if script.resume_nonce is not None:
+        inputs["resume_nonce"] = script.resume_nonce.hex()
     return {
         "name": script.name,
         "section": script.section,
-        "inputs": {
-            "host_private_seed": HOST_PRIVATE_SEED.hex(),
-            "match_id": script.match_id.hex(),
-            "client_nonce": script.client_nonce.hex(),
-            "host_seeds": [s.hex() for s in script.host_seeds],
-            "client_seeds": [s.hex() for s in script.client_seeds],
-            "scoring": script.scoring,
-            "target": script.target,
-            "names": [HOST_NAME, GUEST_NAME],
-            "moves": "each seat plays the first move listed in each your_turn"
-            + ("; the guest first answers with a forbidden move" if script.illegal_first_play else "")
-            + ("; the guest leaves at its first your_turn" if script.leave_at_first_turn else "")
-            + ("; the guest pings the host before it sends its seed" if script.ping_before_seed else ""),
-        },
+        "inputs": inputs,
         "frames": [
             {"n": f.number, "from": f.sender, "type": f.message.TYPE, "hex": f.data.hex()} for f in session.frames
         ],
@@ -311,10 +422,15 @@ def build_json(sessions: list[Session]) -> dict:
 
 
 def build_transcript(session: Session) -> bytes:
-    """What the joining player's client writes for session 1, verification notes included."""
+    """What the joining player's client writes for session 1, verification notes included.
+
+    The client does not record the leave with which it answers match_end.
+    """
     verifier = MatchVerifier()
     out = [transcript.header(GUEST)]
     for frame in session.frames:
+        if isinstance(frame.message, Leave):
+            continue
         out.append(transcript.record(frame.sender, frame.message))
         check = verifier.observe(frame.sender, frame.message)
         if check is not None:
@@ -368,15 +484,53 @@ def cards(seq) -> str:
     return " ".join(card_name(c) for c in seq) or "nothing"
 
 
-def remark(frame: Frame, script: Script) -> str:
+def remark(frame: Frame, session: Session) -> str:
     """One sentence on what a frame does."""
+    text = describe(frame, session)
+    if frame.tag == "replayed":
+        return f"replayed (stream message {stream_position(frame, session)}): {text}"
+    return text
+
+
+def stream_position(frame: Frame, session: Session) -> int:
+    """The number of a stream message in its seat's stream (PROTOCOL.md 5.8)."""
+    return len(stream_frames(session, frame.number + 1))  # each arrives once on the seat's connections
+
+
+def stream_frames(session: Session, before: int) -> list[int]:
+    return [
+        f.number
+        for f in session.frames[: before - 1]
+        if f.sender == HOST and isinstance(f.message, STREAM_TYPES)
+    ]
+
+
+def describe(frame: Frame, session: Session) -> str:
+    script = session.script
     m = frame.message
     if isinstance(m, Hello):
+        if m.token is not None:
+            taken = stream_frames(session, frame.number)
+            listed = ", ".join(map(str, taken[:-1])) + f" and {taken[-1]}"
+            return (
+                f"on a new connection: resumes the seat with the token of frame 2 and the number of stream messages "
+                f"the guest has taken ({m.received}: frames {listed}); the nonce is fresh and goes unused."
+            )
         return f"offers protocol versions {list(m.versions)}, names the player and sends a fresh 32-byte nonce."
     if isinstance(m, Welcome):
+        if frame.number > 2:
+            resume = next(f.message for f in reversed(session.frames[: frame.number]) if isinstance(f.message, Hello))
+            missed = m.sent - resume.received
+            return (
+                f"the seat again: the same seat, match id, host key and token. The host has sent this seat {m.sent} "
+                f"stream messages and the guest has taken {resume.received}, so "
+                + ("the last one follows" if missed == 1 else f"the last {missed} follow")
+                + " as a replay."
+            )
         return (
             f"accepts: version {m.version}, seat {m.seat}, the match id, the host's Ed25519 public key, "
-            f"scoring `{m.scoring}`, target {m.target} points."
+            f"scoring `{m.scoring}`, target {m.target} points, the seat's secret resume token, "
+            f"and {m.sent} stream messages sent before it (a new seat)."
         )
     if m.TYPE == "match_start":
         return "both seats are taken; the names, seat 0 first."
@@ -395,7 +549,17 @@ def remark(frame: Frame, script: Script) -> str:
         listed = "; ".join(f"{card_name(x.card)} takes {cards(x.captures)} ({x.kind})" for x in m.moves)
         return f"request {m.request}, the guest's legal moves: {listed}."
     if isinstance(m, Play):
-        return f"answers request {m.request}: {card_name(m.card)} taking {cards(m.captures)}."
+        if frame.tag == "resent":
+            return (
+                f"sent again, since no `played` by seat 1 has arrived since it went out: the host took request "
+                f"{m.request} before the connection broke, so it drops this repeat silently."
+            )
+        cut = (
+            "; the connection then breaks, before anything more arrives"
+            if script.resume_nonce is not None and frame.number == first_play_number(session)
+            else ""
+        )
+        return f"answers request {m.request}: {card_name(m.card)} taking {cards(m.captures)}{cut}."
     if isinstance(m, Error):
         return (
             f"code `{m.code}`: the request is spent; the connection carries on and a fresh request follows."
@@ -416,9 +580,18 @@ def remark(frame: Frame, script: Script) -> str:
     if isinstance(m, Reveal):
         return f"the host seed of game {m.game} and its signature: the guest can now check the deal (9.10)."
     if isinstance(m, MatchEnd):
-        return f"seat {m.winner} wins {m.totals[0]}-{m.totals[1]} (`{m.reason}`); the host closes the connection."
+        return f"seat {m.winner} wins {m.totals[0]}-{m.totals[1]} (`{m.reason}`)."
     if isinstance(m, Leave):
+        if m.reason == END_OF_MATCH:
+            return "the guest has read `match_end` and answers it; both ends close the connection."
         return "the guest leaves the match and closes the connection."
+    if isinstance(m, Away):
+        return (
+            f"seat {m.seat} lost its connection {script.away_for:.0f} s ago; the match waits for it up to {m.grace} s "
+            f"more. Seat {m.seat} was already away when the guest resumed, so this notice follows the replay."
+        )
+    if isinstance(m, Back):
+        return f"seat {m.seat} has resumed its seat; the match goes on."
     if isinstance(m, Ping):
         return "the guest asks whether the host is still there (here at once; normally after 10 s of silence, 5.7)."
     if isinstance(m, Pong):
@@ -426,9 +599,13 @@ def remark(frame: Frame, script: Script) -> str:
     return ""
 
 
-def frame_markdown(frame: Frame, script: Script) -> str:
+def first_play_number(session: Session) -> int:
+    return next(f.number for f in session.frames if f.sender == GUEST and isinstance(f.message, Play))
+
+
+def frame_markdown(frame: Frame, session: Session) -> str:
     arrow = "guest → host" if frame.sender == GUEST else "host → guest"
-    text = remark(frame, script)
+    text = remark(frame, session)
     return (
         f"**Frame {frame.number}** · {arrow} · `{frame.message.TYPE}` · {text}\n\n"
         f"```text\n{notation_block(decode_body(frame.data[4:]))}\n```\n\n"
@@ -438,11 +615,11 @@ def frame_markdown(frame: Frame, script: Script) -> str:
 
 def shown_frames(session: Session) -> list[Frame | tuple[int, int]]:
     """The frames the doc shows; a (first, last) pair stands for frames left out."""
-    frames = session.frames
-    if session.script.name != "complete-match":
+    frames, script = session.frames, session.script
+    if script.shown_opening is None:
         return list(frames)
-    head = frames[:SECTION_1_LAST_SHOWN_OPENING]
-    tail = frames[-SECTION_1_SHOWN_AT_END:]
+    head = frames[: script.shown_opening]
+    tail = frames[len(frames) - script.shown_at_end :]
     return [*head, (head[-1].number + 1, tail[0].number - 1), *tail]
 
 
@@ -450,12 +627,17 @@ def session_markdown(session: Session) -> str:
     parts: list[str] = []
     for item in shown_frames(session):
         if isinstance(item, tuple):
+            what = (
+                "the rest of hands 2 to 6, in the same pattern"
+                if session.script.name == "complete-match"
+                else "the rest of the game, as in 12.1"
+            )
             parts.append(
-                f"*Frames {item[0]} to {item[1]} are left out here: the rest of hands 2 to 6, in the same "
-                f"pattern. All {len(session.frames)} frames are in `tests/vectors/example_session.json`.*\n"
+                f"*Frames {item[0]} to {item[1]} are left out here: {what}. "
+                f"All {len(session.frames)} frames are in `tests/vectors/example_session.json`.*\n"
             )
         else:
-            parts.append(frame_markdown(item, session.script))
+            parts.append(frame_markdown(item, session))
     return "\n".join(parts)
 
 

@@ -1,0 +1,92 @@
+"""A loopback proxy between a player and the host that cuts the connection where a test says.
+
+It forwards frames whole in both directions and reads each one's type, so a
+test can cut the player off just before (or in the middle of) the n-th
+message of a kind, in either direction, as a dropped Wi-Fi link would.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass, field
+
+import msgpack
+import trio
+
+TO_PLAYER, TO_HOST = "to_player", "to_host"
+
+
+@dataclass
+class Cut:
+    """Cut when the ``nth`` frame of type ``kind`` going ``direction`` is due (1-based, counted over all connections)."""
+
+    direction: str
+    kind: str
+    nth: int = 1
+    half: bool = False  # deliver the first half of that frame first, then cut
+    reset: bool = False  # an RST rather than a FIN
+
+
+@dataclass
+class CuttingProxy:
+    upstream_port: int
+    cuts: list[Cut] = field(default_factory=list)
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    connections: int = 0
+    cuts_made: int = 0
+    port: int = 0
+
+    async def serve(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started(self.port)
+        await trio.serve_listeners(self._handle, listeners)
+
+    async def _handle(self, player: trio.SocketStream) -> None:
+        self.connections += 1
+        try:
+            host = await trio.open_tcp_stream("127.0.0.1", self.upstream_port)
+        except OSError:
+            await player.aclose()
+            return
+        cut = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._pump, player, host, TO_HOST, cut)
+            nursery.start_soon(self._pump, host, player, TO_PLAYER, cut)
+            await cut.wait()
+            nursery.cancel_scope.cancel()
+        for stream in (player, host):
+            if self._reset_next:
+                stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            await trio.aclose_forcefully(stream)
+
+    _reset_next = False
+
+    async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, cut: trio.Event) -> None:
+        buffer = b""
+        try:
+            while True:
+                data = await source.receive_some(65536)
+                if not data:
+                    cut.set()
+                    return
+                buffer += data
+                while len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
+                    size = 4 + int.from_bytes(buffer[:4], "big")
+                    frame, buffer = buffer[:size], buffer[size:]
+                    kind = msgpack.unpackb(frame[4:], raw=False).get("type")
+                    key = (direction, kind)
+                    self.seen[key] = self.seen.get(key, 0) + 1
+                    chosen = next((c for c in self.cuts if (c.direction, c.kind, c.nth) == (direction, kind, self.seen[key])), None)
+                    if chosen is not None:
+                        self.cuts.remove(chosen)
+                        self.cuts_made += 1
+                        self._reset_next = chosen.reset
+                        if chosen.half:
+                            await sink.send_all(frame[: len(frame) // 2])
+                        cut.set()
+                        return
+                    await sink.send_all(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            cut.set()

@@ -1,0 +1,148 @@
+"""Whole processes killed mid-match: the host (`basra host --resume`) and the joining player (`basra join` again).
+
+Real `basra` commands over loopback, SIGKILL at a chosen moment, then the
+match continues to its end; both transcripts verify from end to end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from basra_net.protocol import transcript
+from basra_net.protocol.messages import STREAM_TYPES, Commit, Played, Reveal
+
+from ..e2e.processes import basra_command, free_port, wait_for_line
+
+PROCESS_DEADLINE = 120
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+def start(env, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(basra_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(process: subprocess.Popen) -> tuple[int, str]:
+    try:
+        out, _ = process.communicate(timeout=PROCESS_DEADLINE)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+        raise AssertionError(f"{process.args} did not finish; it said: {out}")
+    return process.returncode, out
+
+
+def verify(env, path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(basra_command("verify", str(path)), env=env, capture_output=True, text=True, timeout=60)
+
+
+def resumed_mid_game(path: Path) -> int:
+    """The game in progress when the guest resumed (committed to before, revealed after), from where its resume note falls."""
+    kept = transcript.parse(path.read_bytes())
+    (note,) = [n for n in kept.notes if n.kind == "connection" and n.text.startswith("resumed after")]
+    at = int(note.text.split()[2])  # "resumed after N messages; ..."
+    stream = [m for sender, m in kept.records if sender == "host" and isinstance(m, STREAM_TYPES)]
+    for game in sorted({m.game for m in stream if isinstance(m, Commit)}):
+        committed = next(i for i, m in enumerate(stream) if isinstance(m, Commit) and m.game == game)
+        revealed = next(i for i, m in enumerate(stream) if isinstance(m, Reveal) and m.game == game)
+        if committed < at <= revealed:
+            return game
+    raise AssertionError(f"the resume after {at} messages fell between games")
+
+
+def plays(path: Path) -> list:
+    return [m for _, m in transcript.parse(path.read_bytes()).records if isinstance(m, Played)]
+
+
+def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes(tmp_path, env):
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60"]
+    host = start(env, "host", *common, "--target", "101", "--transcript", str(host_file))
+    wait_for_line(host, "Waiting for the second player")
+    join = start(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
+    wait_for_line(host, "game 2 dealt")
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    commits_before = [m for _, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, Commit)]
+
+    again = start(env, "host", "--resume", *common)
+    code, out = finish(again)
+    join_code, join_out = finish(join)
+    assert code == 0, out
+    assert join_code == 0, join_out
+    assert "resuming match" in out
+    # Both records verify from end to end, and agree play for play.
+    for path in (host_file, guest_file):
+        checked = verify(env, path)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert plays(guest_file) == plays(host_file)
+    # The game the kill cut into kept its committed deal: the same commitment before and after.
+    game = resumed_mid_game(guest_file)
+    commits_after = [m for _, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, Commit)]
+    assert commits_after[: len(commits_before)] == commits_before and game <= len(commits_before)
+    host_commits = [m for _, m in transcript.parse(host_file.read_bytes()).records if isinstance(m, Commit)]
+    assert host_commits == commits_after
+
+
+def test_a_joining_player_killed_mid_game_runs_join_again_and_resumes(tmp_path, env):
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    host = start(env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60",
+                 "--target", "101", "--transcript", str(host_file))
+    wait_for_line(host, "Waiting for the second player")
+    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
+    first = start(env, *join_args)
+    wait_for_line(host, "game 2 dealt")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    wait_for_line(host, "lost the connection")
+
+    second = start(env, *join_args)
+    join_code, join_out = finish(second)
+    code, out = finish(host)
+    assert join_code == 0, join_out
+    assert code == 0, out
+    assert "Omar resumed seat 1" in out
+    checked = verify(env, guest_file)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert plays(guest_file) == plays(host_file)
+
+
+def test_a_damaged_or_finished_journal_is_refused_with_a_clear_message(tmp_path, env):
+    journal = tmp_path / "match.journal"
+    played = subprocess.run(
+        basra_command("host", "--auto", "greedy", "--bot", "greedy", "--target", "31", "--journal", str(journal),
+                      "--transcript", str(tmp_path / "host.basra")),
+        env=env, capture_output=True, text=True, timeout=PROCESS_DEADLINE,
+    )
+    assert played.returncode == 0, played.stdout + played.stderr
+
+    def resume(path: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(basra_command("host", "--resume", str(path), "--auto", "greedy", "--plain", "--port", "0"),
+                              env=env, capture_output=True, text=True, timeout=60)
+
+    finished = resume(journal)
+    assert finished.returncode == 1 and "the journal's match is over" in finished.stderr
+    data = journal.read_bytes()
+    cut = tmp_path / "cut.journal"
+    cut.write_bytes(data[: len(data) - 10])
+    refused = resume(cut)
+    assert refused.returncode == 1 and "cut short" in refused.stderr, refused.stderr
+    flipped = tmp_path / "flipped.journal"
+    flipped.write_bytes(data[:200] + bytes([data[200] ^ 1]) + data[201:])
+    refused = resume(flipped)
+    assert refused.returncode == 1 and "damaged" in refused.stderr, refused.stderr
+    junk = tmp_path / "junk.journal"
+    junk.write_bytes(b"not a journal at all")
+    refused = resume(junk)
+    assert refused.returncode == 1 and "not a basra-net journal" in refused.stderr, refused.stderr

@@ -1,0 +1,142 @@
+"""A joining player cut off anywhere in a match resumes it: nothing lost, nothing applied twice.
+
+The real host (run_host) and the real joining client (JoinSession, with its
+own reconnects) play over loopback through a proxy that cuts the connection
+at a chosen message, in either direction, whole or half-sent, with a FIN or
+a reset.  After the match both transcripts verify and carry the same plays.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from basra_net.client.join import JoinSession
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import EXIT_OK, ClientSession, Resume
+from basra_net.host.server import HostSettings, run_host
+from basra_net.protocol import transcript
+from basra_net.protocol.errors import UNKNOWN_TOKEN
+from basra_net.protocol.messages import Played
+
+from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
+
+TEST_DEADLINE = 60
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+def plays(path: Path) -> list[Played]:
+    return [m for sender, m in transcript.parse(path.read_bytes()).records if isinstance(m, Played)]
+
+
+async def play_through(tmp_path: Path, cuts: list[Cut], *, grace: float = 20, target: int = 31, resumable: bool = True):
+    """A whole match, the joining player behind the cutting proxy; (join result, host outcome, proxy)."""
+    settings = HostSettings(
+        port=0, bind="127.0.0.1", name="Hoda", target=target, transcript=tmp_path / "host.basra", tls=False, grace=grace
+    )
+    outcome = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+            port = await nursery.start(host)
+            proxy = CuttingProxy(port, list(cuts))
+            proxy_port = await nursery.start(proxy.serve)
+            join = JoinSession(
+                "127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), tmp_path / "guest.basra", plain=True, resumable=resumable
+            )
+            result = await join.run()
+            while not outcome:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    return result, outcome[0], proxy
+
+
+CUT_POINTS = [
+    # The handshake: the hello lost on its way, the welcome lost on its way back.
+    Cut(TO_HOST, "hello"),
+    Cut(TO_PLAYER, "welcome"),
+    Cut(TO_PLAYER, "welcome", half=True, reset=True),
+    # The fair deal: the commitment, the seed, the first deal.
+    Cut(TO_PLAYER, "commit"),
+    Cut(TO_HOST, "seed"),
+    Cut(TO_HOST, "seed", half=True),
+    Cut(TO_PLAYER, "deal"),
+    # Mid-hand: a request, the answer, the announcement, a later hand's deal.
+    Cut(TO_PLAYER, "your_turn", nth=3),
+    Cut(TO_HOST, "play", nth=2),
+    Cut(TO_HOST, "play", nth=5, reset=True),
+    Cut(TO_PLAYER, "played", nth=7, half=True),
+    Cut(TO_PLAYER, "deal", nth=3),
+    # A game's end, the reveal, the end of the match.
+    Cut(TO_PLAYER, "game_end"),
+    Cut(TO_PLAYER, "reveal"),
+    Cut(TO_PLAYER, "reveal", half=True, reset=True),
+    Cut(TO_PLAYER, "match_end"),
+    Cut(TO_HOST, "leave"),
+]
+
+
+def _cut_id(cut: Cut) -> str:
+    return f"{cut.direction}-{cut.kind}-{cut.nth}" + ("-half" if cut.half else "") + ("-rst" if cut.reset else "")
+
+
+@pytest.mark.parametrize("cut", CUT_POINTS, ids=_cut_id)
+async def test_a_player_cut_off_resumes_and_the_match_completes_with_every_play_once(tmp_path, cut):
+    result, host, proxy = await play_through(tmp_path, [cut])
+    assert proxy.cuts_made == 1, "the cut never happened"
+    # A leave lost after the end needs no resume: the host waits a moment for it, then finishes.
+    assert proxy.connections >= (1 if cut.kind == "leave" else 2)
+    assert result.exit_code == EXIT_OK, result.reason
+    assert host.table.completed, host.table.reason
+    host_report = transcript.verify(transcript.parse((tmp_path / "host.basra").read_bytes()))
+    guest_report = transcript.verify(transcript.parse((tmp_path / "guest.basra").read_bytes()))
+    assert host_report.ok and guest_report.ok, (host_report.problems, guest_report.problems)
+    # Every play reached the guest exactly once, in the host's order.
+    assert plays(tmp_path / "guest.basra") == plays(tmp_path / "host.basra")
+
+
+async def test_several_cuts_in_one_match_each_resumed(tmp_path):
+    cuts = [Cut(TO_PLAYER, "played", nth=n, reset=n % 2 == 0) for n in (3, 9, 20, 41, 60)] + [Cut(TO_HOST, "seed", nth=2)]
+    result, host, proxy = await play_through(tmp_path, cuts, target=61)
+    assert result.exit_code == EXIT_OK, result.reason
+    assert proxy.cuts_made >= 5
+    notes = transcript.parse((tmp_path / "guest.basra").read_bytes()).notes
+    assert sum(n.kind == "connection" and n.text.startswith("resumed") for n in notes) >= 4
+    assert plays(tmp_path / "guest.basra") == plays(tmp_path / "host.basra")
+    assert transcript.verify(transcript.parse((tmp_path / "guest.basra").read_bytes())).ok
+
+
+async def test_a_player_that_does_not_come_back_within_the_grace_period_loses_the_match_as_abandoned(tmp_path):
+    # A joining client that does not reconnect: the grace period runs out.
+    result, host, _ = await play_through(tmp_path, [Cut(TO_PLAYER, "played", nth=4)], grace=0.5, resumable=False)
+    assert not host.table.completed and "did not come back within" in host.table.reason
+    assert host.own_seat.state.end_reason == "abandoned" and host.own_seat.state.winner == 0
+    assert result.exit_code != EXIT_OK
+    # The host's record ends with the game cut off revealed and the abandonment: it verifies.
+    records = transcript.parse((tmp_path / "host.basra").read_bytes()).records
+    assert [type(m).__name__ for _, m in records[-2:]] == ["Reveal", "MatchEnd"]
+    assert records[-1][1].reason == "abandoned"
+    assert transcript.verify(transcript.parse((tmp_path / "host.basra").read_bytes())).ok
+
+
+async def test_a_resume_with_a_token_the_host_does_not_hold_is_refused_clearly(tmp_path):
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=31, transcript=tmp_path / "host.basra", tls=False)
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                lambda task_status: run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status)
+            )
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            result = await ClientSession(stream, "Mallory", BotPlayer("greedy"), resume=Resume(bytes(16))).run()
+            nursery.cancel_scope.cancel()
+    assert result.refusal == UNKNOWN_TOKEN
+    assert "no match here holds a seat for that token" in result.reason
