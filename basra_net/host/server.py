@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +108,7 @@ def latest_journal() -> Path:
 def _new_table(settings: HostSettings, identity, bot_level: str | None) -> tuple[Table, Path, dict[int, bytes]]:
     table = Table(scoring=settings.scoring, target=settings.target, identity=identity, grace=settings.grace)
     path = settings.transcript or default_transcript_path(table.match_id, "host")
-    journal_path = settings.journal or journal_folder() / f"{path.stem}.journal"
+    journal_path = settings.journal or journal_folder() / f"{time.strftime('%Y%m%d-%H%M%S')}-{table.match_id.hex()[:12]}.journal"
     header = {
         "type": "header",
         "match_id": table.match_id,
@@ -214,6 +215,8 @@ async def run_host(
             table.transcript.close()
         if table.journal is not None:
             table.journal.close()
+            if table.result is not None and table.journal.path.parent == journal_folder():
+                table.journal.path.unlink(missing_ok=True)  # a match over needs no resuming; one named by --journal is kept
     result = table.result or TableResult(False, None, (0, 0), own_result.reason)
     return HostOutcome(result, own_result, path)
 

@@ -92,6 +92,11 @@ def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes
     assert commits_after[: len(commits_before)] == commits_before and game <= len(commits_before)
     host_commits = [m for _, m in transcript.parse(host_file.read_bytes()).records if isinstance(m, Commit)]
     assert host_commits == commits_after
+    # The match is over, so its journal is gone, and there is nothing left to resume.
+    assert not list((Path(env["BASRA_HOME"]) / "journals").iterdir())
+    nothing = subprocess.run(basra_command("host", "--resume", "--auto", "greedy", "--plain", "--port", "0"),
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert nothing.returncode == 1 and "no journal in" in nothing.stderr
 
 
 def test_a_joining_player_killed_mid_game_runs_join_again_and_resumes(tmp_path, env):
