@@ -243,6 +243,8 @@ class ClientSession:
             reason = await self._receive_until_over()
             await self.leave("the match is over")  # the answer to match_end (PROTOCOL.md, section 7.3)
         except PeerGone as gone:
+            if self._transcript is not None:
+                self._transcript.note("connection", None, str(gone))  # why the record stops here
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
             return result
@@ -270,7 +272,9 @@ class ClientSession:
         if self.deal_failures:
             return self._result(EXIT_DEAL_FAILED, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
         if self.state.end_reason == "abandoned":
-            return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+            if self.state.winner == self.state.seat:
+                return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+            return self._result(EXIT_FAILURE, "the match was abandoned: this seat was away longer than the host would wait")
         return self._result(EXIT_OK, reason)
 
     async def leave(self, reason: str) -> None:

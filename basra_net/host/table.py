@@ -451,7 +451,11 @@ class Table:
                 self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned"))
             gone_entry = self.seats[gone.seat]
             if gone_entry is not None:
-                gone_entry.done, gone_entry.away_until = True, None
+                if gone_entry.outbox is None and gone_entry.away_until is not None:
+                    # Out of grace, but it may yet come: for a moment it can still resume to learn the end.
+                    gone_entry.away_until = trio.current_time() + END_LINGER
+                else:
+                    gone_entry.done, gone_entry.away_until = True, None
             return TableResult(False, other, totals, gone.reason)
 
     async def _play_game(self) -> None:

@@ -26,6 +26,7 @@ class Cut:
     nth: int = 1
     half: bool = False  # deliver the first half of that frame first, then cut
     reset: bool = False  # an RST rather than a FIN
+    blackout: float = 0.0  # seconds after the cut during which new connections are refused
 
 
 @dataclass
@@ -44,6 +45,9 @@ class CuttingProxy:
         await trio.serve_listeners(self._handle, listeners)
 
     async def _handle(self, player: trio.SocketStream) -> None:
+        if trio.current_time() < self._dark_until:
+            await trio.aclose_forcefully(player)  # as if the network were still down
+            return
         self.connections += 1
         try:
             host = await trio.open_tcp_stream("127.0.0.1", self.upstream_port)
@@ -62,6 +66,7 @@ class CuttingProxy:
             await trio.aclose_forcefully(stream)
 
     _reset_next = False
+    _dark_until = 0.0
 
     async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, cut: trio.Event) -> None:
         buffer = b""
@@ -83,6 +88,7 @@ class CuttingProxy:
                         self.cuts.remove(chosen)
                         self.cuts_made += 1
                         self._reset_next = chosen.reset
+                        self._dark_until = trio.current_time() + chosen.blackout
                         if chosen.half:
                             await sink.send_all(frame[: len(frame) // 2])
                         cut.set()

@@ -128,6 +128,19 @@ async def test_a_player_that_does_not_come_back_within_the_grace_period_loses_th
     assert transcript.verify(transcript.parse((tmp_path / "host.basra").read_bytes())).ok
 
 
+async def test_a_player_back_just_after_its_grace_ran_out_learns_the_match_was_abandoned(tmp_path):
+    # The network stays down for 2 s after the cut; the host waits 0.5 s.
+    result, host, proxy = await play_through(tmp_path, [Cut(TO_PLAYER, "played", nth=4, blackout=2.0)], grace=0.5)
+    assert "did not come back within" in host.table.reason
+    assert result.state.end_reason == "abandoned" and result.state.winner == 0
+    assert "this seat was away longer than the host would wait" in result.reason
+    # Both records end with the abandonment, and both verify.
+    for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
+        kept = transcript.parse(path.read_bytes())
+        assert kept.records[-1][1].reason == "abandoned"
+        assert transcript.verify(kept).ok
+
+
 async def test_a_resume_with_a_token_the_host_does_not_hold_is_refused_clearly(tmp_path):
     settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=31, transcript=tmp_path / "host.basra", tls=False)
     with trio.fail_after(TEST_DEADLINE):
