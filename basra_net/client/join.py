@@ -110,7 +110,7 @@ class JoinSession:
                 return self._failure(str(changed))
             except (trio.BrokenResourceError, trio.TooSlowError, OSError):
                 await trio.aclose_forcefully(secure)
-                return self._failure(f"no TLS connection with {where} (a host started with --plain needs --plain here too)")
+                return self._failure(f"no TLS connection with {where} (a host busy with other players joining turns new connections away for a moment: try again soon; a host started with --plain needs --plain here too)")
             state = "new host, key pinned" if newly else "matches the pinned key"
             notices.append(f"host key fingerprint {key_fingerprint(host_key)} ({state}); compare it with the host's screen")
             stream = secure
