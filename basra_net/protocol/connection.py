@@ -117,6 +117,10 @@ class _Connection:
         self._check_outgoing(message)
         return encode_frame(to_wire(message))
 
+    def check_send(self, message: Message) -> None:
+        """What send() checks, for a message whose frame the caller already holds (encoded once, kept for a resume)."""
+        self._check_outgoing(message)
+
     def send_error(self, error: ProtocolError) -> bytes:
         """The frame that reports this error to the peer (always allowed)."""
         return encode_frame(to_wire(Error(error.code, error.message)))
@@ -158,10 +162,6 @@ class HostConnection(_Connection):
         """Take over what the seat's earlier connection left open, before a resumed seat's replay."""
         self.open_request, self.answered_request = open_request, answered_request
         self.awaiting_seed, self.seed_taken = awaiting_seed, seed_taken
-
-    def send_replay(self, messages: list[Message]) -> bytes:
-        """Stream messages sent before, framed again for a resumed seat; the state they set is restore()'s."""
-        return b"".join(encode_frame(to_wire(message)) for message in messages)
 
     def _check_incoming(self, message: Message) -> bool | None:
         if isinstance(message, (Error, Leave)) and self.hello is not None:

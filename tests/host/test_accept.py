@@ -1,0 +1,71 @@
+"""The host's accept loop: every queued connection is taken at once, each handled in its own task."""
+
+from __future__ import annotations
+
+import socket
+
+import trio
+
+from basra_net.host.server import ACCEPT_BATCH, serve_listeners
+
+QUEUED = 300
+
+
+async def test_connections_already_queued_are_all_taken_in_a_few_rounds_of_the_scheduler():
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(QUEUED)]  # queued by the kernel
+    handled: list[tuple[str, int]] = []
+    all_handled = trio.Event()
+    rounds = 0
+
+    async def handle(stream: trio.SocketStream) -> None:
+        handled.append(stream.socket.getpeername())
+        if len(handled) == QUEUED:
+            all_handled.set()
+        await stream.send_all(b"hi")
+
+    async def other_work() -> None:
+        # Another busy task: counts how often the scheduler comes round while the queue empties.
+        nonlocal rounds
+        while not all_handled.is_set():
+            rounds += 1
+            await trio.sleep(0)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other_work)
+            nursery.start_soon(serve_listeners, handle, listeners, nursery)
+            with trio.fail_after(10):
+                await all_handled.wait()
+            nursery.cancel_scope.cancel()
+        assert sorted(handled) == sorted(c.getsockname() for c in clients)
+        # One connection per round (trio.serve_listeners) would take QUEUED rounds.
+        assert rounds <= 4 * (QUEUED // ACCEPT_BATCH + 1)
+        for client in clients:
+            client.settimeout(5)
+            assert client.recv(2) == b"hi"
+            assert client.recv(1) == b""  # the stream is closed once its handler returns
+    finally:
+        for client in clients:
+            client.close()
+
+
+async def test_cancelling_the_loop_closes_the_listening_socket():
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+
+    async def handle(stream: trio.SocketStream) -> None:
+        pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_listeners, handle, listeners, nursery)
+        await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        refused = True
+    else:
+        refused = False
+    assert refused
