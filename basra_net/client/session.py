@@ -146,6 +146,8 @@ class ClientSession:
         self._on_welcome = on_welcome
         self._hello: Hello | None = None  # sent again, as it was, by a session cut off before its welcome
         self._hellos_again = 0
+        # A seat resumed from nothing (the host's own, after a restart) lacks the seeds it sent: it checks no deal.
+        self._verifying = resume is None or resume.transcript is not None
         self.reconnects = 0
 
     # --- the channel ---------------------------------------------------------------------
@@ -174,7 +176,7 @@ class ClientSession:
             self._transcript.record(sender, message)
         elif self.state.seat is None:
             self._unwritten.append((sender, message))
-        if self.state.seat in (1, None):
+        if self.state.seat in (1, None) and self._verifying:
             self.verifier.observe(sender, message)
 
     def _open_transcript(self, welcome: Welcome) -> None:
@@ -497,7 +499,8 @@ class ClientSession:
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")
             self._on_welcome(message, self.transcript_path)
         elif isinstance(message, Commit):
-            if self.connection.seed_sent_for != message.game:
+            # As with a request: a commitment in a replay may have had its seed already, unless it is the replay's last.
+            if (delivery.last_replayed if delivery.replayed else True) and self.connection.seed_sent_for != message.game:
                 self._check_commit_signature(message)
                 await self._send(Seed(message.game, self._make_seed()))
         elif isinstance(message, Reveal):

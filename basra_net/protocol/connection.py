@@ -330,6 +330,10 @@ class ClientConnection(_Connection):
             if self.commit_for == message.game:
                 raise _unexpected(message, f"for game {message.game} came twice")
             self.commit_for = message.game
+            if self.received + 1 < self.replay_until:
+                # Replayed and not the replay's last: the host has moved on, so an earlier
+                # connection of this seat answered it (a seat resumed from nothing).
+                self.seed_sent_for = message.game
         elif isinstance(message, Deal):
             if message.hand_no == 1:
                 if self.game_live or self.reveal_due is not None or message.game != self.game + 1:

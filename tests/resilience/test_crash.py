@@ -151,3 +151,18 @@ def test_a_damaged_or_finished_journal_is_refused_with_a_clear_message(tmp_path,
     junk.write_bytes(b"not a journal at all")
     refused = resume(junk)
     assert refused.returncode == 1 and "not a basra-net journal" in refused.stderr, refused.stderr
+
+
+def test_a_host_with_the_bot_seated_killed_mid_game_resumes_both_its_own_seats(tmp_path, env):
+    host_file = tmp_path / "host.basra"
+    host = start(env, "host", "--auto", "greedy", "--bot", "greedy", "--target", "301", "--transcript", str(host_file))
+    wait_for_line(host, "game 2 dealt")
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    # Neither seat has a transcript of its own: both resume from nothing, the whole stream replayed.
+    code, out = finish(start(env, "host", "--resume", "--auto", "greedy"))
+    assert code == 0, out
+    assert "Host resumed seat 0 after 0 of" in out and "Bot resumed seat 1 after 0 of" in out
+    assert "the match is over" in out
+    checked = verify(env, host_file)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
