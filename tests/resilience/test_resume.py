@@ -153,3 +153,32 @@ async def test_a_resume_with_a_token_the_host_does_not_hold_is_refused_clearly(t
             nursery.cancel_scope.cancel()
     assert result.refusal == UNKNOWN_TOKEN
     assert "no match here holds a seat for that token" in result.reason
+
+
+async def test_on_a_serving_host_both_remote_seats_are_cut_off_and_resume_at_their_own_table(tmp_path):
+    from basra_net.host.server import ServeSettings, run_serve
+
+    settings = ServeSettings(bind="127.0.0.1", port=0, tables=4, target=31, keep_transcripts=False, tls=False, grace=20)
+    results = {}
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
+            proxies = [
+                CuttingProxy(port, [Cut(TO_PLAYER, "played", nth=5), Cut(TO_HOST, "play", nth=9, reset=True)]),
+                CuttingProxy(port, [Cut(TO_PLAYER, "deal", nth=2, half=True)]),
+            ]
+
+            async def player(name: str, proxy: CuttingProxy) -> None:
+                proxy_port = await nursery.start(proxy.serve)
+                join = JoinSession("127.0.0.1", proxy_port, name, BotPlayer("greedy"), tmp_path / f"{name}.basra", plain=True, table="club")
+                results[name] = await join.run()
+
+            async with trio.open_nursery() as players:
+                for name, proxy in zip(("Amr", "Dina"), proxies):
+                    players.start_soon(player, name, proxy)
+            nursery.cancel_scope.cancel()
+    assert all(result.exit_code == EXIT_OK for result in results.values()), {n: r.reason for n, r in results.items()}
+    assert sum(proxy.cuts_made for proxy in proxies) == 3
+    assert {results["Amr"].state.seat, results["Dina"].state.seat} == {0, 1}
+    guest = next(name for name, result in results.items() if result.state.seat == 1)
+    assert transcript.verify(transcript.parse((tmp_path / f"{guest}.basra").read_bytes())).ok
