@@ -344,6 +344,8 @@ class Table:
         """The next thing from the seats; an away seat whose grace runs out abandons the match."""
         while True:
             deadline, seat = self._next_deadline()
+            if seat is None:
+                return await self._inbox.receive()  # nobody away: no deadline (the common case, kept cheap)
             with trio.move_on_at(deadline):
                 return await self._inbox.receive()
             entry = self.seats[seat] if seat is not None else None
