@@ -105,6 +105,7 @@ from basra_net.protocol.messages import (  # noqa: E402
     Commit,
     Error,
     Hello,
+    Leave,
     MatchEnd,
     MatchStart,
     Play,
@@ -492,6 +493,7 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                         run.matches += 1
                         if event.reason != "target":
                             run.abandoned += 1
+                    await stream.send_all(conn.send(Leave("the match is over")))  # the answer to the end (PROTOCOL.md 5.8)
                 elif isinstance(event, Error):
                     if conn.welcome is None:
                         return event.code  # table_full while the last match at this name closes; busy

@@ -39,9 +39,15 @@ class Lobby:
         self._grace = grace
         self._log = log
         self.tables: dict[str, Table] = {}  # open tables by name, in opening order
+        # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.
+        self._closing: set[Table] = set()
         self.matches_finished = 0
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None:
+        for name, table in list(self.tables.items()):
+            if table.result is not None:
+                self._closing.add(table)
+                del self.tables[name]
         if hello.table is not None:
             table = self.tables.get(hello.table) or self._open(hello.table)
         else:
@@ -49,7 +55,8 @@ class Lobby:
         return None if table is None else table.seat_for(hello, reserved)
 
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None:
-        return next((found for table in self.tables.values() if (found := table.seat_holding(token, hello))), None)
+        tables = [*self.tables.values(), *self._closing]
+        return next((found for table in tables if (found := table.seat_holding(token, hello))), None)
 
     def _open(self, name: str | None) -> Table | None:
         if len(self.tables) >= self.max_tables:
@@ -80,7 +87,9 @@ class Lobby:
         finally:
             if table.transcript is not None:
                 table.transcript.close()
-            del self.tables[name]
+            if self.tables.get(name) is table:
+                del self.tables[name]
+            self._closing.discard(table)
 
 
 def _file_safe(name: str) -> str:

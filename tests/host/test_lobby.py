@@ -101,3 +101,25 @@ async def test_a_table_that_fails_leaves_the_other_tables_playing(monkeypatch):
         nursery.cancel_scope.cancel()
     assert results["c"].exit_code == 0 and results["d"].exit_code == 0
     assert results["a"].exit_code == 1 and results["b"].exit_code == 1
+
+
+async def test_a_table_name_is_free_again_as_soon_as_its_match_ends_while_the_old_table_lingers():
+    """A seat that does not answer the end keeps its old table open a while; the next pair still sits at once."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.host.lobby import Lobby
+    from basra_net.host.table import TableResult
+    from basra_net.protocol.messages import Hello
+
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(nursery, max_tables=1, scoring="egyptian", target=40, identity=Ed25519PrivateKey.generate(),
+                      keep_transcripts=False)
+        hello = Hello((1,), "Amr", bytes(32), table="club")
+        old, seat = lobby.seat_for(hello, None)
+        old.seats[seat] = table_module.Seat("Amr", hello, 1, bytes(16), None)
+        old.result = TableResult(True, 0, (40, 0), "the match is over")  # over, still lingering
+        new, _ = lobby.seat_for(Hello((1,), "Dina", bytes([1]) * 32, table="club"), None)
+        assert new is not old and lobby.tables["club"] is new
+        # The old table still gives its seat back to a token that resumes there.
+        assert lobby.seat_holding(token=bytes(16)) == (old, seat)
+        nursery.cancel_scope.cancel()
