@@ -200,11 +200,6 @@ class Table:
     def open_seats(self) -> int:
         return self._claimed.count(False) if self.result is None else 0
 
-    def release_seat(self, seat: int) -> None:
-        """Free a claimed seat whose connection failed before it was seated."""
-        if self.seats[seat] is None:
-            self._claimed[seat] = False
-
     def _welcome(self, seat: int) -> Welcome:
         entry = self.seats[seat]
         assert entry is not None

@@ -154,9 +154,6 @@ class HostConnection(_Connection):
     def seated(self) -> bool:
         return self.seat is not None
 
-    @property
-    def resuming(self) -> bool:
-        return self.hello is not None and self.hello.token is not None
 
     def restore(self, *, open_request: int | None, answered_request: int | None, awaiting_seed: int | None, seed_taken: Seed | None) -> None:
         """Take over what the seat's earlier connection left open, before a resumed seat's replay."""
@@ -246,10 +243,6 @@ class ClientConnection(_Connection):
     def seat(self) -> int | None:
         return self.welcome.seat if self.welcome else None
 
-    @property
-    def catching_up(self) -> bool:
-        """The messages now arriving were sent before the last welcome: a replay, not news."""
-        return self.received < self.replay_until
 
     def begin_resume(self, token: bytes) -> None:
         """A new connection resumes the seat the token holds: it starts with a resume hello.
