@@ -499,8 +499,7 @@ class ClientSession:
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")
             self._on_welcome(message, self.transcript_path)
         elif isinstance(message, Commit):
-            # As with a request: a commitment in a replay may have had its seed already, unless it is the replay's last.
-            if (delivery.last_replayed if delivery.replayed else True) and self.connection.seed_sent_for != message.game:
+            if self.connection.seed_sent_for != message.game:  # a replay's earlier ones count as answered
                 self._check_commit_signature(message)
                 await self._send(Seed(message.game, self._make_seed()))
         elif isinstance(message, Reveal):
@@ -509,9 +508,8 @@ class ClientSession:
             self._record_problems(self.verifier.finish())
         if not delivery.replayed or delivery.last_replayed:
             self.player.show(state, message)  # a long replay is shown once, caught up
-        if isinstance(message, YourTurn) and (delivery.last_replayed if delivery.replayed else self.connection.open_request == message.request):
-            # A request in a replay may have been answered by an earlier connection; the
-            # host sends a seat nothing while its request is open, so only a replay's last can be.
+        if isinstance(message, YourTurn) and self.connection.open_request == message.request:
+            # Still open: a request earlier in a replay was answered by an earlier connection.
             move = await self.player.choose(state)
             await self._send(Play(message.request, move.card, move.captures))
         if isinstance(message, MatchEnd):

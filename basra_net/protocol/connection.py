@@ -303,6 +303,13 @@ class ClientConnection(_Connection):
         self.received += 1
         return True
 
+    @property
+    def _answered_before(self) -> bool:
+        """The stream message now arriving is replayed and not the replay's last: the host sends a
+        seat nothing while it awaits that seat's answer, so an earlier connection of this seat gave
+        it (a seat resumed from nothing); a request or commitment in it is not open."""
+        return self.received + 1 < self.replay_until
+
     def _check_stream(self, message: Message) -> None:
         if self.over:
             raise _unexpected(message, "came after the match ended")
@@ -323,9 +330,7 @@ class ClientConnection(_Connection):
             if self.commit_for == message.game:
                 raise _unexpected(message, f"for game {message.game} came twice")
             self.commit_for = message.game
-            if self.received + 1 < self.replay_until:
-                # Replayed and not the replay's last: the host has moved on, so an earlier
-                # connection of this seat answered it (a seat resumed from nothing).
+            if self._answered_before:
                 self.seed_sent_for = message.game
         elif isinstance(message, Deal):
             if message.hand_no == 1:
@@ -341,7 +346,8 @@ class ClientConnection(_Connection):
         elif isinstance(message, YourTurn):
             if not self.game_live:
                 raise _unexpected(message, "came with no game in progress")
-            self.open_request = message.request
+            if not self._answered_before:
+                self.open_request = message.request
         elif isinstance(message, Played):
             if not self.game_live or message.game != self.game:
                 raise _unexpected(message, "belongs to no game in progress")
