@@ -90,11 +90,15 @@ class JoinSession:
         return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None)
 
     @property
+    def _tickets(self) -> ResumeTickets:
+        return ResumeTickets(data_dir() / RESUME_FILE)
+
+    @property
     def _where(self) -> str:
         return pin_name(self.host, self.port)
 
     async def run(self, stop: trio.Event | None = None) -> SessionResult:
-        tickets = ResumeTickets(data_dir() / RESUME_FILE)
+        tickets = self._tickets
         ticket = tickets.get(self._where) if self.resumable else None
         if ticket is not None:
             result = await self._attempt(stop, ticket)
@@ -172,7 +176,7 @@ class JoinSession:
         if result.exit_code != EXIT_FAILURE or result.state.end_reason is not None or result.refusal is not None:
             # Over, left or refused: nothing left to resume.  A connection that could
             # not be had again keeps its ticket, so that running `basra join` again resumes.
-            ResumeTickets(data_dir() / RESUME_FILE).drop(self._where)
+            self._tickets.drop(self._where)
         return result
 
     async def _reconnect(self) -> trio.abc.Stream:
@@ -181,4 +185,4 @@ class JoinSession:
 
     def _keep_ticket(self, welcome: Welcome, transcript: Path | None) -> None:
         if welcome.seat == 1 and transcript is not None:
-            ResumeTickets(data_dir() / RESUME_FILE).put(self._where, ResumeTicket(welcome.match_id, welcome.token, transcript))
+            self._tickets.put(self._where, ResumeTicket(welcome.match_id, welcome.token, transcript))

@@ -347,11 +347,16 @@ class Table:
             if entry is not None and entry.away_until is not None and trio.current_time() >= entry.away_until:
                 raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
 
+    def _journal_input(self) -> tuple[int, Any] | None:
+        """The next input of a journal being replayed; None once it is used up, and the table is live."""
+        self._live = not self._replaying
+        return self._replaying.popleft() if self._replaying else None
+
     async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
         """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
-        self._live = not self._replaying
-        if self._replaying:
-            sender, message = self._replaying.popleft()
+        replayed = self._journal_input()
+        if replayed is not None:
+            sender, message = replayed
             if sender != seat or not isinstance(message, kind) or not accept(message):
                 raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
             if seat == 1:
@@ -492,9 +497,9 @@ class Table:
 
     def _host_seed(self, game: int) -> bytes:
         """A fresh seed, on disk before its commitment goes out; a replayed journal gives back the one it has."""
-        self._live = not self._replaying
-        if self._replaying:
-            sender, record = self._replaying.popleft()
+        replayed = self._journal_input()
+        if replayed is not None:
+            sender, record = replayed
             if sender != -1 or record.get("game") != game:
                 raise JournalMismatch(f"the journal lacks the host seed of game {game}")
             return record["seed"]
