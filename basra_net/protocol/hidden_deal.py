@@ -122,10 +122,6 @@ class NotACard(HiddenDealError):
     """A proven reveal of a point that is no card's: the deck was corrupted at that position."""
 
 
-class CardTwice(HiddenDealError):
-    """Two deck positions revealed the same card."""
-
-
 class ScalarMismatch(HiddenDealError):
     """A scalar published for the audit is not the one behind the party's public point."""
 
@@ -556,7 +552,6 @@ class DealChecker:
         self.locked: list[tuple[bytes, ...]] = []  # the dealer's list, then the deck
         self._unmasked: dict[int, bytes] = {}
         self._cards: dict[int, Card] = {}
-        self._position_of: dict[Card, int] = {}
 
     @property
     def deck(self) -> tuple[bytes, ...]:
@@ -619,12 +614,9 @@ class DealChecker:
         card = reveal.card
         if card is None:
             raise NotACard(f"game {self.context.game}: position {p} holds no card (the audit shows who put it there)")
-        if card in self._position_of:
-            raise CardTwice(f"game {self.context.game}: {card_name(card)} at positions {self._position_of[card]} and {p}")
         if self.order.holder(p) is TABLE:
             self.order.turned_up(p, card)
         self._cards[p] = card
-        self._position_of[card] = p
         return card
 
     def card_at(self, position: int) -> Card | None:
