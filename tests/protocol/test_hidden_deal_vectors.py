@@ -145,3 +145,21 @@ def test_the_whole_game_from_both_secrets_to_the_audit():
     scalars[dealer] = scalars[1 - dealer]
     with pytest.raises(ScalarMismatch, match=f"seat {dealer}'s audit scalar"):
         referee.audit(scalars)
+
+
+def test_protocol_section_14_states_what_the_code_does():
+    doc = (Path(__file__).parents[2] / "PROTOCOL.md").read_text()
+    section = doc[doc.index("## 14. Version 2: hidden hands") :]
+    for label in (hidden_deal.CARD_LABEL, hidden_deal.CHALLENGE_LABEL, hidden_deal.NONCE_LABEL):
+        assert f'"{label.decode()}"' in section
+    card_label = hidden_deal.CARD_LABEL
+    assert f"hashed input  {struct.pack('>I', len(card_label)).hex()} {card_label.hex()}" in section
+    ace = VECTORS["card_points"][0]
+    assert f"uniform(AS)   {ace['uniform']}" in section and f"M(AS)         {ace['point']}" in section
+    assert f"{hidden_deal.GROUP_ORDER - 2**252}" in section
+    statement = Statement(GameContext(bytes(16), 1), 0, 0, Purpose.UNMASK, *card_points()[:3])
+    assert len(statement.encode()) == 127 and "127 bytes in all" in section
+    moved = ", ".join(map(str, GAME["moved"])).replace(", ", " and ")
+    assert f"the moved positions are {moved}." in section
+    per_game = 2 * 32 + 2 * 52 * 32 + 104 * 96 + 2 * 32
+    assert f"{per_game:,} bytes" in section
