@@ -509,6 +509,12 @@ class DealOrder:
         top = 8 * (hand_no - 2)
         return {self.non_dealer: tuple(stock[top : top + 4]), self.dealer: tuple(stock[top + 4 : top + 8])}
 
+    def hand_of(self, position: int) -> int:
+        """The hand (1..6) in which position is dealt; 1 for the table."""
+        if self.holder(position) is TABLE or position < 8:
+            return 1
+        return 2 + (position - self._next_stock) // 8
+
     def holder(self, position: int) -> int | None:
         """The seat whose hand position is dealt to, or TABLE; a moved position is TABLE."""
         if not 0 <= position < DECK_SIZE:
@@ -548,6 +554,7 @@ class DealChecker:
         self.context = context
         self.order = DealOrder(dealer)
         self.own_seat = own_seat
+        self.hand_no = 1
         self.public: list[bytes | None] = [None, None]
         self.locked: list[tuple[bytes, ...]] = []  # the dealer's list, then the deck
         self._unmasked: dict[int, bytes] = {}
@@ -582,10 +589,18 @@ class DealChecker:
             first[point] = i
         self.locked.append(points)
 
+    def start_hand(self, hand_no: int) -> None:
+        """The rules have dealt hand hand_no: its positions may now be unmasked, and no later ones."""
+        if hand_no != self.hand_no + 1 or hand_no > 6:
+            raise OutOfTurn(f"hand {hand_no} does not follow hand {self.hand_no}")
+        self.hand_no = hand_no
+
     def unmasking(self, unmasking: Unmasking) -> None:
         p, seat = unmasking.position, unmasking.seat
         if seat != self.order.unmasker(p):
             raise OutOfTurn(f"seat {seat} does not unmask position {p}")
+        if self.order.hand_of(p) > self.hand_no:
+            raise OutOfTurn(f"position {p} is dealt in hand {self.order.hand_of(p)}, not yet")
         if p in self._unmasked:
             raise OutOfTurn(f"position {p} is unmasked already")
         statement = Statement(self.context, p, seat, Purpose.UNMASK, self.public[seat], unmasking.point, self.deck[p])

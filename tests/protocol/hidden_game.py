@@ -174,6 +174,7 @@ def play_hidden_game(
         record.played.append((seat, move.card))
         for event in engine.play(seat, move):
             if isinstance(event, Dealt):
+                everyone(lambda c: c.start_hand(event.hand_no))
                 deal_hand(event.hand_no)
                 moved = {checkers[2].card_at(p) for p in checkers[2].order.moved}
                 assert all(set(event.hands[s]) - moved == set(held[s]) for s in (0, 1))

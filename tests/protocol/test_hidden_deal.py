@@ -434,6 +434,24 @@ def test_steps_out_of_turn_are_refused():
         table.referee.locked_list(DEALER, table.first)
     with pytest.raises(OutOfTurn, match="positions are still hidden"):
         table.referee.deck_order()
+    with pytest.raises(OutOfTurn, match="hand 3 does not follow hand 1"):
+        table.referee.start_hand(3)
+
+
+def test_a_later_hand_cannot_be_unmasked_early():
+    """Unmasking the other player's later cards early would show them to it before their time."""
+    table = Table()
+    for position in range(8):
+        table.referee.unmasking(table.unmask(position))
+    while wanted := table.referee.order.face_up_wanted():
+        for position in wanted:
+            reveal = table.deal_to_hand(position)
+            table.referee.reveal(reveal)
+    early = table.referee.order.hand(2)[NON_DEALER][0]
+    with pytest.raises(OutOfTurn, match=f"position {early} is dealt in hand 2, not yet"):
+        table.referee.unmasking(table.unmask(early))
+    table.referee.start_hand(2)
+    table.referee.unmasking(table.unmask(early))
 
 
 # --- the deal order against the rules engine ---------------------------------------------------
