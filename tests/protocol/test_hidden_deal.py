@@ -328,6 +328,33 @@ def test_a_card_swapped_for_another_by_the_second_party_is_named_at_the_audit():
         referee.audit({seat: table.parties[seat].audit_scalar for seat in (0, 1)})
 
 
+def test_the_last_shuffler_peeking_through_the_dealers_unmasking_is_caught_at_its_reveal():
+    """PROTOCOL.md 14.12: what the non-dealer can learn this way, and where it surfaces."""
+    table = Table()
+    dealer, cheat = table.parties
+    blind = 5
+    target = table.first[0]  # some card under the dealer's lock alone
+    deck = [sodium.crypto_scalarmult_ed25519_noclamp(scalar_bytes(blind), target), *table.deck[1:]]
+    referee = DealChecker(CONTEXT, DEALER)
+    for seat in (0, 1):
+        referee.public_point(seat, table.parties[seat].public)
+    referee.locked_list(DEALER, table.first)
+    referee.locked_list(NON_DEALER, deck)  # 52 distinct points: nothing shows yet
+    unmasking = dealer.unmask(0, deck[0])
+    referee.unmasking(unmasking)  # an honest step by the dealer
+    unblind = scalar_bytes(pow(blind, -1, GROUP_ORDER))
+    peeked = card_of(sodium.crypto_scalarmult_ed25519_noclamp(unblind, unmasking.point))
+    assert peeked == god_view(table.parties, table.deck)[next(
+        p for p, e in enumerate(table.deck)
+        if e == sodium.crypto_scalarmult_ed25519_noclamp(cheat.audit_scalar, target))]
+    reveal = cheat.reveal(0, unmasking.point)
+    assert reveal.card is None  # it has no card to play from position 0
+    with pytest.raises(NotACard, match="position 0 holds no card"):
+        referee.reveal(reveal)
+    with pytest.raises(NotAPermutation, match=r"seat 1's locked list .*\(entries 0\)"):
+        referee.audit({seat: table.parties[seat].audit_scalar for seat in (0, 1)})
+
+
 def test_a_wrong_unmasking_is_caught():
     table = Table()
     dealer = table.parties[DEALER]
