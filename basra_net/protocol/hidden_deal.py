@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
+from typing import ClassVar, Self
 
 from nacl import bindings as sodium
 from nacl.exceptions import RuntimeError as SodiumError
@@ -331,49 +332,41 @@ def verify(statement: Statement, proof: Proof) -> bool:
 
 
 @dataclass(frozen=True)
-class Unmasking:
-    """A deck entry with the sender's lock taken off, and the proof of it."""
+class _Step:
+    """A point and the proof that goes with it, made by seat for a deck position: 96 bytes on the wire."""
 
     position: int
     seat: int
     point: bytes
     proof: Proof
+
+    NAME: ClassVar[str]
 
     def to_bytes(self) -> bytes:
         return self.point + self.proof.to_bytes()
 
     @classmethod
-    def from_bytes(cls, position: int, seat: int, data: object) -> Unmasking:
-        what = f"seat {seat}'s unmasking of position {position}"
+    def from_bytes(cls, position: int, seat: int, data: object) -> Self:
+        what = f"seat {seat}'s {cls.NAME} of position {position}"
         if not isinstance(data, bytes) or len(data) != POINT_SIZE + PROOF_SIZE:
             raise MalformedPoint(f"{what}: {POINT_SIZE + PROOF_SIZE} bytes expected")
-        return cls(position, seat, decode_point(data[:POINT_SIZE], what),
-                   Proof.from_bytes(data[POINT_SIZE:], what))
+        return cls(position, seat, decode_point(data[:POINT_SIZE], what), Proof.from_bytes(data[POINT_SIZE:], what))
 
 
-@dataclass(frozen=True)
-class Reveal:
+class Unmasking(_Step):
+    """A deck entry with the sender's lock taken off, and the proof of it."""
+
+    NAME = "unmasking"
+
+
+class Reveal(_Step):
     """The point under the last lock of a position, and the proof that ties it there."""
 
-    position: int
-    seat: int
-    point: bytes
-    proof: Proof
+    NAME = "reveal"
 
     @property
     def card(self) -> Card | None:
         return card_of(self.point)
-
-    def to_bytes(self) -> bytes:
-        return self.point + self.proof.to_bytes()
-
-    @classmethod
-    def from_bytes(cls, position: int, seat: int, data: object) -> Reveal:
-        what = f"seat {seat}'s reveal of position {position}"
-        if not isinstance(data, bytes) or len(data) != POINT_SIZE + PROOF_SIZE:
-            raise MalformedPoint(f"{what}: {POINT_SIZE + PROOF_SIZE} bytes expected")
-        return cls(position, seat, decode_point(data[:POINT_SIZE], what),
-                   Proof.from_bytes(data[POINT_SIZE:], what))
 
 
 # --- a party -----------------------------------------------------------------------------------
