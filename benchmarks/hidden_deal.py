@@ -24,6 +24,8 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +50,45 @@ from basra_net.protocol.hidden_deal import (  # noqa: E402
     verify,
 )
 from tests.protocol.hidden_game import WHO, CpuTally, play_hidden_game  # noqa: E402
+
+
+COUNTED = {
+    "crypto_scalarmult_ed25519_noclamp": "multiplications",
+    "crypto_scalarmult_ed25519_base_noclamp": "base multiplications",
+    "crypto_core_ed25519_is_valid_point": "point validations",
+}
+
+
+class CountingTally(CpuTally):
+    """CpuTally that also counts the group operations each side calls, by wrapping libsodium's bindings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = {who: dict.fromkeys(COUNTED.values(), 0) for who in WHO}
+        self._who: str | None = None
+        for name, label in COUNTED.items():
+            setattr(sodium, name, self._counted(getattr(sodium, name), label))
+
+    def _counted(self, function, label: str):
+        def counted(*args):
+            if self._who is not None:
+                self.calls[self._who][label] += 1
+            return function(*args)
+        counted.original = function
+        return counted
+
+    @contextmanager
+    def charge(self, who: str) -> Iterator[None]:
+        self._who = who
+        try:
+            with super().charge(who):
+                yield
+        finally:
+            self._who = None
+
+    def close(self) -> None:
+        for name in COUNTED:
+            setattr(sodium, name, getattr(sodium, name).original)
 
 
 def per_call_us(call, repeat: int) -> float:
@@ -92,11 +133,19 @@ def main() -> None:
         proofs.add(record.proofs_made)
         for who in WHO:
             per_game[who].append(tally.seconds[who] * 1000)
+    counter = CountingTally()
+    try:
+        play_hidden_game(GameContext(os.urandom(16), 1), 0, (os.urandom, os.urandom), rng, counter)
+    finally:
+        counter.close()
     print(f"\nCPU per game, ms, over {args.games} games ({', '.join(map(str, sorted(proofs)))} proofs made a game):")
     for who in WHO:
         times = sorted(per_game[who])
         print(f"  {who:8} median {statistics.median(times):6.1f}   min {times[0]:6.1f}   max {times[-1]:6.1f}")
     print("  target: at most 100 ms a party")
+    print("\nGroup operations in one game (each multiplication also checks its point: libsodium multiplies it by L):")
+    for who in WHO:
+        print(f"  {who:8} " + ", ".join(f"{n} {label}" for label, n in counter.calls[who].items()))
 
     print(f"\nGroup operations, µs each [CPU check: {cpu_check():,.0f} engine plays/s]:")
     for name, us in operation_costs(300).items():
