@@ -148,7 +148,8 @@ class ShuffleTrace:
     block_count: int
 
 
-def _fisher_yates(stream: Iterator[int], trace: list[Draw] | None) -> tuple[int, ...]:
+def fisher_yates(stream: Iterator[int], trace: list[Draw] | None) -> tuple[int, ...]:
+    """A permutation of 0..51 drawn with `uniform` from the stream's words (section 9.7)."""
     deck = list(range(DECK_SIZE))
     for i in range(DECK_SIZE - 1, 0, -1):
         j = uniform(stream, i + 1, trace)
@@ -161,7 +162,7 @@ def shuffled_deck(
 ) -> tuple[int, ...]:
     """The deck order of one game: 52 card ints, index 0 = top, dealt first."""
     stream = DrawStream(deck_key(match_id, game, host_seed, client_seed))
-    return _fisher_yates(stream, None)
+    return fisher_yates(stream, None)
 
 
 def shuffle_trace(
@@ -171,7 +172,7 @@ def shuffle_trace(
     key = deck_key(match_id, game, host_seed, client_seed)
     stream = DrawStream(key)
     draws: list[Draw] = []
-    deck = _fisher_yates(stream, draws)
+    deck = fisher_yates(stream, draws)
     return ShuffleTrace(key, tuple(draws), deck, stream.words_consumed, stream.block_count)
 
 
