@@ -402,12 +402,17 @@ class ChannelRecord:
         """(of, game, count) of the statement the host must sign next, if any."""
         return None if self._owed is None else (self._owed.of, self._owed.game, self._owed.count)
 
-    def host_signature(self, host_identity: Ed25519PrivateKey) -> dict[str, Any]:
-        """The host's `sig` for the statement owed; its frame is then fed back through host_frame."""
+    def owed_statement(self, signer: int) -> bytes:
+        """The bytes the given signer signs for the statement the host owes now."""
         if self._owed is None:
             raise RecordError("host signature", "nothing is owed a signature")
-        owed = self._owed
-        return sig_message(owed.of, owed.game, owed.count, host_identity.sign(owed.statement[HOST_SIGNER]))
+        return self._owed.statement[signer]
+
+    def host_signature(self, host_identity: Ed25519PrivateKey) -> dict[str, Any]:
+        """The host's `sig` for the statement owed; its frame is then fed back through host_frame."""
+        statement = self.owed_statement(HOST_SIGNER)
+        of, game, count = self.owed_by_host
+        return sig_message(of, game, count, host_identity.sign(statement))
 
     def countersignature(self, guest_identity: Ed25519PrivateKey) -> dict[str, Any]:
         """The guest's `sig` for what the host just signed."""
