@@ -98,3 +98,17 @@ def test_the_code_exchange_with_fixed_randomness():
     confirm_a = guest.answer(message_b, confirm_b)
     assert confirm_a == h(vector["confirm_a"]) and guest.key == h(vector["key"])
     host.check(confirm_a)
+
+
+def test_section_14_states_the_sizes_and_points_the_code_uses():
+    from spake2.parameters.ed25519 import ParamsEd25519
+
+    doc = (Path(__file__).parents[2] / "PROTOCOL.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## 14. Version 2"):]
+    for name, point in (("M", ParamsEd25519.M), ("N", ParamsEd25519.N)):
+        assert f"    {name} = {point.to_bytes().hex()}" in section
+    assert "ctx is exactly 131 bytes" in section and len(CONTEXT.encode()) == 131
+    without_deal = record.ChannelContext(CONTEXT.match_id, CONTEXT.host_key, CONTEXT.guest_key, 0, CONTEXT.guest_nonce)
+    assert "That is 233 bytes with the fair deal and 201 without" in section
+    assert len(record.game_statement(CONTEXT, 0, 1, 83, bytes(32), bytes(32))) == 233
+    assert len(record.game_statement(without_deal, 0, 1, 83, bytes(32), None)) == 201
