@@ -299,6 +299,10 @@ class _Owed:
     count: int
     statement: dict[int, bytes]  # signer -> the bytes that signer signs
 
+    @property
+    def what(self) -> str:
+        return "the result" if self.of == "result" else f"game {self.game}"
+
 
 @dataclass
 class ChannelRecord:
@@ -339,8 +343,7 @@ class ChannelRecord:
         if self.result is not None and self.result.host is not Status.MISSING:
             raise RecordError("stream", "the stream goes on after the host signed the result")
         if self._owed is not None and kind != "sig":
-            what = "the result" if self._owed.of == "result" else f"game {self._owed.game}"
-            raise RecordError("host signature", f"the stream goes on without the host's signature of {what}")
+            raise RecordError("host signature", f"the stream goes on without the host's signature of {self._owed.what}")
         if self._countersign is not None:
             self._countersign = None  # the guest's chance to countersign ends with the next stream message
         number = self.chain.count + 1
@@ -365,25 +368,10 @@ class ChannelRecord:
 
     def guest_sig(self, message: dict[str, Any]) -> None:
         """The guest's countersignature; RecordError (bad_signature) when it is not the one owed or does not verify."""
-        owed = self._countersign
-        if owed is None and self._owed is not None:
-            what = "the result" if self._owed.of == "result" else f"game {self._owed.game}"
-            raise RecordError("bad_signature", f"the guest signed {what} before the host did")
-        if owed is None:
-            raise RecordError("bad_signature", "a signature from the guest when none is owed")
-        if (message.get("of"), message.get("game"), message.get("count")) != (owed.of, owed.game, owed.count):
-            raise RecordError(
-                "bad_signature",
-                f"the guest signed {message.get('of')!s:.10} {message.get('game')!s:.10} at {message.get('count')!s:.10}, "
-                f"the signature owed is of {owed.of} {owed.game} at {owed.count}",
-            )
-        target = self.result if owed.of == "result" else self.games[-1]
-        valid = verify_signature(self.context.guest_key, message.get("signature"), owed.statement[GUEST_SIGNER])
-        target.guest = Status.VALID if valid else Status.INVALID
+        if self._countersign is None and self._owed is not None:
+            raise RecordError("bad_signature", f"the guest signed {self._owed.what} before the host did")
+        self._check_sig(self._countersign, message, GUEST_SIGNER)
         self._countersign = None
-        if not valid:
-            what = "the result" if owed.of == "result" else f"game {owed.game}"
-            raise RecordError("bad_signature", f"the guest's signature of {what} does not verify under the guest key")
 
     def finish(self, *, partial: bool = False) -> None:
         """The record is complete: the host signed the result.  With partial, a cut record is accepted."""
@@ -492,22 +480,27 @@ class ChannelRecord:
 
     def _host_sig(self, message: dict[str, Any]) -> None:
         owed = self._owed
-        if owed is None:
-            raise RecordError("host signature", "a signature in the stream where none is owed")
-        if (message.get("of"), message.get("game"), message.get("count")) != (owed.of, owed.game, owed.count):
-            raise RecordError(
-                "host signature",
-                f"the host signed {message.get('of')!s:.10} {message.get('game')!s:.10} at {message.get('count')!s:.10}, "
-                f"the signature owed is of {owed.of} {owed.game} at {owed.count}",
-            )
-        target = self.result if owed.of == "result" else self.games[-1]
-        if not verify_signature(self.context.host_key, message.get("signature"), owed.statement[HOST_SIGNER]):
-            target.host = Status.INVALID
-            what = "the result" if owed.of == "result" else f"game {owed.game}"
-            raise RecordError("host signature", f"the host's signature of {what} does not verify under the host key")
-        target.host = Status.VALID
+        self._check_sig(owed, message, HOST_SIGNER)
         self._owed = None
         self._countersign = owed
+
+    def _check_sig(self, owed: _Owed | None, message: dict[str, Any], signer: int) -> None:
+        """A `sig` against the statement owed: the signer's status is kept, and RecordError says what is wrong."""
+        who = "host" if signer == HOST_SIGNER else "guest"
+        error = "host signature" if signer == HOST_SIGNER else "bad_signature"
+        if owed is None:
+            raise RecordError(error, f"a signature from the {who} where none is owed")
+        if (message.get("of"), message.get("game"), message.get("count")) != (owed.of, owed.game, owed.count):
+            raise RecordError(
+                error,
+                f"the {who} signed {message.get('of')!s:.10} {message.get('game')!s:.10} at {message.get('count')!s:.10}, "
+                f"the signature owed is of {owed.what} at {owed.count}",
+            )
+        target = self.result if owed.of == "result" else self.games[-1]
+        valid = verify_signature(self.context.key_of(signer), message.get("signature"), owed.statement[signer])
+        setattr(target, who, Status.VALID if valid else Status.INVALID)
+        if not valid:
+            raise RecordError(error, f"the {who}'s signature of {owed.what} does not verify under the {who} key")
 
 
 def check_channel(

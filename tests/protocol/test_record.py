@@ -233,11 +233,11 @@ def test_a_bad_countersignature_is_refused(real_match, signed):
 def test_a_signature_nobody_owes_is_refused(real_match, signed):
     guest_sig = next(i for i, (s, b) in enumerate(signed) if s == "guest" and decode_body(b)["type"] == "sig")
     doubled = signed[: guest_sig + 1] + [signed[guest_sig]] + signed[guest_sig + 1 :]
-    with pytest.raises(RecordError, match="bad_signature: a signature from the guest when none is owed"):
+    with pytest.raises(RecordError, match="bad_signature: a signature from the guest where none is owed"):
         check(real_match, doubled)
     host_sig = guest_sig - 1
     doubled = signed[: host_sig + 1] + [signed[host_sig]] + signed[host_sig + 1 :]
-    with pytest.raises(RecordError, match="host signature: a signature in the stream where none is owed"):
+    with pytest.raises(RecordError, match="host signature: a signature from the host where none is owed"):
         check(real_match, doubled)
 
 
