@@ -524,3 +524,53 @@ def check_channel(
             channel.guest_sig(message)
     channel.finish(partial=partial)
     return channel
+
+
+def account_contradictions(account: AbsenceAccount) -> list[str]:
+    """What the host's own account of an absence contradicts, in words (section 14.6); empty when it holds together."""
+    problems = []
+    events = account.events
+    for before, after in zip(events, events[1:]):
+        if after.time_ms < before.time_ms or after.sent < before.sent:
+            problems.append(f"the account goes back in time or in messages at its {after.kind} event")
+            break
+    away: AbsenceEvent | None = None
+    for event in events:
+        if event.kind == "away":
+            away = event
+        elif event.kind == "back":
+            if away is None:
+                problems.append("the account has the seat come back without going away")
+            away = None
+    ending = events[-1]
+    if ending.kind == "grace_over":
+        if away is None:
+            problems.append("the account ends the grace period of a seat that was not away")
+        elif ending.time_ms - away.time_ms < account.grace * 1000:
+            waited = (ending.time_ms - away.time_ms) / 1000
+            problems.append(f"the account shows a wait of {waited:g} seconds for a grace period of {account.grace} seconds")
+    return problems
+
+
+def disputed_abandonment(
+    account: AbsenceAccount, *, end_number: int, welcome_sent: int, left: bool, countersigned: bool
+) -> str | None:
+    """Why the seat told it abandoned knows otherwise, or None when the host's account may be true (section 14.8).
+
+    The seat knows the stream number of the `match_end` (end_number), the
+    `sent` of the `welcome` of the connection that brought it (welcome_sent),
+    whether it sent `leave`, and whether it sent every countersignature owed.
+    A `match_end` that came live on a connection (end_number > welcome_sent)
+    was sent to a seat that was there.
+    """
+    contradictions = account_contradictions(account)
+    if contradictions:
+        return contradictions[0]
+    ending = account.events[-1].kind
+    if ending == "left" and not left:
+        return "the host says this seat left the match, and it did not"
+    if ending == "grace_over" and end_number > welcome_sent:
+        return "the host says this seat was away past its grace period, and said so on a connection the seat held"
+    if ending == "unsigned" and countersigned:
+        return "the host says this seat did not countersign, and it did"
+    return None

@@ -20,7 +20,9 @@ from basra_net.protocol.record import (
     ChannelRecord,
     RecordError,
     Status,
+    account_contradictions,
     check_channel,
+    disputed_abandonment,
     evidence_map,
 )
 from basra_net.protocol.shuffle import SMALL_ORDER_KEYS
@@ -348,3 +350,69 @@ def test_a_game_whose_seed_is_unknown_cannot_be_signed(real_match):
     channel = ChannelRecord(context, welcome.scoring, welcome.target)
     with pytest.raises(RecordError, match="game 1 ends with no seed from the guest"):
         channel.host_frame(encode_frame({"type": "reveal", "game": 1}))
+
+
+def account(*events, grace=120) -> AbsenceAccount:
+    return AbsenceAccount(1, grace, tuple(AbsenceEvent(kind, time, sent) for kind, time, sent in events))
+
+
+HONEST_ABSENCE = account(("away", 0, 40), ("resume", 5_000, 40), ("back", 6_000, 41), ("away", 10_000, 50), ("grace_over", 130_000, 51))
+
+
+def test_an_honest_account_holds_together():
+    assert account_contradictions(HONEST_ABSENCE) == []
+    # the seat resumed only after the match ended: the match_end (51) came in the replay of a welcome with sent 51
+    assert disputed_abandonment(HONEST_ABSENCE, end_number=51, welcome_sent=51, left=False, countersigned=True) is None
+    assert disputed_abandonment(account(("left", 0, 9)), end_number=10, welcome_sent=0, left=True, countersigned=True) is None
+
+
+@pytest.mark.parametrize(
+    "events, contradiction",
+    [
+        ((("away", 10_000, 40), ("grace_over", 5_000, 41)), "goes back in time"),
+        ((("away", 0, 40), ("grace_over", 130_000, 39)), "goes back in time or in messages"),
+        ((("back", 0, 40), ("grace_over", 130_000, 41)), "come back without going away"),
+        ((("away", 0, 40), ("back", 1_000, 41), ("grace_over", 130_000, 42)), "a seat that was not away"),
+        ((("away", 0, 40), ("grace_over", 30_000, 41)), "a wait of 30 seconds for a grace period of 120 seconds"),
+    ],
+)
+def test_an_account_that_contradicts_itself_is_named(events, contradiction):
+    with_contradiction = account(*events)
+    assert any(contradiction in problem for problem in account_contradictions(with_contradiction))
+    assert contradiction in disputed_abandonment(with_contradiction, end_number=60, welcome_sent=60, left=False, countersigned=False)
+
+
+def test_a_seat_that_was_there_disputes_its_abandonment():
+    """The host that is losing ends the match 'abandoned' while the guest is connected and leading."""
+    live = disputed_abandonment(HONEST_ABSENCE, end_number=51, welcome_sent=41, left=False, countersigned=True)
+    assert live == "the host says this seat was away past its grace period, and said so on a connection the seat held"
+    left = disputed_abandonment(account(("left", 0, 9)), end_number=10, welcome_sent=0, left=False, countersigned=True)
+    assert left == "the host says this seat left the match, and it did not"
+    unsigned = account(("unsigned", 0, 84))
+    assert disputed_abandonment(unsigned, end_number=85, welcome_sent=0, left=False, countersigned=True) == (
+        "the host says this seat did not countersign, and it did"
+    )
+    assert disputed_abandonment(unsigned, end_number=85, welcome_sent=0, left=False, countersigned=False) is None
+
+
+def test_the_hosts_replay_of_the_guests_plays_lacks_the_guests_signatures(real_match, signed):
+    """The host re-signs a stream in which a play of the guest's is changed: its own signatures hold, the guest's cannot."""
+    context, welcome, messages, identity = real_match
+    first_guest_play = next(i for i, (s, m) in enumerate(messages) if m["type"] == "played" and m["seat"] == 1)
+    forged_messages = list(messages)
+    sender, played = messages[first_guest_play]
+    forged_messages[first_guest_play] = (sender, {**played, "seat": 0})
+    host_only = sign_channel(context, welcome.scoring, welcome.target, identity, forged_messages, countersign=lambda of, game: False)
+    channel = check(real_match, host_only)
+    assert all(g.host is Status.VALID and g.guest is Status.MISSING for g in channel.games)
+    assert channel.result.guest is Status.MISSING  # shown as the host's word alone, never as agreed
+    # Pasting the guest's real countersignatures after the host's new signatures does not make them fit.
+    guest_sigs = {(m["of"], m["game"]): body for s, body in signed if s == "guest" and (m := decode_body(body))["type"] == "sig"}
+    pasted: Records = []
+    for sender, body in host_only:
+        pasted.append((sender, body))
+        message = decode_body(body)
+        if sender == "host" and message["type"] == "sig":
+            pasted.append(("guest", guest_sigs[(message["of"], message["game"])]))
+    with pytest.raises(RecordError, match="bad_signature: the guest's signature of game 1 does not verify"):
+        check(real_match, pasted)
