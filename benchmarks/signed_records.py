@@ -70,12 +70,14 @@ def main() -> None:
 
     # The channel as a verifier reads it: the guest's seed, the host's stream, the guest's countersignatures.
     seed = {"type": "seed", "game": 1, "seed": bytes.fromhex(VECTORS["client_seeds"]["1"])}
-    records = [("guest", encode_frame(seed)[4:])]
+    records = []
     guest_side = record.ChannelRecord(context, "egyptian", VECTORS["result_statement"]["target"])
-    guest_side.guest_seed(1, seed["seed"])
     for frame in frames:
         message = guest_side.host_frame(frame)
         records.append(("host", frame[4:]))
+        if message["type"] == "commit":
+            guest_side.guest_seed(1, seed["seed"])
+            records.append(("guest", encode_frame(seed)[4:]))
         if message["type"] == "sig":
             records.append(("guest", encode_frame(guest_side.countersignature(guest))[4:]))
 

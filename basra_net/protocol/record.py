@@ -318,6 +318,7 @@ class ChannelRecord:
     _seeds: dict[int, bytes] = field(init=False, default_factory=dict)
     _owed: _Owed | None = field(init=False, default=None)  # the statement whose host signature is due next
     _countersign: _Owed | None = field(init=False, default=None)  # the statement the guest may countersign
+    _awaiting_seed: int | None = field(init=False, default=None)  # the game whose commitment was the last stream message
 
     def __post_init__(self) -> None:
         self.chain = RunningHash(self.context)
@@ -344,8 +345,9 @@ class ChannelRecord:
             raise RecordError("stream", "the stream goes on after the host signed the result")
         if self._owed is not None and kind != "sig":
             raise RecordError("host signature", f"the stream goes on without the host's signature of {self._owed.what}")
-        if self._countersign is not None:
-            self._countersign = None  # the guest's chance to countersign ends with the next stream message
+        # The guest's chance to countersign, or to send its seed, ends with the next stream message.
+        self._countersign = None
+        self._awaiting_seed = message.get("game") if kind == "commit" else None
         number = self.chain.count + 1
         digest = self.chain.add(frame)
         if kind == "match_start":
@@ -364,7 +366,10 @@ class ChannelRecord:
         """The guest's `seed` for a game; the first one per game counts, as the host takes it."""
         if type(game) is not int or not isinstance(seed, bytes) or len(seed) != SEED_SIZE:
             raise RecordError("seed", f"a seed is a game number and {SEED_SIZE} bytes")
-        self._seeds.setdefault(game, seed)
+        if game != self._awaiting_seed:
+            raise RecordError("seed", f"a seed for game {game} where none was asked for: it answers the commitment, before the deal")
+        if self._seeds.setdefault(game, seed) != seed:
+            raise RecordError("seed", f"a second, different seed for game {game}")
 
     def guest_sig(self, message: dict[str, Any]) -> None:
         """The guest's countersignature; RecordError (bad_signature) when it is not the one owed or does not verify."""

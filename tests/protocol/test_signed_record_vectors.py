@@ -50,13 +50,13 @@ def test_the_running_hash_and_every_statement_of_a_whole_game():
     result = VECTORS["result_statement"]
     channel = record.ChannelRecord(CONTEXT, "egyptian", result["target"])
     assert channel.chain.digest == h(VECTORS["stream"]["h0"])
-    for game, seed in VECTORS["client_seeds"].items():
-        channel.guest_seed(int(game), h(seed))
     games = {g["checkpoint"]: g for g in VECTORS["game_statements"]}
     host = Ed25519PrivateKey.from_private_bytes(h(KEYS["host_private_seed"]))
     guest = Ed25519PrivateKey.from_private_bytes(h(KEYS["guest_private_seed"]))
     for step in VECTORS["stream"]["steps"]:
-        channel.host_frame(h(step["frame"]))
+        message = channel.host_frame(h(step["frame"]))
+        if message["type"] == "commit":  # the guest answers the commitment with its seed
+            channel.guest_seed(message["game"], h(VECTORS["client_seeds"][str(message["game"])]))
         assert channel.chain.count == step["n"] and channel.chain.digest == h(step["hash"]), f"stream message {step['n']}"
         owed = channel.owed_by_host
         if owed is None:
