@@ -17,7 +17,7 @@ import trio
 from ..protocol.errors import CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Welcome
-from .pinning import KNOWN_HOSTS_FILE, KeyChanged, KnownHosts, client_tls_context, peer_public_key
+from .pinning import KNOWN_HOSTS_FILE, KeyChanged, KnownHosts, client_tls_context, peer_public_key, pin_address
 from .players import Player
 from .session import EXIT_FAILURE, ClientSession, Resume, SessionResult
 from .state import ClientState
@@ -129,7 +129,8 @@ class JoinSession:
         try:
             await secure.do_handshake()
             host_key = peer_public_key(secure)
-            self._newly_pinned = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(self._where, host_key)
+            pin = pin_address(stream.socket.getpeername())
+            self._newly_pinned = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(pin, host_key)
         except BaseException:
             await trio.aclose_forcefully(secure)
             raise

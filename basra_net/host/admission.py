@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..protocol.errors import CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE, ProtocolError
 from ..protocol.messages import Hello
+from ..protocol.joincode import normalize_code
 from .limits import CodeAttempts, HandshakeGate
 
 # No I, L, O, 0 or 1: a code is read aloud or copied from another screen.
@@ -25,11 +26,6 @@ def make_join_code() -> str:
     """A fresh code such as 'K7M-2QX' (about 30 bits; wrong guesses are slowed down)."""
     raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
     return f"{raw[:3]}-{raw[3:]}"
-
-
-def normalize_code(text: str) -> str:
-    """What a player typed, as compared: case, spaces and dashes do not matter."""
-    return "".join(ch for ch in text.upper() if ch not in " -")
 
 
 @dataclass

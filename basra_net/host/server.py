@@ -17,6 +17,7 @@ from ..client.join import DEFAULT_PORT
 from ..client.players import BotPlayer, Player
 from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
+from ..files import private_dir
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
 from .certificate import server_tls_context
@@ -98,9 +99,7 @@ def _local_seat(nursery: trio.Nursery, table: Table, seat: int) -> trio.SocketSt
 
 
 def journal_folder() -> Path:
-    folder = data_dir() / "journals"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return private_dir(data_dir() / "journals")
 
 
 def latest_journal() -> Path:

@@ -1,4 +1,4 @@
-"""Hidden hands: the mental-poker deal (PROTOCOL.md section 14).
+"""Hidden hands: the mental-poker deal (PROTOCOL.md section 15).
 
 Every card is a point of the prime-order subgroup of edwards25519, hashed
 from its name.  Each of the two players (the *parties*) draws a secret scalar

@@ -329,7 +329,7 @@ def test_a_card_swapped_for_another_by_the_second_party_is_named_at_the_audit():
 
 
 def test_the_last_shuffler_peeking_through_the_dealers_unmasking_is_caught_at_its_reveal():
-    """PROTOCOL.md 14.12: what the non-dealer can learn this way, and where it surfaces."""
+    """PROTOCOL.md 15.12: what the non-dealer can learn this way, and where it surfaces."""
     table = Table()
     dealer, cheat = table.parties
     blind = 5

@@ -1,4 +1,4 @@
-"""Writes hidden_deal.json: test vectors for hidden hands (PROTOCOL.md section 14).
+"""Writes hidden_deal.json: test vectors for hidden hands (PROTOCOL.md section 15).
 
 The values are computed here from the specification with hashlib, struct and
 libsodium's group operations (through PyNaCl's bindings) alone, independently
@@ -227,7 +227,7 @@ def pick(proof: dict) -> dict:
 
 def build_vectors() -> dict:
     return {
-        "description": "basra-net hidden hands test vectors (PROTOCOL.md section 14)",
+        "description": "basra-net hidden hands test vectors (PROTOCOL.md section 15)",
         "format": FORMAT_NOTES,
         "labels": {"card": CARD_LABEL.decode(), "challenge": CHALLENGE_LABEL.decode(),
                    "nonce": NONCE_LABEL.decode(), "random_stream": STREAM_LABEL.decode()},
