@@ -19,6 +19,7 @@ from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
+from .announce import announce_host_table, announce_lobby
 from .certificate import server_tls_context
 from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
@@ -47,6 +48,7 @@ class HostSettings:
     grace: float = GRACE
     journal: Path | None = None  # where to journal the match (default: in the data directory)
     resume: Path | None = None  # a journal to continue instead of starting a match
+    announce: bool = True  # announce the table on the LAN (DNS-SD)
 
 
 class CannotResume(Exception):
@@ -189,6 +191,11 @@ async def run_host(
                 if table.journal is not None and not tokens:
                     say(f"Journal: {table.journal.path} (after a crash, `basra host --resume` continues the match)")
                 nursery.start_soon(_accept, listeners, table, door, nursery, accept_scope)
+                if settings.announce:
+                    nursery.start_soon(partial(
+                        announce_host_table, table, settings.name, door.fingerprint,
+                        code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say,
+                    ))
                 task_status.started(port)
             else:
                 bot_stream = _local_seat(nursery, table, 1)
@@ -335,6 +342,7 @@ class ServeSettings:
     code: str | None = None
     tls: bool = True
     grace: float = GRACE
+    announce: bool = True  # announce the server on the LAN (DNS-SD)
 
 
 async def run_serve(
@@ -367,4 +375,8 @@ async def run_serve(
             await door.serve(stream, lobby)
 
         task_status.started(port)
+        if settings.announce:
+            nursery.start_soon(partial(
+                announce_lobby, lobby, door.fingerprint, code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say
+            ))
         await serve_listeners(handle, listeners, nursery)
