@@ -1,0 +1,196 @@
+"""Finding tables on a LAN: real `basra` processes in two network namespaces joined by a veth pair.
+
+Multicast DNS crosses the veth link exactly as it crosses a home network's
+switch; nothing here touches the machine's own interfaces.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .processes import basra_command, wait_for_line
+
+MATCH_TIMEOUT = 120
+ANNOUNCED = "announced on the LAN"
+GOODBYE_DEADLINE = 1.0  # seconds after the host exits by which listeners must have dropped its table
+
+# Follows the tables on the LAN with the same browser `basra join` uses, one line per change.
+WATCHER = """
+import trio
+from basra_net.client.discovery import open_browser
+
+async def main():
+    seen = set()
+    async with open_browser() as live:
+        def show(tables):
+            for name in sorted(set(tables) - seen):
+                print("seen", tables[name].port, name, flush=True)
+            for name in sorted(seen - set(tables)):
+                print("gone", name, flush=True)
+            seen.clear()
+            seen.update(tables)
+        print("watching", flush=True)
+        await live.follow(show)
+
+trio.run(main)
+"""
+
+# Announces a table at the real host's address and port under a fingerprint of its own choosing.
+SPOOFER = """
+import socket, sys
+from zeroconf import ServiceInfo, Zeroconf, IPVersion
+from basra_net.protocol.dnssd import SERVICE_TYPE, Announcement, txt_properties
+from basra_net.protocol.messages import PROTOCOL_VERSIONS
+
+address, port = sys.argv[1], int(sys.argv[2])
+fake = Announcement("host", "Totally Hoda", "elsewhere", PROTOCOL_VERSIONS, "dead beef dead beef", False, True, 1, None)
+zeroconf = Zeroconf(ip_version=IPVersion.V4Only)
+info = ServiceInfo(SERVICE_TYPE, "Totally Hoda." + SERVICE_TYPE, port=port, properties=txt_properties(fake),
+                   server="spoofer.local.", parsed_addresses=[address])
+zeroconf.register_service(info)
+print("registered", flush=True)
+sys.stdin.read()
+zeroconf.close()
+"""
+
+
+def _in(ns: str, *args: str) -> list[str]:
+    return ["ip", "netns", "exec", ns, *args]
+
+
+def _start_host(ns: str, env: dict, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(_in(ns, *basra_command(*args)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _stop(*processes: subprocess.Popen) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def _list_json(ns: str, env: dict) -> list[dict]:
+    listed = subprocess.run(_in(ns, *basra_command("list", "--json")), capture_output=True, text=True, env=env, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)
+
+
+def _fingerprint(lines: list[str]) -> str:
+    line = next(line for line in lines if "host key fingerprint" in line)
+    return line.split("host key fingerprint ")[1].rstrip(")\n")
+
+
+def test_join_without_an_address_finds_the_host_in_the_other_namespace_and_plays_a_whole_match(two_hosts, basra_env, tmp_path):
+    host_ns, join_ns, host_addr = two_hosts
+    host_transcript, join_transcript = tmp_path / "host.basra", tmp_path / "join.basra"
+    host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--target", "30", "--name", "Hoda", "--transcript", str(host_transcript))
+    try:
+        wait_for_line(host, ANNOUNCED)
+        join = subprocess.run(
+            _in(join_ns, *basra_command("join", "--auto", "greedy", "--name", "Omar", "--transcript", str(join_transcript))),
+            capture_output=True, text=True, env=basra_env, timeout=MATCH_TIMEOUT,
+        )
+        host.communicate(timeout=MATCH_TIMEOUT)
+    finally:
+        _stop(host)
+    assert join.returncode == 0, join.stdout + join.stderr
+    assert host.returncode == 0
+    assert f"joining Hoda on " in join.stdout and f"at {host_addr}" in join.stdout
+    assert "match over" in join.stdout
+    for transcript in (host_transcript, join_transcript):
+        verified = subprocess.run(basra_command("verify", str(transcript)), capture_output=True, text=True, env=basra_env, timeout=60)
+        assert verified.returncode == 0, verified.stdout
+
+
+def test_a_host_and_a_server_are_both_listed_and_a_quiet_host_never_is(two_hosts, basra_env):
+    host_ns, join_ns, host_addr = two_hosts
+    host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda", "--port", "5252", "--code", "ABC-DEF")
+    server = _start_host(host_ns, basra_env, "serve", "--port", "5253", "--tables", "3")
+    quiet = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Quiet", "--port", "5254", "--no-announce")
+    try:
+        host_lines = wait_for_line(host, ANNOUNCED)
+        wait_for_line(server, ANNOUNCED)
+        quiet_lines = wait_for_line(quiet, "Waiting for the second player")
+        # The quiet host has been up as long as the others, which were heard: it would be too.
+        listed = {entry["port"]: entry for entry in _list_json(join_ns, basra_env)}
+    finally:
+        _stop(host, server, quiet)
+    assert set(listed) == {5252, 5253}, listed
+    assert not any(ANNOUNCED in line for line in quiet_lines)
+    hoda, serve = listed[5252], listed[5253]
+    assert hoda["instance"].startswith("Hoda on ") and hoda["kind"] == "host"
+    assert hoda["addresses"][0] == host_addr and hoda["join"] == f"basra join {host_addr}"
+    assert hoda["fingerprint"] == _fingerprint(host_lines) and hoda["code"] is True and hoda["seats"] == 1
+    assert serve["kind"] == "serve" and serve["tables"] == 0 and serve["seats"] == 6 and serve["code"] is False
+    assert serve["join"] == f"basra join {host_addr}:5253"
+
+
+class _Lines:
+    """A process's output lines as they come, each with the time it was read."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            self.lines.put((time.monotonic(), line))
+
+    def wait_for(self, prefix: str, deadline: float) -> tuple[float, str]:
+        while True:
+            try:
+                read_at, line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line starting {prefix!r} by the deadline") from None
+            if line.startswith(prefix):
+                return read_at, line
+
+
+def test_the_announcement_is_withdrawn_when_the_host_exits(two_hosts, basra_env):
+    host_ns, join_ns, _ = two_hosts
+    watcher = subprocess.Popen(_in(join_ns, sys.executable, "-c", WATCHER), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env)
+    host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda")
+    try:
+        watching = _Lines(watcher)
+        watching.wait_for("watching", time.monotonic() + 20)
+        wait_for_line(host, ANNOUNCED)
+        watching.wait_for("seen 5252 Hoda on ", time.monotonic() + 10)
+        host.send_signal(signal.SIGINT)  # Ctrl-C
+        host.communicate(timeout=20)
+        exited = time.monotonic()
+        # Without goodbye packets the watcher would keep the table for the records' lifetime (two minutes).
+        watching.wait_for("gone Hoda on ", exited + GOODBYE_DEADLINE)
+    finally:
+        _stop(host, watcher)
+
+
+def test_a_table_announced_under_another_fingerprint_is_refused_at_connect(two_hosts, basra_env, tmp_path):
+    host_ns, join_ns, host_addr = two_hosts
+    host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda", "--no-announce")
+    spoofer = subprocess.Popen(
+        _in(host_ns, sys.executable, "-c", SPOOFER, host_addr, "5252"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env,
+    )
+    join_env = {**basra_env, "BASRA_HOME": str(tmp_path / "joiner")}
+    try:
+        wait_for_line(host, "Waiting for the second player")
+        wait_for_line(spoofer, "registered")
+        join = subprocess.run(
+            _in(join_ns, *basra_command("join", "--auto", "greedy")), capture_output=True, text=True, env=join_env, timeout=60,
+        )
+    finally:
+        _stop(host, spoofer)
+    assert join.returncode != 0
+    assert "joining Totally Hoda" in join.stdout  # it was found, and trusted only as far as the connect
+    [refusal] = join.stderr.strip().splitlines()
+    assert "announced with host key fingerprint dead beef dead beef" in refusal and "refused" in refusal
+    assert "Traceback" not in join.stderr
+    # Nothing was pinned for the address on the strength of the announcement.
+    assert not any(Path(join_env["BASRA_HOME"]).rglob("known_hosts*"))
