@@ -1,4 +1,4 @@
-"""What a host says about itself on the LAN: the DNS-SD TXT record of `_basra._tcp` (PROTOCOL.md, section 12).
+"""What a host says about itself on the LAN: the DNS-SD TXT record of `_basra._tcp` (PROTOCOL.md, section 14).
 
 Sans-I/O: the host turns its state into TXT key/value pairs here, a browser
 turns what it heard back into an ``Announcement``.  Anyone on the LAN can
