@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import pexpect
+import pytest
 
 from .processes import basra_command, wait_for_line
 
@@ -27,15 +31,17 @@ import trio
 from basra_net.client.discovery import open_browser
 
 async def main():
-    seen = set()
+    shown = {}
     async with open_browser() as live:
         def show(tables):
-            for name in sorted(set(tables) - seen):
-                print("seen", tables[name].port, name, flush=True)
-            for name in sorted(seen - set(tables)):
+            for name, table in sorted(tables.items()):
+                if shown.get(name) != table:
+                    a = table.announcement
+                    print("seen", table.port, f"seats={a.seats}", f"tables={a.tables}", name, flush=True)
+            for name in sorted(set(shown) - set(tables)):
                 print("gone", name, flush=True)
-            seen.clear()
-            seen.update(tables)
+            shown.clear()
+            shown.update(tables)
         print("watching", flush=True)
         await live.follow(show)
 
@@ -109,8 +115,28 @@ def test_join_without_an_address_finds_the_host_in_the_other_namespace_and_plays
         assert verified.returncode == 0, verified.stdout
 
 
-def test_a_host_and_a_server_are_both_listed_and_a_quiet_host_never_is(two_hosts, basra_env):
-    host_ns, join_ns, host_addr = two_hosts
+HOST_ADDRESS6, JOIN_ADDRESS6 = "fd00:231:77::1", "fd00:231:77::2"  # unique local addresses, inside the test's namespaces only
+
+
+@pytest.fixture
+def ipv6_on_the_link(two_hosts):
+    """An IPv6 address at each end of the veth pair, besides the link-local ones."""
+    for ns, address in zip(two_hosts[:2], (HOST_ADDRESS6, JOIN_ADDRESS6)):
+        link = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "type", "veth"], capture_output=True, text=True).stdout
+        interface = re.match(r"\d+: ([^@:]+)", link).group(1)
+        added = subprocess.run(["ip", "-n", ns, "addr", "add", f"{address}/64", "dev", interface, "nodad"], capture_output=True, text=True)
+        if added.returncode != 0:
+            pytest.skip(f"cannot give the veth pair IPv6 addresses: {added.stderr.strip()}")
+    return two_hosts
+
+
+def _connects(ns: str, address: str, port: int) -> bool:
+    probe = f"import socket; socket.create_connection(({address!r}, {port}), timeout=5).close()"
+    return subprocess.run(_in(ns, sys.executable, "-c", probe), capture_output=True, timeout=30).returncode == 0
+
+
+def test_a_host_and_a_server_are_both_listed_and_a_quiet_host_never_is(ipv6_on_the_link, basra_env):
+    host_ns, join_ns, host_addr = ipv6_on_the_link
     host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda", "--port", "5252", "--code", "ABC-DEF")
     server = _start_host(host_ns, basra_env, "serve", "--port", "5253", "--tables", "3")
     quiet = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Quiet", "--port", "5254", "--no-announce")
@@ -120,6 +146,10 @@ def test_a_host_and_a_server_are_both_listed_and_a_quiet_host_never_is(two_hosts
         quiet_lines = wait_for_line(quiet, "Waiting for the second player")
         # The quiet host has been up as long as the others, which were heard: it would be too.
         listed = {entry["port"]: entry for entry in _list_json(join_ns, basra_env)}
+        # Both families are announced, and each address announced (but link-local, which needs a scope) takes connections.
+        assert {host_addr, HOST_ADDRESS6} <= set(listed[5252]["addresses"]), listed
+        for address in listed[5252]["addresses"]:
+            assert address.startswith("fe80:") or _connects(join_ns, address, 5252), address
     finally:
         _stop(host, server, quiet)
     assert set(listed) == {5252, 5253}, listed
@@ -161,7 +191,7 @@ def test_the_announcement_is_withdrawn_when_the_host_exits(two_hosts, basra_env)
         watching = _Lines(watcher)
         watching.wait_for("watching", time.monotonic() + 20)
         wait_for_line(host, ANNOUNCED)
-        watching.wait_for("seen 5252 Hoda on ", time.monotonic() + 10)
+        watching.wait_for("seen 5252 seats=1 tables=None Hoda on ", time.monotonic() + 10)
         host.send_signal(signal.SIGINT)  # Ctrl-C
         host.communicate(timeout=20)
         exited = time.monotonic()
@@ -194,3 +224,57 @@ def test_a_table_announced_under_another_fingerprint_is_refused_at_connect(two_h
     assert "Traceback" not in join.stderr
     # Nothing was pinned for the address on the strength of the announcement.
     assert not any(Path(join_env["BASRA_HOME"]).rglob("known_hosts*"))
+
+
+def test_a_server_announcement_follows_its_tables(two_hosts, basra_env, tmp_path):
+    host_ns, join_ns, host_addr = two_hosts
+    watcher = subprocess.Popen(_in(join_ns, sys.executable, "-c", WATCHER), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env)
+    server = _start_host(host_ns, basra_env, "serve", "--tables", "3", "--quiet")
+    first = None
+    try:
+        watching = _Lines(watcher)
+        wait_for_line(server, ANNOUNCED)
+        watching.wait_for("seen 5252 seats=6 tables=0 basra serve on ", time.monotonic() + 20)
+        # One player sits down and waits for a second: a table is open, with one seat of it free.
+        first = subprocess.Popen(
+            _in(join_ns, *basra_command("join", host_addr, "--auto", "greedy", "--name", "Omar")),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**basra_env, "BASRA_HOME": str(tmp_path / "omar")},
+        )
+        watching.wait_for("seen 5252 seats=5 tables=1 basra serve on ", time.monotonic() + 20)
+    finally:
+        _stop(*[p for p in (first, server, watcher) if p is not None])
+
+
+def _spawn(ns: str, env: dict, *args: str) -> pexpect.spawn:
+    command = _in(ns, *basra_command(*args))
+    return pexpect.spawn(command[0], command[1:], env=env, encoding="utf-8", timeout=30, dimensions=(40, 120))
+
+
+def test_at_a_terminal_one_table_is_offered_and_several_are_listed_to_choose(two_hosts, basra_env, tmp_path):
+    host_ns, join_ns, host_addr = two_hosts
+    join_env = {**basra_env, "BASRA_HOME": str(tmp_path / "joiner")}
+    hoda = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda", "--port", "5252")
+    amal = None
+    try:
+        fingerprint = _fingerprint(wait_for_line(hoda, ANNOUNCED))
+        one = _spawn(join_ns, join_env, "join")
+        one.expect(rf"found Hoda on \S+ at {re.escape(host_addr)} \(host key fingerprint {fingerprint}; 1 seat free\)")
+        one.expect_exact("Join it? [Y/n] ")
+        one.sendline("n")
+        one.expect_exact("not joined")
+        one.expect(pexpect.EOF)
+        one.close()
+        assert one.exitstatus == 130
+
+        amal = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Amal", "--port", "5253")
+        wait_for_line(amal, ANNOUNCED)
+        several = _spawn(join_ns, join_env, "join", "--name", "Omar")
+        several.expect(rf"1\. Amal on \S+ at {re.escape(host_addr)}:5253")
+        several.expect(rf"2\. Hoda on \S+ at {re.escape(host_addr)} ")
+        several.expect_exact("Which table (1-2)? ")
+        several.sendline("2")
+        several.expect(rf"joining Hoda on \S+ at {re.escape(host_addr)}\b")
+        wait_for_line(hoda, "Omar took seat 1")  # the chosen table, and only it, got the player
+        several.terminate(force=True)
+    finally:
+        _stop(*[p for p in (hoda, amal) if p is not None])
