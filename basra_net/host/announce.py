@@ -14,6 +14,7 @@ lifetime bounds how long it is still listed.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 from dataclasses import replace
@@ -56,20 +57,21 @@ def announced_addresses(bound: list[tuple[int, str]], interfaces: list[tuple[int
     """The addresses to announce for listening sockets bound to ``bound`` ((family, address) each).
 
     A socket bound to a wildcard address listens on every address of its
-    family (``interfaces``); loopback is left out then, as nobody else on
-    the LAN can reach it.  A socket bound to one address listens there only.
+    family (``interfaces``); a socket bound to one address listens there
+    only.  Loopback addresses are never announced: nobody else on the LAN
+    can reach them, and a host listening on loopback alone stays quiet.
     """
     found: list[str] = []
     for family, address in bound:
         if address in ("0.0.0.0", "::"):
-            found.extend(a for f, a in interfaces if f == family and not _is_loopback(a))
+            found.extend(a for f, a in interfaces if f == family)
         else:
             found.append(address)
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(a for a in found if not _is_loopback(a)))
 
 
 def _is_loopback(address: str) -> bool:
-    return address.startswith("127.") or address == "::1"
+    return ipaddress.ip_address(address.split("%")[0]).is_loopback
 
 
 def interface_addresses() -> list[tuple[int, str]]:
@@ -126,15 +128,24 @@ class _Publisher:
         self.zeroconf.update_service(self.info)
 
     def withdraw(self) -> None:
-        """Goodbye packets for the service, then zeroconf's sockets and threads are closed."""
-        if self.zeroconf is None:
+        """Goodbye packets for the service, then zeroconf's sockets and threads are closed.
+
+        Best effort, as the host is on its way out: when the goodbye cannot be
+        sent, listeners drop the table when its records expire (RECORD_TTL).
+        """
+        zeroconf, self.zeroconf = self.zeroconf, None
+        if zeroconf is None:
             return
         try:
             if self.info is not None:
-                self.zeroconf.unregister_service(self.info)
+                zeroconf.unregister_service(self.info)
+        except Exception:
+            pass
         finally:
-            self.zeroconf.close()
-            self.zeroconf = None
+            try:
+                zeroconf.close()
+            except Exception:
+                pass
 
 
 async def announce_table(
@@ -153,15 +164,17 @@ async def announce_table(
     the screen, never the table: players can still join by address.
     """
     command = f"basra {announcement.kind}"
-    addresses = announced_addresses(listener_addresses(listeners), interface_addresses())
-    if not addresses:
-        say(f"{command}: not announced on the LAN: it listens on no address another machine can reach")
-        return
-    publisher = _Publisher(listeners[0].socket.getsockname()[1], machine_name(), addresses)
+    publisher: _Publisher | None = None
     try:
+        # zeroconf raises its own errors as well as OSError; none of them may cost the table.
         try:
+            addresses = announced_addresses(listener_addresses(listeners), interface_addresses())
+            if not addresses:
+                say(f"{command}: not announced on the LAN: it listens on no address another machine can reach")
+                return
+            publisher = _Publisher(listeners[0].socket.getsockname()[1], machine_name(), addresses)
             name = await trio.to_thread.run_sync(publisher.start, announcement)
-        except Exception as err:  # zeroconf's own errors as well as OSError: the table goes on unannounced
+        except Exception as err:
             say(f"{command}: not announced on the LAN ({err.__class__.__name__}: {err}); players join by address")
             return
         say(f"{command}: announced on the LAN as {name!r}; `basra join` with no address finds it")
@@ -171,11 +184,16 @@ async def announce_table(
                 await (until.wait() if until is not None else trio.sleep_forever())
             now = current(published)
             if now != published:
-                await trio.to_thread.run_sync(publisher.update, now)
+                try:
+                    await trio.to_thread.run_sync(publisher.update, now)
+                except Exception as err:
+                    say(f"{command}: the announcement on the LAN stopped ({err.__class__.__name__}: {err}); players join by address")
+                    return
                 published = now
     finally:
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + WITHDRAW_TIMEOUT):
-            await trio.to_thread.run_sync(publisher.withdraw, abandon_on_cancel=True)
+        if publisher is not None:
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + WITHDRAW_TIMEOUT):
+                await trio.to_thread.run_sync(publisher.withdraw, abandon_on_cancel=True)
 
 
 async def announce_host_table(

@@ -48,7 +48,7 @@ class HostSettings:
     grace: float = GRACE
     journal: Path | None = None  # where to journal the match (default: in the data directory)
     resume: Path | None = None  # a journal to continue instead of starting a match
-    announce: bool = True  # announce the table on the LAN (DNS-SD)
+    announce: bool = False  # announce the table on the LAN (DNS-SD); `basra host` does unless --no-announce
 
 
 class CannotResume(Exception):
@@ -342,7 +342,7 @@ class ServeSettings:
     code: str | None = None
     tls: bool = True
     grace: float = GRACE
-    announce: bool = True  # announce the server on the LAN (DNS-SD)
+    announce: bool = False  # announce the server on the LAN (DNS-SD); `basra serve` does unless --no-announce
 
 
 async def run_serve(
