@@ -31,6 +31,7 @@ from ..protocol.dnssd import SERVICE_TYPE, Announcement, parse_txt
 from ..protocol.messages import PROTOCOL_VERSIONS
 from .join import DEFAULT_PORT, pin_name
 from .session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
+from .storage import RESUME_FILE, ResumeTickets, data_dir
 
 BROWSE_SECONDS = 2.0
 RESOLVE_MS = 1500  # how long to ask for a service's records when the browse answer did not carry them
@@ -70,9 +71,17 @@ def order_addresses(addresses: list[str], local_networks: list[ipaddress.IPv4Net
     return tuple(sorted(dict.fromkeys(addresses), key=rank))
 
 
-def joinable(tables: list[FoundTable]) -> list[FoundTable]:
-    """The tables this client could sit at: a free seat and a protocol version in common."""
-    return [t for t in tables if t.announcement.seats > 0 and set(t.announcement.versions) & set(PROTOCOL_VERSIONS)]
+def joinable(tables: list[FoundTable], resumable: frozenset[str] = frozenset()) -> list[FoundTable]:
+    """The tables this client could sit at: a protocol version in common, and a free seat or its own seat to resume.
+
+    ``resumable`` holds the `basra join` arguments of the tables this client
+    keeps a resume ticket for: its seat there is taken, by itself.
+    """
+    return [
+        t
+        for t in tables
+        if set(t.announcement.versions) & set(PROTOCOL_VERSIONS) and (t.announcement.seats > 0 or t.join_argument in resumable)
+    ]
 
 
 @dataclass(frozen=True)
@@ -91,9 +100,9 @@ class ChooseFrom:
     tables: list[FoundTable]
 
 
-def decide(found: list[FoundTable], *, interactive: bool) -> NoneFound | JoinThis | ChooseFrom:
+def decide(found: list[FoundTable], *, interactive: bool, resumable: frozenset[str] = frozenset()) -> NoneFound | JoinThis | ChooseFrom:
     """One table: join it (asking first when someone is at the keyboard); several: choose; none: say what to check."""
-    tables = joinable(found)
+    tables = joinable(found, resumable)
     if not tables:
         return NoneFound(none_found_message(len(found)))
     if len(tables) == 1:
@@ -304,7 +313,9 @@ def join_announced_table(args: argparse.Namespace) -> int:
     if isinstance(found, int):
         return found
     interactive = args.auto is None and sys.stdin.isatty()
-    decision = decide(found, interactive=interactive)
+    tickets = ResumeTickets(data_dir() / RESUME_FILE)
+    resumable = frozenset(t.join_argument for t in found if tickets.get(pin_name(t.address, t.port)) is not None)
+    decision = decide(found, interactive=interactive, resumable=resumable)
     try:
         if isinstance(decision, NoneFound):
             print(f"basra join: {decision.message}", file=sys.stderr)

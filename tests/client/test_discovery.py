@@ -90,3 +90,9 @@ def test_json_lists_what_a_script_needs_to_join():
     [entry] = json.loads(as_json([_table("Hoda", port=6000)]))
     assert entry["join"] == "basra join 10.0.0.5:6000"
     assert entry["fingerprint"] == "3f2a 9c01 77be 04d1" and entry["seats"] == 1 and entry["port"] == 6000
+
+
+def test_a_full_table_where_this_client_holds_a_seat_is_joined_to_resume_it():
+    mine, strangers = _table("Hoda", seats=0), _table("Omar", seats=0, port=6000)
+    assert decide([mine, strangers], interactive=False, resumable=frozenset({"10.0.0.5"})) == JoinThis(mine, confirm=False)
+    assert isinstance(decide([mine, strangers], interactive=False), NoneFound)

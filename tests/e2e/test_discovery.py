@@ -278,3 +278,26 @@ def test_at_a_terminal_one_table_is_offered_and_several_are_listed_to_choose(two
         several.terminate(force=True)
     finally:
         _stop(*[p for p in (hoda, amal) if p is not None])
+
+
+def test_a_guest_whose_join_was_killed_finds_its_table_again_and_resumes(two_hosts, basra_env, tmp_path):
+    host_ns, join_ns, _ = two_hosts
+    join_env = {**basra_env, "BASRA_HOME": str(tmp_path / "joiner")}
+    host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda", "--target", "301")
+    join = None
+    try:
+        wait_for_line(host, ANNOUNCED)
+        join = subprocess.Popen(_in(join_ns, *basra_command("join", "--auto", "greedy", "--name", "Omar")),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=join_env)
+        wait_for_line(join, "game 1:", timeout=60)
+        join.kill()
+        join.wait()
+        # The table now shows no free seat; this guest holds one there, and its ticket says so.
+        again = subprocess.run(_in(join_ns, *basra_command("join", "--auto", "greedy", "--name", "Omar")),
+                               capture_output=True, text=True, env=join_env, timeout=MATCH_TIMEOUT)
+        host_out, _ = host.communicate(timeout=MATCH_TIMEOUT)
+    finally:
+        _stop(*[p for p in (host, join) if p is not None])
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "joining Hoda on " in again.stdout and "match over" in again.stdout
+    assert host.returncode == 0 and "Omar resumed seat 1" in host_out, host_out
