@@ -25,28 +25,7 @@ MATCH_TIMEOUT = 120
 ANNOUNCED = "announced on the LAN"
 GOODBYE_DEADLINE = 1.0  # seconds after the host exits by which listeners must have dropped its table
 
-# Follows the tables on the LAN with the same browser `basra join` uses, one line per change.
-WATCHER = """
-import trio
-from basra_net.client.discovery import open_browser
-
-async def main():
-    shown = {}
-    async with open_browser() as live:
-        def show(tables):
-            for name, table in sorted(tables.items()):
-                if shown.get(name) != table:
-                    a = table.announcement
-                    print("seen", table.port, f"seats={a.seats}", f"tables={a.tables}", name, flush=True)
-            for name in sorted(set(shown) - set(tables)):
-                print("gone", name, flush=True)
-            shown.clear()
-            shown.update(tables)
-        print("watching", flush=True)
-        await live.follow(show)
-
-trio.run(main)
-"""
+WATCHER = str(Path(__file__).with_name("lan_watch.py"))
 
 # Announces a table at the real host's address and port under a fingerprint of its own choosing.
 SPOOFER = """
@@ -185,7 +164,7 @@ class _Lines:
 
 def test_the_announcement_is_withdrawn_when_the_host_exits(two_hosts, basra_env):
     host_ns, join_ns, _ = two_hosts
-    watcher = subprocess.Popen(_in(join_ns, sys.executable, "-c", WATCHER), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env)
+    watcher = subprocess.Popen(_in(join_ns, sys.executable, WATCHER), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env)
     host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda")
     try:
         watching = _Lines(watcher)
@@ -228,7 +207,7 @@ def test_a_table_announced_under_another_fingerprint_is_refused_at_connect(two_h
 
 def test_a_server_announcement_follows_its_tables(two_hosts, basra_env, tmp_path):
     host_ns, join_ns, host_addr = two_hosts
-    watcher = subprocess.Popen(_in(join_ns, sys.executable, "-c", WATCHER), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env)
+    watcher = subprocess.Popen(_in(join_ns, sys.executable, WATCHER), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env)
     server = _start_host(host_ns, basra_env, "serve", "--tables", "3", "--quiet")
     first = None
     try:
