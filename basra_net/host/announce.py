@@ -197,15 +197,27 @@ async def announce_table(
 
 
 async def announce_host_table(
-    table: Table, name: str, fingerprint: str, *, code: bool, tls: bool, listeners: list[trio.SocketListener], say: Callable[[str], None]
+    table: Table,
+    name: str,
+    fingerprint: str,
+    *,
+    code: bool,
+    tls: bool,
+    listeners: list[trio.SocketListener],
+    say: Callable[[str], None],
+    scope: trio.CancelScope,
 ) -> None:
-    """`basra host`: one table, named after the host's player, with one seat to offer until the guest sits down."""
+    """`basra host`: one table, named after the host's player, with one seat to offer until the guest sits down.
+
+    Withdrawn when the match is over, or when ``scope`` is cancelled (the host's own player has left).
+    """
     announcement = Announcement("host", name, machine_name(), PROTOCOL_VERSIONS, fingerprint, code, tls, seats=1, tables=None)
 
     def current(announced: Announcement) -> Announcement:
         return replace(announced, seats=min(table.open_seats, 1))  # the host's own seat is never offered
 
-    await announce_table(announcement, listeners, current, say=say, until=table.finished)
+    with scope:
+        await announce_table(announcement, listeners, current, say=say, until=table.finished)
 
 
 async def announce_lobby(

@@ -181,6 +181,7 @@ async def run_host(
     if log is not None:
         table.on_event = log
     accept_scope = trio.CancelScope()
+    announcing = trio.CancelScope()
     try:
         # Opened before any task starts, so that a port in use is a plain OSError for the caller.
         listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
@@ -194,7 +195,7 @@ async def run_host(
                 if settings.announce:
                     nursery.start_soon(partial(
                         announce_host_table, table, settings.name, door.fingerprint,
-                        code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say,
+                        code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say, scope=announcing,
                     ))
                 task_status.started(port)
             else:
@@ -213,6 +214,7 @@ async def run_host(
                 _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume
             )
             own_result = await own_session.run(stop)
+            announcing.cancel()  # the host's own player is done: nobody new is to sit down
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
             # waiting for a second player is given a moment, then everything stops.
