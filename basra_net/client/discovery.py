@@ -275,17 +275,24 @@ def _browse_from_command(command: str) -> list[FoundTable] | int:
     """The tables found, or the exit code when looking for them failed (said on stderr)."""
     try:
         return trio.run(browse)
-    except KeyboardInterrupt:
-        print(f"{command}: interrupted", file=sys.stderr)
-        return EXIT_LEFT
     except OSError as err:
         print(f"{command}: cannot look for tables on the LAN: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILURE
 
 
+def _interrupted(command: str) -> int:
+    if sys.stdin.isatty():
+        print(flush=True)  # off the line of a question that was being asked
+    print(f"{command}: interrupted", file=sys.stderr)
+    return EXIT_LEFT
+
+
 def list_tables(as_json_array: bool) -> int:
     """`basra list`."""
-    tables = _browse_from_command("basra list")
+    try:
+        tables = _browse_from_command("basra list")
+    except KeyboardInterrupt:
+        return _interrupted("basra list")
     if isinstance(tables, int):
         return tables
     if as_json_array:
@@ -308,38 +315,12 @@ def _ask(prompt: str) -> str | None:
 
 def join_announced_table(args: argparse.Namespace) -> int:
     """`basra join` without an address: find the table, then join it as if its address had been typed."""
-    print(f"basra join: looking for tables on the LAN ({BROWSE_SECONDS:.0f} s)...", flush=True)
-    found = _browse_from_command("basra join")
-    if isinstance(found, int):
-        return found
-    interactive = args.auto is None and sys.stdin.isatty()
-    tickets = ResumeTickets(data_dir() / RESUME_FILE)
-    resumable = frozenset(t.join_argument for t in found if tickets.get(pin_name(t.address, t.port)) is not None)
-    decision = decide(found, interactive=interactive, resumable=resumable)
     try:
-        if isinstance(decision, NoneFound):
-            print(f"basra join: {decision.message}", file=sys.stderr)
-            return EXIT_FAILURE
-        if isinstance(decision, ChooseFrom):
-            for number, table in enumerate(decision.tables, 1):
-                print(f"  {number}. {describe(table)}")
-            answer = _ask(f"Which table (1-{len(decision.tables)})? ")
-            chosen = None if answer is None else parse_choice(answer, len(decision.tables))
-            if chosen is None:
-                print("basra join: no table chosen", file=sys.stderr)
-                return EXIT_LEFT
-            table = decision.tables[chosen]
-        else:
-            table = decision.table
-            print(f"basra join: found {describe(table)}", flush=True)
-            if decision.confirm:
-                answer = _ask("Join it? [Y/n] ")
-                if answer is None or not is_yes(answer):
-                    print("basra join: not joined", file=sys.stderr)
-                    return EXIT_LEFT
+        table = _table_to_join(args)
     except KeyboardInterrupt:
-        print("\nbasra join: interrupted", file=sys.stderr)
-        return EXIT_LEFT
+        return _interrupted("basra join")
+    if isinstance(table, int):
+        return table
     if not table.announcement.tls and not args.plain:
         print(f"basra join: {table.instance} is plain TCP, without encryption: to join it, add --plain", file=sys.stderr)
         return EXIT_FAILURE
@@ -348,3 +329,34 @@ def join_announced_table(args: argparse.Namespace) -> int:
     print(f"basra join: joining {table.instance} at {table.join_argument}", flush=True)
     announced = None if args.plain else table.announcement.fingerprint
     return run_join_command(table.address, table.port, args, announced_fingerprint=announced)
+
+
+def _table_to_join(args: argparse.Namespace) -> FoundTable | int:
+    """The table found and agreed to, or the exit code when there is none (said on stderr)."""
+    print(f"basra join: looking for tables on the LAN ({BROWSE_SECONDS:.0f} s)...", flush=True)
+    found = _browse_from_command("basra join")
+    if isinstance(found, int):
+        return found
+    interactive = args.auto is None and sys.stdin.isatty()
+    tickets = ResumeTickets(data_dir() / RESUME_FILE)
+    resumable = frozenset(t.join_argument for t in found if tickets.get(pin_name(t.address, t.port)) is not None)
+    decision = decide(found, interactive=interactive, resumable=resumable)
+    if isinstance(decision, NoneFound):
+        print(f"basra join: {decision.message}", file=sys.stderr)
+        return EXIT_FAILURE
+    if isinstance(decision, ChooseFrom):
+        for number, table in enumerate(decision.tables, 1):
+            print(f"  {number}. {describe(table)}")
+        answer = _ask(f"Which table (1-{len(decision.tables)})? ")
+        chosen = None if answer is None else parse_choice(answer, len(decision.tables))
+        if chosen is None:
+            print("basra join: no table chosen", file=sys.stderr)
+            return EXIT_LEFT
+        return decision.tables[chosen]
+    print(f"basra join: found {describe(decision.table)}", flush=True)
+    if decision.confirm:
+        answer = _ask("Join it? [Y/n] ")
+        if answer is None or not is_yes(answer):
+            print("basra join: not joined", file=sys.stderr)
+            return EXIT_LEFT
+    return decision.table

@@ -280,3 +280,20 @@ def test_a_guest_whose_join_was_killed_finds_its_table_again_and_resumes(two_hos
     assert again.returncode == 0, again.stdout + again.stderr
     assert "joining Hoda on " in again.stdout and "match over" in again.stdout
     assert host.returncode == 0 and "Omar resumed seat 1" in host_out, host_out
+
+
+def test_with_no_table_on_the_lan_join_says_what_to_check_and_ctrl_c_ends_the_browse(two_hosts, basra_env):
+    _, join_ns, _ = two_hosts
+    nothing = subprocess.run(_in(join_ns, *basra_command("join", "--auto", "greedy")), capture_output=True, text=True, env=basra_env, timeout=60)
+    assert nothing.returncode == 1
+    [said] = nothing.stderr.strip().splitlines()
+    for hint in ("no table found", "guest Wi-Fi", "UDP port 5353", "TCP port 5252", "basra join HOST[:PORT]"):
+        assert hint in said
+    assert json.loads(subprocess.run(_in(join_ns, *basra_command("list", "--json")), capture_output=True, text=True,
+                                     env=basra_env, timeout=60).stdout) == []
+
+    browsing = subprocess.Popen(_in(join_ns, *basra_command("join")), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=basra_env)
+    wait_for_line(browsing, "looking for tables on the LAN")
+    browsing.send_signal(signal.SIGINT)
+    _, errors = browsing.communicate(timeout=20)
+    assert browsing.returncode == 130 and errors.strip() == "basra join: interrupted", errors
