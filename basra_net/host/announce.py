@@ -154,6 +154,7 @@ async def announce_table(
     current: Callable[[Announcement], Announcement],
     *,
     say: Callable[[str], None],
+    log: Callable[[str], None] | None = None,
     until: trio.Event | None = None,
 ) -> None:
     """Announce the table until ``until`` is set or the task is cancelled, then withdraw it.
@@ -161,7 +162,10 @@ async def announce_table(
     ``current(announcement)`` is the announcement updated to the table's
     state now (its free seats, its open tables), looked at every
     FOLLOW_INTERVAL.  A LAN where multicast cannot be sent costs a line on
-    the screen, never the table: players can still join by address.
+    the screen, never the table: players can still join by address.  What
+    the person at the host must see goes to ``say`` at once, before a
+    full-screen interface takes the terminal; the moment the announcement
+    is on the air (after probing for its name) goes to ``log``, when given.
     """
     command = f"basra {announcement.kind}"
     publisher: _Publisher | None = None
@@ -172,12 +176,15 @@ async def announce_table(
             if not addresses:
                 say(f"{command}: not announced on the LAN: it listens on no address another machine can reach")
                 return
-            publisher = _Publisher(listeners[0].socket.getsockname()[1], machine_name(), addresses)
+            machine = machine_name()
+            say(f"{command}: announcing the table on the LAN as {instance_name(announcement.table, machine)!r} ({SERVICE_TYPE})")
+            publisher = _Publisher(listeners[0].socket.getsockname()[1], machine, addresses)
             name = await trio.to_thread.run_sync(publisher.start, announcement)
         except Exception as err:
             say(f"{command}: not announced on the LAN ({err.__class__.__name__}: {err}); players join by address")
             return
-        say(f"{command}: announced on the LAN as {name!r}; `basra join` with no address finds it")
+        if log is not None:
+            log(f"{command}: announced on the LAN as {name!r}; `basra join` with no address finds it")
         published = announcement
         while until is None or not until.is_set():
             with trio.move_on_after(FOLLOW_INTERVAL):
@@ -205,6 +212,7 @@ async def announce_host_table(
     tls: bool,
     listeners: list[trio.SocketListener],
     say: Callable[[str], None],
+    log: Callable[[str], None] | None,
     scope: trio.CancelScope,
 ) -> None:
     """`basra host`: one table, named after the host's player, with one seat to offer until the guest sits down.
@@ -217,7 +225,7 @@ async def announce_host_table(
         return replace(announced, seats=min(table.open_seats, 1))  # the host's own seat is never offered
 
     with scope:
-        await announce_table(announcement, listeners, current, say=say, until=table.finished)
+        await announce_table(announcement, listeners, current, say=say, log=log, until=table.finished)
 
 
 async def announce_lobby(
@@ -231,4 +239,4 @@ async def announce_lobby(
         seats = sum(table.open_seats for table in playing if not table.started) + 2 * (lobby.max_tables - len(playing))
         return replace(announced, seats=seats, tables=len(playing))
 
-    await announce_table(current(announcement), listeners, current, say=say)
+    await announce_table(current(announcement), listeners, current, say=say, log=say)

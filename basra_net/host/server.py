@@ -195,7 +195,7 @@ async def run_host(
                 if settings.announce:
                     nursery.start_soon(partial(
                         announce_host_table, table, settings.name, door.fingerprint,
-                        code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say, scope=announcing,
+                        code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say, log=log, scope=announcing,
                     ))
                 task_status.started(port)
             else:

@@ -101,7 +101,7 @@ async def test_the_announcement_follows_the_state_and_is_withdrawn_when_cancelle
     said: list[str] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: announce.announce_table(
-            TABLE, loopback_listeners, lambda a: Announcement(**{**a.__dict__, "seats": seats[0]}), say=said.append
+            TABLE, loopback_listeners, lambda a: Announcement(**{**a.__dict__, "seats": seats[0]}), say=said.append, log=said.append
         ))
         await trio.sleep(0.1)
         seats[0] = 0
@@ -109,7 +109,10 @@ async def test_the_announcement_follows_the_state_and_is_withdrawn_when_cancelle
         nursery.cancel_scope.cancel()
     assert recorder.calls == [("start", 1), ("update", 0), ("withdraw", None)]
     assert recorder.addresses == ["10.0.0.5"]
-    assert said == ["basra host: announced on the LAN as 'Hoda on pc'; `basra join` with no address finds it"]
+    assert said == [
+        f"basra host: announcing the table on the LAN as 'Hoda on {announce.machine_name()}' (_basra._tcp.local.)",
+        "basra host: announced on the LAN as 'Hoda on pc'; `basra join` with no address finds it",
+    ]
 
 
 async def test_the_announcement_ends_when_the_table_does(monkeypatch, loopback_listeners):
@@ -130,7 +133,7 @@ async def test_a_zeroconf_failure_costs_a_line_never_the_table(monkeypatch, loop
         await announce.announce_table(TABLE, loopback_listeners, lambda a: Announcement(**{**a.__dict__, "seats": next(seats)}), say=said.append)
     assert recorder.calls[-1] == ("withdraw", None)  # zeroconf is closed whatever failed
     if failing == "start":
-        assert said == ["basra host: not announced on the LAN (OSError: start failed); players join by address"]
+        assert said[-1] == "basra host: not announced on the LAN (OSError: start failed); players join by address"
     if failing == "update":
         assert said[-1] == "basra host: the announcement on the LAN stopped (OSError: update failed); players join by address"
 
