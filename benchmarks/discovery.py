@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -41,28 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load import machine_lines  # noqa: E402  (benchmarks/load.py)
 from tests.e2e.netns import NamespacesUnavailable, namespace_pair  # noqa: E402
+from tests.e2e.processes import TimedLines  # noqa: E402
 
 WATCHER = ROOT / "tests" / "e2e" / "lan_watch.py"
 BASRA = [sys.executable, "-m", "basra_net.cli"]
-
-
-class Lines:
-    """A process's output lines, each with the time it was read."""
-
-    def __init__(self, process: subprocess.Popen) -> None:
-        self.queue: queue.Queue[tuple[float, str]] = queue.Queue()
-        threading.Thread(target=self._read, args=(process,), daemon=True).start()
-
-    def _read(self, process: subprocess.Popen) -> None:
-        for line in process.stdout:
-            self.queue.put((time.monotonic(), line))
-
-    def wait_for(self, needle: str, timeout: float = 30.0) -> float:
-        deadline = time.monotonic() + timeout
-        while True:
-            read_at, line = self.queue.get(timeout=max(0.01, deadline - time.monotonic()))
-            if needle in line:
-                return read_at
+WAIT = 30.0  # seconds for any one line, at most
 
 
 def _in(ns: str, *argv: str) -> list[str]:
@@ -84,26 +65,26 @@ def measure(rounds: int, env: dict) -> dict[str, list[float]]:
     with namespace_pair() as (host_ns, join_ns, _):
         watcher = _spawn(join_ns, env, sys.executable, str(WATCHER))
         try:
-            watching = Lines(watcher)
-            watching.wait_for("watching")
+            watching = TimedLines(watcher)
+            watching.wait_for("watching", time.monotonic() + WAIT)
             for round_no in range(rounds):
                 name = f"Bench{round_no}"
                 started = time.monotonic()
                 host = _spawn(host_ns, env, *BASRA, "host", "--auto", "greedy", "--name", name)
                 try:
-                    figures["found"].append(watching.wait_for(f" {name} on ") - started)
+                    figures["found"].append(watching.wait_for(f" {name} on ", time.monotonic() + WAIT) - started)
                     host.send_signal(signal.SIGINT)
                     interrupted = time.monotonic()
                     host.communicate(timeout=30)
                     exited = time.monotonic()
-                    gone = watching.wait_for(f"gone {name} on ")
+                    gone = watching.wait_for(f"gone {name} on ", time.monotonic() + WAIT)
                     figures["gone after SIGINT"].append(gone - interrupted)
                     figures["gone after exit"].append(gone - exited)
                 finally:
                     _stop(host)
             host = _spawn(host_ns, env, *BASRA, "host", "--auto", "greedy", "--name", "Listed")
             try:
-                watching.wait_for(" Listed on ")
+                watching.wait_for(" Listed on ", time.monotonic() + WAIT)
                 for _ in range(rounds):
                     started = time.monotonic()
                     subprocess.run(_in(join_ns, *BASRA, "list", "--json"), capture_output=True, env=env, timeout=60, check=True)
@@ -113,11 +94,11 @@ def measure(rounds: int, env: dict) -> dict[str, list[float]]:
             for round_no in range(rounds):
                 host = _spawn(host_ns, env, *BASRA, "host", "--auto", "greedy", "--name", f"Joined{round_no}", "--target", "1")
                 try:
-                    watching.wait_for(f" Joined{round_no} on ")
+                    watching.wait_for(f" Joined{round_no} on ", time.monotonic() + WAIT)
                     started = time.monotonic()
                     join = _spawn(join_ns, env, *BASRA, "join", "--auto", "greedy")
                     try:
-                        figures["basra join (no address)"].append(Lines(join).wait_for("joining Joined") - started)
+                        figures["basra join (no address)"].append(TimedLines(join).wait_for("joining Joined", time.monotonic() + WAIT) - started)
                         join.communicate(timeout=60)
                     finally:
                         _stop(join)

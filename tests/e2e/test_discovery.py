@@ -7,19 +7,17 @@ switch; nothing here touches the machine's own interfaces.
 from __future__ import annotations
 
 import json
-import queue
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from .processes import basra_command, wait_for_line
+from .processes import TimedLines, basra_command, wait_for_line
 
 MATCH_TIMEOUT = 120
 ANNOUNCED = "announced on the LAN"
@@ -142,33 +140,12 @@ def test_a_host_and_a_server_are_both_listed_and_a_quiet_host_never_is(ipv6_on_t
     assert serve["join"] == f"basra join {host_addr}:5253"
 
 
-class _Lines:
-    """A process's output lines as they come, each with the time it was read."""
-
-    def __init__(self, process: subprocess.Popen) -> None:
-        self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
-        threading.Thread(target=self._read, args=(process,), daemon=True).start()
-
-    def _read(self, process: subprocess.Popen) -> None:
-        for line in process.stdout:
-            self.lines.put((time.monotonic(), line))
-
-    def wait_for(self, prefix: str, deadline: float) -> tuple[float, str]:
-        while True:
-            try:
-                read_at, line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line starting {prefix!r} by the deadline") from None
-            if line.startswith(prefix):
-                return read_at, line
-
-
 def test_the_announcement_is_withdrawn_when_the_host_exits(two_hosts, basra_env):
     host_ns, join_ns, _ = two_hosts
     watcher = subprocess.Popen(_in(join_ns, sys.executable, WATCHER), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env)
     host = _start_host(host_ns, basra_env, "host", "--auto", "greedy", "--name", "Hoda")
     try:
-        watching = _Lines(watcher)
+        watching = TimedLines(watcher)
         watching.wait_for("watching", time.monotonic() + 20)
         wait_for_line(host, ANNOUNCED)
         watching.wait_for("seen 5252 seats=1 tables=None Hoda on ", time.monotonic() + 10)
@@ -212,7 +189,7 @@ def test_a_server_announcement_follows_its_tables(two_hosts, basra_env, tmp_path
     server = _start_host(host_ns, basra_env, "serve", "--tables", "3", "--quiet")
     first = None
     try:
-        watching = _Lines(watcher)
+        watching = TimedLines(watcher)
         wait_for_line(server, ANNOUNCED)
         watching.wait_for("seen 5252 seats=6 tables=0 basra serve on ", time.monotonic() + 20)
         # One player sits down and waits for a second: a table is open, with one seat of it free.
