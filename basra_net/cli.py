@@ -79,9 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--journal", type=Path, metavar="PATH", help="where to journal the match for --resume (default: in the data directory)")
     host.add_argument("--resume", nargs="?", const=LATEST, type=Path, metavar="FILE",
                       help="continue the match a crash cut off, from its journal (default: the latest)")
+    host.add_argument("--no-announce", action="store_true", help="do not announce the table on the LAN (`basra join` must be given the address)")
 
     join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
-    join.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
+    join.add_argument("address", nargs="?", metavar="HOST[:PORT]",
+                      help=f"the host's address (port {DEFAULT_PORT} unless given; without it, the tables announced on the LAN are looked for)")
     join.add_argument("--name", type=_name, default="Guest", help="your name at the table")
     join.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
     join.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
@@ -104,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
     serve.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
                        help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
+    serve.add_argument("--no-announce", action="store_true", help="do not announce the server on the LAN")
+
+    listing = commands.add_parser(
+        "list", help="list the tables announced on the LAN", description="Look for the tables announced on the LAN for about two seconds, print them and exit."
+    )
+    listing.add_argument("--json", action="store_true", help="print a JSON array, for scripts")
 
     forget = commands.add_parser(
         "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed."
@@ -122,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         from .client.verify_file import verify_file
 
         return verify_file(args.file, verbose=args.verbose)
+    if args.command == "list" or (args.command == "join" and args.address is None):
+        from .client.discovery import join_announced_table, list_tables
+
+        return list_tables(args.json) if args.command == "list" else join_announced_table(args)
     if args.command in ("join", "forget"):
         from .client.join import parse_address
 

@@ -83,12 +83,13 @@ def forget_host(host: str, port: int) -> int:
     return 0
 
 
-def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
+def run_join_command(host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None) -> int:
     player = make_player(args.auto, args.name)
     interactive = args.auto is None and sys.stdin.isatty()
     join = JoinSession(
         host, port, args.name, player, args.transcript,
         table=args.table, code=args.code, plain=args.plain, ask_code=ask_join_code if interactive else None,
+        announced_fingerprint=announced_fingerprint,
     )
 
     async def main(stop: trio.Event) -> SessionResult:

@@ -14,6 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
+from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
 from ..protocol.errors import CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Welcome
@@ -75,6 +76,7 @@ class JoinSession:
         plain: bool = False,
         ask_code: Callable[[str], Awaitable[str | None]] | None = None,
         resumable: bool = True,
+        announced_fingerprint: str | None = None,
     ) -> None:
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -84,6 +86,7 @@ class JoinSession:
         self.ask_code = ask_code  # None: never ask (a headless seat)
         self.resumable = resumable  # reconnect by itself, and keep a ticket to resume with
         self.host_key: bytes = b""
+        self.announced_fingerprint = announced_fingerprint  # found on the LAN: the key must have this fingerprint
         self._newly_pinned = False
 
     def _failure(self, reason: str) -> SessionResult:
@@ -129,6 +132,8 @@ class JoinSession:
         try:
             await secure.do_handshake()
             host_key = peer_public_key(secure)
+            if self.announced_fingerprint is not None:
+                check_announced_key(self.announced_fingerprint, host_key, self._where)
             pin = pin_address(stream.socket.getpeername())
             self._newly_pinned = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(pin, host_key)
         except BaseException:
@@ -142,7 +147,7 @@ class JoinSession:
         try:
             with trio.fail_after(CONNECT_TIMEOUT):
                 stream = await self.connect()
-        except KeyChanged as changed:
+        except (KeyChanged, AnnouncedKeyMismatch) as changed:
             return self._failure(str(changed))
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as err:
             if isinstance(err, trio.TooSlowError):

@@ -20,6 +20,7 @@ from ..client.storage import TranscriptFile, data_dir, default_transcript_path
 from ..files import private_dir
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
+from .announce import announce_host_table, announce_lobby
 from .certificate import server_tls_context
 from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
@@ -48,6 +49,7 @@ class HostSettings:
     grace: float = GRACE
     journal: Path | None = None  # where to journal the match (default: in the data directory)
     resume: Path | None = None  # a journal to continue instead of starting a match
+    announce: bool = False  # announce the table on the LAN (DNS-SD); `basra host` does unless --no-announce
 
 
 class CannotResume(Exception):
@@ -178,6 +180,7 @@ async def run_host(
     if log is not None:
         table.on_event = log
     accept_scope = trio.CancelScope()
+    announcing = trio.CancelScope()
     try:
         # Opened before any task starts, so that a port in use is a plain OSError for the caller.
         listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
@@ -188,6 +191,11 @@ async def run_host(
                 if table.journal is not None and not tokens:
                     say(f"Journal: {table.journal.path} (after a crash, `basra host --resume` continues the match)")
                 nursery.start_soon(_accept, listeners, table, door, nursery, accept_scope)
+                if settings.announce:
+                    nursery.start_soon(partial(
+                        announce_host_table, table, settings.name, door.fingerprint,
+                        code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say, log=log, scope=announcing,
+                    ))
                 task_status.started(port)
             else:
                 bot_stream = _local_seat(nursery, table, 1)
@@ -205,6 +213,7 @@ async def run_host(
                 _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume
             )
             own_result = await own_session.run(stop)
+            announcing.cancel()  # the host's own player is done: nobody new is to sit down
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
             # waiting for a second player is given a moment, then everything stops.
@@ -334,6 +343,7 @@ class ServeSettings:
     code: str | None = None
     tls: bool = True
     grace: float = GRACE
+    announce: bool = False  # announce the server on the LAN (DNS-SD); `basra serve` does unless --no-announce
 
 
 async def run_serve(
@@ -366,4 +376,8 @@ async def run_serve(
             await door.serve(stream, lobby)
 
         task_status.started(port)
+        if settings.announce:
+            nursery.start_soon(partial(
+                announce_lobby, lobby, door.fingerprint, code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say
+            ))
         await serve_listeners(handle, listeners, nursery)
