@@ -19,7 +19,7 @@ from .errors import (
     UNSUPPORTED_VERSION,
     ProtocolError,
 )
-from .framing import FrameDecoder, encode_frame
+from .framing import MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
 from .messages import (
     STREAM_TYPES,
     Away,
@@ -77,6 +77,11 @@ class _Connection:
             self._decoder.feed(data)
         else:
             self._eof = True
+
+    @property
+    def max_frame(self) -> int:
+        """The longest frame body the peer may send now."""
+        return self._decoder.max_frame
 
     @property
     def in_partial_frame(self) -> bool:
@@ -142,6 +147,7 @@ class HostConnection(_Connection):
 
     def __init__(self) -> None:
         super().__init__()
+        self._decoder.max_frame = MAX_FRAME_BEFORE_WELCOME  # a hello is all that may come before the welcome
         self.hello: Hello | None = None
         self.seat: int | None = None
         self.awaiting_seed: int | None = None  # the game whose commitment awaits the seed
@@ -199,6 +205,7 @@ class HostConnection(_Connection):
             if self.hello is None or self.seated:
                 raise LocalProtocolError("welcome goes once, after hello")
             self.seat = message.seat
+            self._decoder.max_frame = MAX_FRAME
         elif isinstance(message, (Error, Leave, MatchEnd)):
             return
         elif not self.seated:
