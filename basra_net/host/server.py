@@ -168,7 +168,7 @@ async def run_host(
 ) -> HostOutcome:
     """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls)
+    door = _Door(identity, settings.code, settings.tls, say)
     if settings.resume is not None:
         table, path, tokens, resumed_bot = _resumed_table(settings, identity)
         if resumed_bot is not None:
@@ -230,11 +230,14 @@ async def run_host(
 class _Door:
     """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
 
-    def __init__(self, identity, code: str | None, tls: bool) -> None:
+    def __init__(self, identity, code: str | None, tls: bool, say: Callable[[str], None]) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
-        self.code = code
         self.tls = server_tls_context(identity, data_dir()) if tls else None
-        self.admission = Admission(code=code)
+        self.admission = Admission(code=code, on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works."))
+
+    @property
+    def code(self) -> str | None:
+        return self.admission.code
 
     async def serve(self, stream: trio.SocketStream, seating) -> None:
         try:
@@ -346,7 +349,7 @@ async def run_serve(
 ) -> None:
     """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls)
+    door = _Door(identity, settings.code, settings.tls, say)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
     port = listeners[0].socket.getsockname()[1]
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"

@@ -12,7 +12,7 @@ from basra_net.client.join import JoinSession, pin_name
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import SessionResult
 from basra_net.host.admission import Admission, make_join_code, normalize_code
-from basra_net.host.limits import CODE_LOCKOUT_MAX, CodeAttempts, HandshakeGate, MessageRate
+from basra_net.host.limits import CODE_LOCKOUT_MAX, CodeAttempts, MessageRate
 from basra_net.host.server import HostOutcome, HostSettings, run_host
 from basra_net.protocol.errors import CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
 from basra_net.protocol.messages import Hello
@@ -101,16 +101,6 @@ def test_wrong_codes_lock_an_address_out_for_longer_each_time_up_to_a_minute():
     assert attempts.wait_for("a") == 0
     attempts.succeeded("a")
     assert attempts.failed("a") == 1
-
-
-def test_the_handshake_gate_counts_overall_and_per_address():
-    gate = HandshakeGate(total=3, per_address=2)
-    assert gate.try_enter("a") and gate.try_enter("a")
-    assert not gate.try_enter("a")
-    assert gate.try_enter("b")
-    assert not gate.try_enter("c")
-    gate.leave("a")
-    assert gate.try_enter("c")
 
 
 def test_the_message_rate_allows_a_burst_then_a_steady_trickle():
