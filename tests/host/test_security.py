@@ -14,8 +14,9 @@ from basra_net.client.session import SessionResult
 from basra_net.host.admission import Admission, make_join_code, normalize_code
 from basra_net.host.limits import CODE_LOCKOUT_MAX, CodeAttempts, MessageRate
 from basra_net.host.server import HostOutcome, HostSettings, run_host
-from basra_net.protocol.errors import CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
-from basra_net.protocol.messages import Hello
+from basra_net.protocol.errors import BUSY, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
+from basra_net.protocol.framing import encode_frame
+from basra_net.protocol.messages import Error, Hello, to_wire
 
 TEST_DEADLINE = 60
 
@@ -178,3 +179,55 @@ async def test_a_flood_of_500_half_open_connections_does_not_stop_a_match_in_pro
     assert len(strangers) >= 100
     assert result[0].exit_code == 0, result[0].reason
     assert outcomes[0].table.completed
+
+
+@pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
+async def test_a_first_join_turned_away_as_busy_tries_again_and_sits_down(plain):
+    """The first two connections are turned away as a crowded host does (busy over plain TCP, closed
+    in the TLS handshake); the third reaches the real host."""
+    turned_away: list[int] = []
+
+    async def door(client: trio.SocketStream) -> None:
+        async with client:
+            if len(turned_away) < 2:
+                turned_away.append(len(await client.receive_some(4096)))
+                if plain:
+                    await client.send_all(encode_frame(to_wire(Error(BUSY, "too many connections are joining at once"))))
+                return
+            async with await trio.open_tcp_stream("127.0.0.1", port) as host:
+                async with trio.open_nursery() as pumps:
+                    for source, sink in ((client, host), (host, client)):
+                        pumps.start_soon(_pump, source, sink, pumps.cancel_scope)
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            outcomes: list[HostOutcome] = []
+            host_done = trio.Event()
+            settings = HostSettings(bind="127.0.0.1", port=0, target=20, tls=not plain)
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcomes.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+                host_done.set()
+
+            port = await nursery.start(host)
+            listeners = await nursery.start(trio.serve_tcp, door, 0)
+            door_port = listeners[0].socket.getsockname()[1]
+            notices: list[str] = []
+            player = BotPlayer("greedy")
+            player.notice = lambda state, text: notices.append(text)
+            result = await _join(door_port, "friend", player=player, plain=plain).run()
+            await host_done.wait()
+            nursery.cancel_scope.cancel()  # the door
+    assert len(turned_away) == 2 and all(turned_away)
+    assert result.exit_code == 0, result.reason
+    assert sum("busy" in text for text in notices) == 2
+    assert outcomes[0].table.completed
+
+
+async def _pump(source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope) -> None:
+    try:
+        while data := await source.receive_some(65536):
+            await sink.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    scope.cancel()
