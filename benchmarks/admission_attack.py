@@ -47,7 +47,9 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from load import code_line, cpu_check, cpu_seconds, machine_lines, raise_open_files_limit, rss_kb  # noqa: E402
+from load import cpu_check, cpu_seconds, machine_lines, rss_kb  # noqa: E402
+
+from basra_net.host.server import open_files_limit  # noqa: E402
 
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, to_wire  # noqa: E402
@@ -447,7 +449,7 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=6.0, help="seconds of attack before the player starts (past the 5 s TLS deadline)")
     parser.add_argument("--cut-after", type=int, default=3000, help="bytes to the player before its connection is cut")
     args = parser.parse_args()
-    raise_open_files_limit()
+    open_files_limit()  # raised to the hard limit, for this process and the host it starts
     for line in machine_lines():
         print(line)
     print(f"attack: {AttackSize()}")

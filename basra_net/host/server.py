@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import resource
 import socket
 import struct
 import time
@@ -19,6 +20,7 @@ from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
+from .limits import MAX_HANDSHAKES, HandshakeGate
 from .certificate import server_tls_context
 from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
@@ -227,13 +229,30 @@ async def run_host(
     return HostOutcome(result, own_result, path)
 
 
+def open_files_limit() -> int:
+    """The descriptors this process may open, raised to the hard limit first."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
 class _Door:
     """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
 
     def __init__(self, identity, code: str | None, tls: bool, say: Callable[[str], None]) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
         self.tls = server_tls_context(identity, data_dir()) if tls else None
-        self.admission = Admission(code=code, on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works."))
+        # Connections waiting in their handshake hold a descriptor each: no more of them than half the
+        # descriptors the process may open, so that accepting never fails for want of one.
+        gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
+        self.admission = Admission(
+            code=code, gate=gate, on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")
+        )
 
     @property
     def code(self) -> str | None:

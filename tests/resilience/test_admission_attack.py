@@ -18,6 +18,7 @@ from pathlib import Path
 
 import trio
 
+from basra_net.host.server import open_files_limit
 from tests.e2e.processes import basra_command
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -25,7 +26,7 @@ if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 
 from admission_attack import AttackSize, attacked_round  # noqa: E402
-from load import raise_open_files_limit  # noqa: E402
+
 
 TEST_DEADLINE = 240
 RAMP = 3.0  # seconds of attack before the player starts: every attacker is connected by then
@@ -47,7 +48,7 @@ def _assert_no_traceback(*outputs: str) -> None:
 
 
 async def test_a_first_join_is_seated_and_plays_its_match_while_the_door_is_attacked(tmp_path):
-    raise_open_files_limit()
+    open_files_limit()
     with trio.fail_after(TEST_DEADLINE):
         outcome = await attacked_round(str(tmp_path), "First", cut_after=None, ramp=RAMP)
     _assert_attack_was_on(outcome)
@@ -59,7 +60,7 @@ async def test_a_first_join_is_seated_and_plays_its_match_while_the_door_is_atta
 
 
 async def test_a_seated_guest_cut_off_while_the_door_is_attacked_gets_back_in_and_finishes(tmp_path):
-    raise_open_files_limit()
+    open_files_limit()
     with trio.fail_after(TEST_DEADLINE):
         outcome = await attacked_round(str(tmp_path), "Cut", cut_after=3000, ramp=RAMP)
     _assert_attack_was_on(outcome)
