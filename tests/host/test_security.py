@@ -12,7 +12,7 @@ from basra_net.client.join import JoinSession, pin_name
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import SessionResult
 from basra_net.host.admission import Admission, make_join_code, normalize_code
-from basra_net.host.limits import CODE_LOCKOUT_MAX, CodeAttempts, MessageRate
+from basra_net.host.limits import CODE_LOCKOUT_FIRST, CODE_LOCKOUT_MAX, WRONG_CODES_PER_MINUTE, CodeAttempts, MessageRate
 from basra_net.host.server import HostOutcome, HostSettings, run_host
 from basra_net.protocol.errors import BUSY, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
 from basra_net.protocol.framing import encode_frame
@@ -81,6 +81,34 @@ async def test_an_interactive_joiner_is_asked_for_the_code_and_gets_in():
             result = await join.run()
     assert result.exit_code == 0, result.reason
     assert len(asked) == 1 and "join code" in asked[0]
+
+
+async def test_a_crowd_guessing_the_code_gets_it_replaced_and_the_host_is_shown_the_new_one():
+    code = make_join_code()
+    said: list[str] = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            settings = HostSettings(bind="127.0.0.1", port=0, target=20, code=code, tls=False)
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                await run_host(settings, BotPlayer("greedy"), say=said.append, task_status=task_status)
+
+            port = await nursery.start(host)
+            refusals = []
+            for n in range(WRONG_CODES_PER_MINUTE + 1):  # each from an address of its own, so no lockout slows them
+                async with await trio.open_tcp_stream("127.0.0.1", port, local_address=f"127.6.{n}.1") as guesser:
+                    await guesser.send_all(encode_frame(to_wire(Hello((1,), "guesser", bytes(32), code="AAA-AAA"))))
+                    refusals.append((await guesser.receive_some(4096)))
+            changed = [line for line in said if line.startswith("Join code changed to ")]
+            old_code = await _join(port, "friend", code=code, plain=True).run()
+            new_code = changed[0].split()[4].rstrip(":") if changed else None
+            await trio.sleep(CODE_LOCKOUT_FIRST)  # the old code was a wrong code: this address waits it out
+            seated = await _join(port, "friend", code=new_code, plain=True).run()
+            nursery.cancel_scope.cancel()
+    assert all(b"wrong_code" in refusal for refusal in refusals)
+    assert len(changed) == 1 and "wrong join codes within a minute" in changed[0]
+    assert old_code.refusal == WRONG_CODE
+    assert new_code != code and seated.exit_code == 0, seated.reason
 
 
 def test_codes_compare_without_case_spaces_or_dashes_and_are_made_from_unambiguous_characters():
