@@ -18,7 +18,7 @@ import trio
 # one socket, so many may wait; when they are all taken, the oldest goes.
 MAX_HANDSHAKES = 1024
 MAX_HANDSHAKES_PER_ADDRESS = 8
-MAX_HANDSHAKES_PER_PREFIX = 64  # one /24 (IPv4) or /64 (IPv6): one household, one LAN
+MAX_HANDSHAKES_PER_PREFIX = 256  # one /24 (IPv4) or /64 (IPv6): a whole LAN reconnecting at once after a blip
 FIRST_BYTES_TIMEOUT = 1.0  # seconds a new connection has to send anything (a ClientHello, or hello)
 MESSAGES_PER_SECOND = 5.0  # refused messages and error reports: an honest client sends almost none
 MESSAGE_BURST = 20.0
