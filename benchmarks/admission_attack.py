@@ -16,7 +16,7 @@ as the host's limits let it.  Once the attack has run for --ramp seconds:
   (b) resume       against a second host under the same attack, `basra join --auto greedy`
                    through a proxy that cuts its connection mid-match; it resumes and finishes
 
-Printed: the machine's CPU check (as benchmarks/load.py prints it), for each
+Printed: what a normal hello and a maximal one cost the host's decoder; the machine's CPU check (as benchmarks/load.py prints it), for each
 of (a) and (b) the time from starting `basra join` to its seat (the host key
 notice it prints on `welcome`) and to the match's end, and for (b) the time
 from the cut to the resume; the attack's connection counts; and the host's
@@ -51,7 +51,9 @@ from load import cpu_check, cpu_seconds, machine_lines, rss_kb  # noqa: E402
 
 from basra_net.host.server import open_files_limit  # noqa: E402
 
-from basra_net.protocol.framing import encode_frame  # noqa: E402
+from basra_net.protocol.connection import HostConnection  # noqa: E402
+from basra_net.protocol.errors import ProtocolError  # noqa: E402
+from basra_net.protocol.framing import FrameDecoder, encode_frame  # noqa: E402
 from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, to_wire  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
@@ -430,6 +432,37 @@ def _describe(label: str, outcome: Round) -> list[str]:
     return lines
 
 
+def hello_costs(repeat: int = 200) -> list[str]:
+    """CPU to take a normal hello, and to refuse a maximal one before `welcome` and after it (any frame)."""
+
+    def before_welcome(data: bytes) -> None:
+        host = HostConnection()
+        host.receive_data(data)
+        host.next_event()
+
+    def any_frame(data: bytes) -> None:
+        decoder = FrameDecoder()
+        decoder.feed(data)
+        decoder.next_message()
+
+    def per_call(take, data: bytes) -> float:
+        start = time.process_time()
+        for _ in range(repeat):
+            try:
+                take(data)
+            except ProtocolError:
+                pass
+        return (time.process_time() - start) / repeat * 1e6
+
+    normal = encode_frame(to_wire(Hello(PROTOCOL_VERSIONS, "Omar", bytes(32))))
+    maximal = maximal_hello()
+    return [
+        f"a hello of {len(normal) - 4} bytes taken in {per_call(before_welcome, normal):.0f} us;"
+        f" a {len(maximal) - 4}-byte hello of 65,000 integers refused in {per_call(before_welcome, maximal):.1f} us"
+        f" before welcome (by its length) and {per_call(any_frame, maximal):.0f} us as any later frame (by its array's header)"
+    ]
+
+
 async def main_async(args: argparse.Namespace) -> None:
     for repeat in range(args.repeat):
         print(f"CPU check: {cpu_check():,.0f} engine plays/s", flush=True)
@@ -453,6 +486,8 @@ def main() -> None:
     for line in machine_lines():
         print(line)
     print(f"attack: {AttackSize()}")
+    for line in hello_costs():
+        print(line)
     trio.run(main_async, args)
 
 
