@@ -204,7 +204,8 @@ class WrongCodeBudget:
     """Wrong codes from everyone together in the last minute; past the budget, the code must change.
 
     A lockout slows each address; a crowd of addresses guessing at once is
-    answered by replacing the code, so that whatever they learnt is worth nothing.
+    answered by replacing the code and telling the host's player, who learns
+    that someone is guessing and passes the new code on by voice or screen.
     """
 
     def __init__(self, per_minute: int = WRONG_CODES_PER_MINUTE, clock: Callable[[], float] = trio.current_time) -> None:
