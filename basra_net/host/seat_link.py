@@ -99,8 +99,11 @@ async def serve_connection(
     """Run one connection from its first byte to its close.
 
     ``admission`` applies to connections from the network (a join code, the
-    handshake limits); the host's own seats come without one.  With ``tls``
-    the connection is TLS, its handshake inside the same deadline as hello's.
+    handshake limits); the host's own seats come without one.  Such a
+    connection must send its first bytes within FIRST_BYTES_TIMEOUT, and
+    until it is seated the gate may drop it to make room for a newer one.
+    With ``tls`` the connection is TLS, its handshake inside the same
+    deadline as hello's.
     """
     connection = HostConnection()
     if admission is None:
