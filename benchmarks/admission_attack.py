@@ -16,7 +16,8 @@ as the host's limits let it.  Once the attack has run for --ramp seconds:
   (b) resume       against a second host under the same attack, `basra join --auto greedy`
                    through a proxy that cuts its connection mid-match; it resumes and finishes
 
-Printed: what a normal hello and a maximal one cost the host's decoder; the machine's CPU check (as benchmarks/load.py prints it), for each
+Printed: what a normal hello, a maximal one and a seated client's padded
+frame cost the host's decoder; the machine's CPU check (as benchmarks/load.py prints it), for each
 of (a) and (b) the time from starting `basra join` to its seat (the host key
 notice it prints on `welcome`) and to the match's end, and for (b) the time
 from the cut to the resume; the attack's connection counts; and the host's
@@ -54,7 +55,7 @@ from basra_net.host.server import open_files_limit  # noqa: E402
 from basra_net.protocol.connection import HostConnection  # noqa: E402
 from basra_net.protocol.errors import ProtocolError  # noqa: E402
 from basra_net.protocol.framing import FrameDecoder, encode_frame  # noqa: E402
-from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, to_wire  # noqa: E402
+from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Ping, Welcome, to_wire  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
 HOST_TARGET = 5
@@ -445,6 +446,14 @@ def hello_costs(repeat: int = 200) -> list[str]:
         decoder.feed(data)
         decoder.next_message()
 
+    def from_seated_client(data: bytes) -> None:
+        host = HostConnection()
+        host.receive_data(normal)
+        host.next_event()
+        host.send(Welcome(1, 1, bytes(16), bytes(32), "egyptian", 101, bytes(16), 0))
+        host.receive_data(data)
+        host.next_event()
+
     def per_call(take, data: bytes) -> float:
         start = time.process_time()
         for _ in range(repeat):
@@ -456,10 +465,13 @@ def hello_costs(repeat: int = 200) -> list[str]:
 
     normal = encode_frame(to_wire(Hello(PROTOCOL_VERSIONS, "Omar", bytes(32))))
     maximal = maximal_hello()
+    spread = encode_frame(to_wire(Ping(1)) | {"padding": [[7] * 1000 for _ in range(63)]})
     return [
         f"a hello of {len(normal) - 4} bytes taken in {per_call(before_welcome, normal):.0f} us;"
         f" a {len(maximal) - 4}-byte hello of 65,000 integers refused in {per_call(before_welcome, maximal):.1f} us"
-        f" before welcome (by its length) and {per_call(any_frame, maximal):.0f} us as any later frame (by its array's header)"
+        f" before welcome (by its length) and {per_call(any_frame, maximal):.0f} us as any later frame (by its array's header);",
+        f"a seated client's {len(spread) - 4}-byte ping padded with 63 arrays of 1,000 integers refused in"
+        f" {per_call(from_seated_client, spread):.0f} us (by the entries of a client's frame; the seating included)",
     ]
 
 

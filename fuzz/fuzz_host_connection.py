@@ -245,7 +245,7 @@ class Harness:
         limit = self.connection.max_frame  # smaller before the welcome
         if len(body) <= limit:
             try:
-                expected = from_wire(decode_body(body, limit))
+                expected = from_wire(decode_body(body, limit, self.connection.max_entries))
             except ProtocolError:
                 pass
         frame = len(body).to_bytes(4, "big") + body
