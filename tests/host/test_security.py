@@ -252,10 +252,52 @@ async def test_a_first_join_turned_away_as_busy_tries_again_and_sits_down(plain)
     assert outcomes[0].table.completed
 
 
-async def _pump(source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope) -> None:
+async def _pump(source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope, cut_after: int | None = None) -> None:
+    """Forward until either end closes, or until ``cut_after`` bytes have gone: then both are cut."""
+    carried = 0
     try:
         while data := await source.receive_some(65536):
             await sink.send_all(data)
+            carried += len(data)
+            if cut_after is not None and carried >= cut_after:
+                break
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
     scope.cancel()
+
+
+async def test_a_resume_turned_away_as_busy_keeps_trying_and_the_match_finishes():
+    """The seat's connection is cut mid-match; its first resume is told busy, as a crowded host does; the next gets in."""
+    connections: list[str] = []
+
+    async def door(client: trio.SocketStream) -> None:
+        async with client:
+            connections.append("forwarded" if len(connections) != 1 else "busy")
+            if connections[-1] == "busy":
+                await client.receive_some(4096)
+                await client.send_all(encode_frame(to_wire(Error(BUSY, "too many connections are joining at once"))))
+                return
+            cut_after = 3000 if len(connections) == 1 else None
+            async with await trio.open_tcp_stream("127.0.0.1", port) as host:
+                async with trio.open_nursery() as pumps:
+                    pumps.start_soon(_pump, client, host, pumps.cancel_scope)
+                    pumps.start_soon(_pump, host, client, pumps.cancel_scope, cut_after)
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            outcomes: list[HostOutcome] = []
+            host_done = trio.Event()
+            settings = HostSettings(bind="127.0.0.1", port=0, target=20, tls=False)
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcomes.append(await run_host(settings, PacedBot("greedy"), say=lambda line: None, task_status=task_status))
+                host_done.set()
+
+            port = await nursery.start(host)
+            listeners = await nursery.start(trio.serve_tcp, door, 0)
+            result = await _join(listeners[0].socket.getsockname()[1], "friend", plain=True).run()
+            await host_done.wait()
+            nursery.cancel_scope.cancel()
+    assert connections == ["forwarded", "busy", "forwarded"]
+    assert result.exit_code == 0, result.reason
+    assert outcomes[0].table.completed
