@@ -53,6 +53,17 @@ def _code(text: str) -> str:
     return text
 
 
+def _strong_code(text: str) -> str:
+    """A code a host requires: no weaker than one it would make itself."""
+    from .host.admission import weak_code_problem  # not needed for --help
+
+    code = _code(text)
+    problem = weak_code_problem(code)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="basra",
@@ -71,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="let the bot play your own seat (a headless host)")
     host.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
-    host.add_argument("--code", type=_code, metavar="CODE", help="the join code to require (default: a fresh one, unless --auto)")
+    host.add_argument("--code", type=_strong_code, metavar="CODE", help="the join code to require (default: a fresh one, unless --auto)")
     host.add_argument("--open", action="store_true", help="no join code: anyone who reaches the port may sit down")
     host.add_argument("--plain", action="store_true", help="plain TCP instead of TLS (for simple clients and debugging)")
     host.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
@@ -102,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
     serve.add_argument("--no-transcripts", action="store_true", help="keep no transcript files (load tests)")
     serve.add_argument("--quiet", action="store_true", help="do not log each table's progress")
-    serve.add_argument("--code", type=_code, metavar="CODE", help="a join code every player must give (default: none)")
+    serve.add_argument("--code", type=_strong_code, metavar="CODE", help="a join code every player must give (default: none)")
     serve.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
     serve.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
                        help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")

@@ -77,7 +77,6 @@ import os
 import platform
 import random
 import re
-import resource
 import signal
 import ssl
 import statistics
@@ -99,6 +98,7 @@ from basra_net.protocol import messages as protocol_messages  # noqa: E402
 from basra_net.protocol.announce import messages_for_seat  # noqa: E402
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed  # noqa: E402
 from basra_net.protocol.errors import TABLE_FULL, ProtocolError  # noqa: E402
+from basra_net.host.server import open_files_limit as raise_open_files_limit  # noqa: E402  (child processes inherit it)
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import (  # noqa: E402
     PROTOCOL_VERSIONS,
@@ -177,14 +177,6 @@ def code_line() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "code: not a git checkout"
     return f"code: commit {head}" + (", basra_net/ with uncommitted changes" if dirty else ", basra_net/ as committed")
-
-
-def raise_open_files_limit() -> int:
-    """Soft RLIMIT_NOFILE up to the hard limit; child processes inherit it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def cpu_seconds(pid: int) -> float:

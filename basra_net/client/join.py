@@ -8,6 +8,7 @@ again to resume.
 
 from __future__ import annotations
 
+import random
 import ssl
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -15,12 +16,20 @@ from typing import Awaitable, Callable
 import trio
 
 from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
-from ..protocol.errors import CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
+from ..protocol.errors import BUSY, CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Welcome
 from .pinning import KNOWN_HOSTS_FILE, KeyChanged, KnownHosts, client_tls_context, peer_public_key, pin_address
 from .players import Player
-from .session import EXIT_FAILURE, ClientSession, Resume, SessionResult
+from .session import (
+    EXIT_FAILURE,
+    RECONNECT_FIRST_DELAY,
+    RECONNECT_FOR,
+    RECONNECT_MAX_DELAY,
+    ClientSession,
+    Resume,
+    SessionResult,
+)
 from .state import ClientState
 from .storage import RESUME_FILE, ResumeTicket, ResumeTickets, data_dir
 
@@ -53,6 +62,12 @@ def _port(text: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
         raise ValueError(f"{text!r} is not a port number (1-65535)")
     return int(text)
+
+
+def _not_tls(err: BaseException) -> bool:
+    """The TLS handshake failed on what the host sent, not because the host closed the connection."""
+    cause = err.__cause__
+    return isinstance(cause, ssl.SSLError) and not isinstance(cause, (ssl.SSLEOFError, ssl.SSLZeroReturnError))
 
 
 def pin_name(host: str, port: int) -> str:
@@ -89,8 +104,8 @@ class JoinSession:
         self.announced_fingerprint = announced_fingerprint  # found on the LAN: the key must have this fingerprint
         self._newly_pinned = False
 
-    def _failure(self, reason: str) -> SessionResult:
-        return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None)
+    def _failure(self, reason: str, refusal: str | None = None) -> SessionResult:
+        return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None, refusal)
 
     @property
     def _tickets(self) -> ResumeTickets:
@@ -110,7 +125,7 @@ class JoinSession:
             tickets.drop(self._where)
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
         for _ in range(CODE_TRIES):
-            result = await self._attempt(stop, None)
+            result = await self._first_join(stop)
             if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or self.ask_code is None:
                 return result
             code = await self.ask_code(result.reason)
@@ -118,6 +133,21 @@ class JoinSession:
                 return result
             self.code = code
         return result
+
+    async def _first_join(self, stop: trio.Event | None) -> SessionResult:
+        """Join afresh; a host too busy to take the connection is tried again, waiting longer each time, as a resume is."""
+        give_up = trio.current_time() + RECONNECT_FOR
+        delay = RECONNECT_FIRST_DELAY
+        while True:
+            result = await self._attempt(stop, None)
+            if result.refusal != BUSY or trio.current_time() + delay > give_up:
+                return result
+            self.player.notice(result.state, "the host is busy with other connections; trying again...")
+            with trio.move_on_after(delay * random.uniform(0.5, 1.0)):
+                await (stop.wait() if stop is not None else trio.sleep_forever())
+            if stop is not None and stop.is_set():
+                return result
+            delay = min(delay * 2, RECONNECT_MAX_DELAY)
 
     async def connect(self) -> trio.abc.Stream:
         """A connection to the host: TLS with its key checked against the pin, or plain TCP.
@@ -154,12 +184,11 @@ class JoinSession:
                 why = "timed out"
             elif isinstance(err, OSError) and not isinstance(err, ssl.SSLError):
                 why = err.strerror or str(err)
+            elif _not_tls(err):
+                return self._failure(f"no TLS connection with {where}: the host does not speak TLS (a host started with --plain needs --plain here too)")
             else:
-                return self._failure(
-                    f"no TLS connection with {where}: the host closed it during the handshake (a host busy with other"
-                    " players joining turns new connections away for a moment: try again soon; a host started with"
-                    " --plain needs --plain here too)"
-                )
+                # Closed in the handshake: a host drops the oldest handshakes when too many connect at once.
+                return self._failure(f"no TLS connection with {where}: the host closed it during the handshake", BUSY)
             return self._failure(f"cannot connect to {where}: {why}")
         notices: list[str] = []
         if not self.plain:

@@ -26,12 +26,13 @@ from ..protocol.errors import (
 from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Ping, Pong
 from ..client.liveness import Liveness
 from .admission import Admission
-from .limits import MessageRate
+from .limits import FIRST_BYTES_TIMEOUT, MessageRate
 from .table import SeatLost, Table, outgoing
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
 FRAME_TIMEOUT = 10.0  # seconds a started frame has to finish
-CLOSE_LINGER = 1.0  # seconds to let a refused peer read its error before the socket closes
+CLOSE_LINGER = 1.0  # seconds to let a seated peer read its last frame before the socket closes
+REFUSE_SEND_TIMEOUT = 1.0  # seconds to hand a refusal to a peer in its handshake
 RECEIVE_SIZE = 65536
 OUTBOX_SIZE = 64  # messages; a seat that lets more pile up is not reading, and is dropped
 SEND_TIMEOUT = 20.0  # seconds one send (a batch of frames) may wait for the peer to read
@@ -52,11 +53,18 @@ async def close_gracefully(stream: trio.abc.Stream) -> None:
 
 
 async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: ProtocolError) -> None:
-    try:
-        await stream.send_all(connection.send_error(error))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-        pass
-    await close_gracefully(stream)
+    """Send the error and close at once.
+
+    No lingering to drain what the peer sends next: whoever is refused during
+    the handshake has sent its hello and is waiting for the answer, so the
+    error is read before the close; a peer still sending is not one to wait for.
+    """
+    with trio.move_on_after(REFUSE_SEND_TIMEOUT):
+        try:
+            await stream.send_all(connection.send_error(error))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+    await trio.aclose_forcefully(stream)
 
 
 async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) -> Hello | None:
@@ -91,27 +99,53 @@ async def serve_connection(
     """Run one connection from its first byte to its close.
 
     ``admission`` applies to connections from the network (a join code, the
-    handshake limits); the host's own seats come without one.  With ``tls``
-    the connection is TLS, its handshake inside the same deadline as hello's.
+    handshake limits); the host's own seats come without one.  Such a
+    connection must send its first bytes within FIRST_BYTES_TIMEOUT, and
+    until it is seated the gate may drop it to make room for a newer one.
+    With ``tls`` the connection is TLS, its handshake inside the same
+    deadline as hello's.
     """
     connection = HostConnection()
-    if admission is not None and not admission.gate.try_enter(address):
-        if tls is None:
-            await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
-        else:
-            await trio.aclose_forcefully(stream)  # no TLS yet, so no way to say why
-        return
-    try:
-        if tls is not None:
-            stream = await _tls_handshake(stream, tls, handshake_timeout)
+    if admission is None:
+        placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
+    else:
+        waiting = admission.gate.enter(address)
         placed = None
-        if stream is not None:
-            placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
-    finally:
-        if admission is not None:
-            admission.gate.leave(address)
+        try:
+            with waiting.scope:
+                if not await _first_bytes(stream):
+                    if tls is None:
+                        await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
+                    return
+                if tls is not None:
+                    secure = await _tls_handshake(stream, tls, handshake_timeout)
+                    if secure is None:
+                        return
+                    stream = secure
+                placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
+        finally:
+            admission.gate.leave(waiting)
+        if waiting.dropped and placed is None:
+            if tls is None:  # over TLS no frame can be sent before TLS is up
+                await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
+            await trio.aclose_forcefully(stream)
+            return
     if placed is not None:
         await _serve_seat(stream, connection, *placed)
+
+
+async def _first_bytes(stream: trio.abc.Stream) -> bool:
+    """Whether a connection from the network sends something (a ClientHello, or hello) within FIRST_BYTES_TIMEOUT.
+
+    Idle sockets would otherwise hold a place in the handshake for its whole
+    deadline.  Only waits: the bytes stay for the handshake to read.
+    """
+    if not isinstance(stream, trio.SocketStream):
+        return True
+    with trio.move_on_after(FIRST_BYTES_TIMEOUT):
+        await trio.lowlevel.wait_readable(stream.socket)
+        return True
+    return False
 
 
 async def _tls_handshake(stream: trio.abc.Stream, context: ssl.SSLContext, timeout: float) -> trio.SSLStream | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import resource
 import socket
 import struct
 import time
@@ -21,6 +22,7 @@ from ..files import private_dir
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
 from .announce import announce_host_table, announce_lobby
+from .limits import MAX_HANDSHAKES, HandshakeGate
 from .certificate import server_tls_context
 from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
@@ -169,7 +171,7 @@ async def run_host(
 ) -> HostOutcome:
     """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls)
+    door = _Door(identity, settings.code, settings.tls, say)
     if settings.resume is not None:
         table, path, tokens, resumed_bot = _resumed_table(settings, identity)
         if resumed_bot is not None:
@@ -235,14 +237,34 @@ async def run_host(
     return HostOutcome(result, own_result, path)
 
 
+def open_files_limit() -> int:
+    """The descriptors this process may open, raised to the hard limit first."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
 class _Door:
     """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
 
-    def __init__(self, identity, code: str | None, tls: bool) -> None:
+    def __init__(self, identity, code: str | None, tls: bool, say: Callable[[str], None]) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
-        self.code = code
         self.tls = server_tls_context(identity, data_dir()) if tls else None
-        self.admission = Admission(code=code)
+        # Connections waiting in their handshake hold a descriptor each: no more of them than half the
+        # descriptors the process may open, so that accepting never fails for want of one.
+        gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
+        self.admission = Admission(
+            code=code, gate=gate, on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")
+        )
+
+    @property
+    def code(self) -> str | None:
+        return self.admission.code
 
     async def serve(self, stream: trio.SocketStream, seating) -> None:
         try:
@@ -355,7 +377,7 @@ async def run_serve(
 ) -> None:
     """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls)
+    door = _Door(identity, settings.code, settings.tls, say)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
     port = listeners[0].socket.getsockname()[1]
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"

@@ -17,6 +17,18 @@ from basra_net.protocol.errors import BAD_FRAME, BAD_MSGPACK, ProtocolError
 
 MAX_FRAME = 65536
 MAX_DEPTH = 8
+# Before the host's `welcome` only a `hello` may come, and a hello is under
+# 200 bytes: a peer nobody has admitted yet gets no more than this to decode.
+MAX_FRAME_BEFORE_WELCOME = 1024
+# Entries of one container.  The longest array a message has is a
+# `your_turn`'s moves (1024); the largest map, a message's dozen fields.
+MAX_ARRAY_LEN = 1024
+MAX_MAP_LEN = 64
+# Entries of all containers of one frame together, in a frame a client sends:
+# the host's messages can be long (a `your_turn`), a client's never are (a
+# `play` has a dozen), so that a seated peer cannot make each frame cost the
+# host tens of milliseconds either.
+MAX_CLIENT_FRAME_ENTRIES = 1024
 
 _HEADER = struct.Struct(">I")
 
@@ -40,15 +52,16 @@ def encode_frame(message: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def decode_body(body: bytes) -> dict[str, Any]:
+def decode_body(body: bytes, max_frame: int = MAX_FRAME, max_entries: int | None = None) -> dict[str, Any]:
     """Decode one frame body strictly.
 
-    Raises ProtocolError: bad_msgpack for anything outside the subset,
-    bad_frame for a body longer than MAX_FRAME.
+    Raises ProtocolError: bad_msgpack for anything outside the subset
+    (including more than ``max_entries`` container entries in all, when
+    given), bad_frame for a body longer than ``max_frame``.
     """
-    if len(body) > MAX_FRAME:
-        raise ProtocolError(BAD_FRAME, f"body of {len(body)} bytes exceeds {MAX_FRAME}")
-    reader = _BodyReader(body)
+    if len(body) > max_frame:
+        raise ProtocolError(BAD_FRAME, f"body of {len(body)} bytes exceeds {max_frame}")
+    reader = _BodyReader(body, max_entries)
     if not body or body[0] not in _MAP_HEADS:
         raise ProtocolError(BAD_MSGPACK, "frame body is not a msgpack map")
     message = reader.read_value(depth=1)
@@ -71,8 +84,9 @@ class _BodyReader:
     depth limit this keeps memory proportional to the body size.
     """
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, max_entries: int | None = None) -> None:
         self._body = body
+        self._entries_left = max_entries
         self._unpacker = msgpack.Unpacker(
             raw=False,
             timestamp=0,
@@ -104,7 +118,7 @@ class _BodyReader:
     def _read_map(self, depth: int) -> dict[str, Any]:
         self._check_depth(depth)
         count = self._call(self._unpacker.read_map_header)
-        self._check_count(count, 2, "map")
+        self._check_count(count, 2, "map", MAX_MAP_LEN)
         result: dict[str, Any] = {}
         for _ in range(count):
             head = self._peek()
@@ -123,7 +137,7 @@ class _BodyReader:
     def _read_array(self, depth: int) -> list[Any]:
         self._check_depth(depth)
         count = self._call(self._unpacker.read_array_header)
-        self._check_count(count, 1, "array")
+        self._check_count(count, 1, "array", MAX_ARRAY_LEN)
         return [self.read_value(depth + 1) for _ in range(count)]
 
     def _read_scalar(self) -> Any:
@@ -136,7 +150,15 @@ class _BodyReader:
         if depth > MAX_DEPTH:
             raise ProtocolError(BAD_MSGPACK, f"nesting deeper than {MAX_DEPTH}")
 
-    def _check_count(self, count: int, min_bytes_each: int, kind: str) -> None:
+    def _check_count(self, count: int, min_bytes_each: int, kind: str, most: int) -> None:
+        # Checked from the header, before any entry is read: a body of tens of
+        # thousands of small values is refused as cheaply as a short one.
+        if count > most:
+            raise ProtocolError(BAD_MSGPACK, f"{kind} of {count} entries; at most {most} are allowed")
+        if self._entries_left is not None:
+            self._entries_left -= count
+            if self._entries_left < 0:
+                raise ProtocolError(BAD_MSGPACK, "too many entries in one frame for a message of this sender")
         # Each element needs at least one byte, so a larger count is a lie.
         remaining = len(self._body) - self.offset
         if count * min_bytes_each > remaining:
@@ -179,9 +201,11 @@ class FrameDecoder:
     that same error, since the stream can no longer be trusted.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME, max_entries: int | None = None) -> None:
         self._buffer = bytearray()
         self._error: ProtocolError | None = None
+        self.max_frame = max_frame  # the longest body accepted now; a host raises it once it has sent `welcome`
+        self.max_entries = max_entries  # container entries in one frame, all containers together (None: no limit)
 
     @property
     def buffered(self) -> int:
@@ -212,15 +236,15 @@ class FrameDecoder:
         if len(self._buffer) < _HEADER.size:
             return None
         (length,) = _HEADER.unpack_from(self._buffer)
-        if length == 0 or length > MAX_FRAME:
-            self._fail(ProtocolError(BAD_FRAME, f"frame length {length} not in 1..{MAX_FRAME}"))
+        if length == 0 or length > self.max_frame:
+            self._fail(ProtocolError(BAD_FRAME, f"frame length {length} not in 1..{self.max_frame}"))
         end = _HEADER.size + length
         if len(self._buffer) < end:
             return None
         body = bytes(self._buffer[_HEADER.size : end])
         del self._buffer[:end]
         try:
-            return decode_body(body)
+            return decode_body(body, self.max_frame, self.max_entries)
         except ProtocolError as exc:
             self._fail(exc)
 

@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 
 from basra_net.protocol.errors import ERROR_CODES, FATAL_CODES, ProtocolError
 from basra_net.protocol.framing import (
+    MAX_ARRAY_LEN,
     MAX_DEPTH,
     MAX_FRAME,
+    MAX_MAP_LEN,
     FrameDecoder,
     decode_body,
     encode_frame,
@@ -393,3 +395,40 @@ def test_mutated_frames_decode_or_raise_protocol_error(message, edits, chunk_siz
                 assert isinstance(decoded, dict) and isinstance(decoded["type"], str)
     except ProtocolError as error:
         assert error.code in {"bad_frame", "bad_msgpack"}
+
+
+def test_an_array_longer_than_the_limit_is_refused_from_its_header():
+    assert decode_body(msgpack.packb({"type": "x", "v": [0] * MAX_ARRAY_LEN}))["v"] == [0] * MAX_ARRAY_LEN
+    with pytest.raises(ProtocolError) as info:
+        decode_body(msgpack.packb({"type": "x", "v": [0] * (MAX_ARRAY_LEN + 1)}))
+    assert info.value.code == "bad_msgpack"
+    assert f"at most {MAX_ARRAY_LEN}" in info.value.message
+
+
+def test_a_map_with_more_entries_than_the_limit_is_refused_from_its_header():
+    fields = {f"f{n}": n for n in range(MAX_MAP_LEN - 1)}
+    assert len(decode_body(msgpack.packb({"type": "x", **fields}))) == MAX_MAP_LEN
+    with pytest.raises(ProtocolError) as info:
+        decode_body(msgpack.packb({"type": "x", "inner": {f"f{n}": n for n in range(MAX_MAP_LEN + 1)}}))
+    assert info.value.code == "bad_msgpack"
+    assert f"at most {MAX_MAP_LEN}" in info.value.message
+
+
+def test_a_frame_of_65000_integers_is_refused_without_reading_them():
+    body = msgpack.packb({"type": "hello", "junk": [7] * 65_000})
+    assert len(body) <= MAX_FRAME
+    decoder = FrameDecoder()
+    decoder.feed(frame_of(body))
+    with pytest.raises(ProtocolError) as info:
+        decoder.next_message()
+    assert info.value.code == "bad_msgpack"
+    assert "array of 65000 entries" in info.value.message
+
+
+def test_a_decoder_with_a_smaller_limit_refuses_a_longer_frame_from_its_header():
+    decoder = FrameDecoder(max_frame=1024)
+    decoder.feed(struct.pack(">I", 1025))
+    with pytest.raises(ProtocolError) as info:
+        decoder.next_message()
+    assert info.value.code == "bad_frame"
+    assert "1..1024" in info.value.message
