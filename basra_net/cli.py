@@ -32,7 +32,9 @@ def _port(text: str) -> int:
 
 
 def _name(text: str) -> str:
-    if not 1 <= len(text) <= 32 or not text.isprintable() or text.strip() != text:
+    from .protocol.text import is_name
+
+    if not is_name(text, 32):
         raise argparse.ArgumentTypeError("a name is 1 to 32 printable characters, without outer spaces")
     return text
 
@@ -48,7 +50,9 @@ def _seconds(text: str) -> float:
 
 
 def _code(text: str) -> str:
-    if not 1 <= len(text) <= 32 or not text.isprintable():
+    from .protocol.text import is_printable
+
+    if not 1 <= len(text) <= 32 or not is_printable(text):
         raise argparse.ArgumentTypeError("a join code is 1 to 32 printable characters")
     return text
 
