@@ -29,7 +29,7 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)
 
     def add(self, section: str, name: str, status: str, detail: str) -> None:
-        verdict = Verdict(f"§{section}", name, status, detail)
+        verdict = Verdict(f"§{section}" if section[0].isdigit() else section, name, status, detail)
         self.verdicts.append(verdict)
         self.say(verdict.line())
 
