@@ -189,6 +189,15 @@ class ScriptedMatch:
         self.refuse_next_play = False  # the illegal_move case, armed once the cuts are done
         self.situations = Situations()
         self.games = 0
+        self.whole = ("7.3", "the honest match runs to its end" if unfair is None else f"the {unfair.replace('_', ' ')} match runs to its end")
+        self.case = self.whole  # the case a failure now belongs to
+
+    def begin(self, section: str, name: str) -> None:
+        self.case = (section, name)
+
+    def passed(self, detail: str) -> None:
+        self.report.passed(*self.case, detail)
+        self.case = self.whole
 
     # --- the stream and its cuts -----------------------------------------------------------
 
@@ -199,8 +208,8 @@ class ScriptedMatch:
         await self.link.send_frame(message, frame)
         if message.TYPE in self.cuts:
             self.cuts.remove(message.TYPE)
-            detail = await self.cut_and_resume()
-            self.report.passed("5.8", f"cut after {message.TYPE}, and the resume", f"scripted: {detail}")
+            self.begin("5.8", f"cut after {message.TYPE}, and the resume")
+            self.passed(f"scripted: {await self.cut_and_resume()}")
             if not self.cuts:
                 self.refuse_next_play = True
 
@@ -275,18 +284,26 @@ class ScriptedMatch:
         while not self.match.over:
             if not await self.play_game():
                 return
+        self.begin("7.3, 5.8", "match_end answered with leave")
         await self.expect_leave()
-        self.report.passed("7.3, 5.8", "match_end answered with leave", f"scripted: after {self.games} games, {self.resumes} resumes")
+        self.passed(f"scripted: after {self.games} games, {self.resumes} resumes")
 
     async def ping_away_back(self) -> None:
         assert self.link is not None
+        self.begin("5.7, 6.17", "a ping is answered")
         await self.link.send(Ping(31337))
         event = await self.link.next_event(ANSWER_TIMEOUT)
         if not isinstance(event, Pong) or event.id != 31337:
-            raise CaseFailed(f"{_what(event)} instead of a pong with the ping's id (5.7)")
-        self.report.passed("5.7, 6.17", "a ping is answered", "scripted: pong with the ping's id")
+            raise CaseFailed(f"{_what(event)} instead of a pong with the ping's id")
+        self.passed("scripted: pong with the ping's id")
+        self.begin("6.19, 6.20", "away and back change nothing")
         await self.link.send(Away(0, 120))
         await self.link.send(Back(0))
+        await self.link.send(Ping(31338))
+        event = await self.link.next_event(ANSWER_TIMEOUT)
+        if not isinstance(event, Pong) or event.id != 31338:
+            raise CaseFailed(f"{_what(event)} after away and back, instead of the pong to the next ping")
+        self.passed("scripted: away and back for seat 0, then the next ping answered and nothing else sent")
 
     async def play_game(self) -> bool:
         """One game; False when the match was cut short on purpose (an unfair match)."""
@@ -299,8 +316,6 @@ class ScriptedMatch:
         seed = await self.receive(ANSWER_TIMEOUT)
         if not isinstance(seed, Seed):
             raise CaseFailed(f"{_what(seed)} instead of the seed for game {game}")
-        if game == 1 and self.unfair is None:
-            self.report.passed("6.19, 6.20", "away and back change nothing", "scripted: the client went on to send its seed")
         trace = shuffle.shuffle_trace(self.match_id, game, host_seed, seed.seed)
         self.situations.rejections.append(sum(not draw.accepted for draw in trace.draws))
         deck = list(trace.deck)
@@ -388,6 +403,7 @@ class ScriptedMatch:
     async def refused_then_cut(self, play: Play) -> Move:
         """Refuse a listed play with illegal_move, send the new request, and cut at once (5.8, rule 7)."""
         assert self.link is not None
+        self.begin("8.3, 5.8", "illegal_move, the new request, a cut: the repeat dropped, the new request answered")
         await self.link.send(Error(errors.ILLEGAL_MOVE, "refused by the conformance checker, to see the new request answered"))
         self.request += 1
         moves = tuple(self.match.legal_moves())
@@ -398,8 +414,7 @@ class ScriptedMatch:
         answer = await self.receive(MOVE_TIMEOUT)
         if not isinstance(answer, Play) or answer.request != self.request:
             raise CaseFailed(f"{_what(answer)} instead of a play for the new request {self.request}")
-        self.report.passed(
-            "8.3, 5.8", "illegal_move, the new request, a cut: the repeat dropped, the new request answered",
+        self.passed(
             f"scripted: the checker refused request {play.request}'s listed play and cut the connection after "
             f"request {self.request}; the client resumed, any repeat of its play was dropped, and it answered request {self.request}",
         )
@@ -455,12 +470,13 @@ class ClientRun:
         return f"exit status {self.result.returncode}" + (f" ({output[-1][:120]})" if output else "")
 
 
-async def run_match(door: Door, report: Report, settings: ClientCheckSettings, unfair: str | None) -> ClientRun | None:
-    """One match; with --exec the client is run for it and its exit awaited."""
+async def run_match(door: Door, report: Report, settings: ClientCheckSettings, unfair: str | None) -> tuple[ClientRun | None, bool]:
+    """One match; with --exec the client is run for it and its exit awaited.  True when the match ran to its end."""
     match = ScriptedMatch(door, report, target=settings.target, unfair=unfair)
     client = None
     if settings.command is not None:
         client = ClientRun(shlex.split(settings.command.replace("{port}", str(door.port))))
+    finished = False
     async with trio.open_nursery() as nursery:
         if client is not None:
             nursery.start_soon(client.run)
@@ -469,20 +485,20 @@ async def run_match(door: Door, report: Report, settings: ClientCheckSettings, u
                 nursery.start_soon(_cancel_when_gone, client, scope)
             try:
                 await match.run()
+                finished = True
             except CaseFailed as failed:
-                name = "the honest match" if unfair is None else f"the {unfair.replace('_', ' ')} match"
-                report.failed("7.3", f"{name} runs to its end", str(failed))
-        if scope.cancelled_caught:
-            report.failed("7.3", "the client stays for the whole match", "the client exited before the match ended: " + client.told())
+                report.failed(*match.case, str(failed))
+        if scope.cancelled_caught and client is not None:
+            report.failed(*match.case, "the client exited in the middle of it: " + client.told())
         if match.link is not None:
             await match.link.close()
-        if client is not None:
+        if client is not None and finished:
             with trio.move_on_after(EXIT_TIMEOUT):
                 await client.exited.wait()
-            nursery.cancel_scope.cancel()
-    if unfair is None:
+        nursery.cancel_scope.cancel()  # a client still running after a failed match is stopped
+    if unfair is None and finished:
         report_arising(report, match, client)
-    return client
+    return client, finished
 
 
 async def _cancel_when_gone(client: ClientRun, scope: trio.CancelScope) -> None:
@@ -541,8 +557,11 @@ async def check_client(settings: ClientCheckSettings, say: Callable[[str], None]
         for number, (unfair, section, name) in enumerate(MATCHES, start=1):
             if settings.command is None:
                 say(f"match {number} of {len(MATCHES)}: connect the client to port {port} now")
-            client = await run_match(door, report, settings, unfair)
-            judge_exit(report, section, name, client, fair=unfair is None)
+            client, finished = await run_match(door, report, settings, unfair)
+            if finished:
+                judge_exit(report, section, name, client, fair=unfair is None)
+            else:
+                report.skipped(section, name, "not judged: the match did not run to its end")
         nursery.cancel_scope.cancel()
     say(report.summary())
     return report.exit_code
