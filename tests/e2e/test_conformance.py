@@ -149,3 +149,16 @@ async def test_a_host_that_replays_a_resume_out_of_order_fails_the_resume_case(d
     monkeypatch.setattr(Table, "seat_resumed", reversed_replay)
     failed = await check_broken_host(monkeypatch)
     assert failed and "resume after a cut, with a replay" in failed[0], failed
+
+
+def test_readmes_conformance_commands_are_ones_the_command_line_takes():
+    import shlex
+
+    from basra_net.cli import build_parser
+
+    readme = (HERE.parents[1] / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^basra (conformance .+)$", readme, re.M)
+    assert len(commands) >= 3
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command))
+        assert args.command == "conformance" and args.side in ("client", "host")
