@@ -354,7 +354,12 @@ def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
         if kind == "commit":
             game = message["game"]
             if game in games:
-                continue  # answered on an earlier connection; a resume sent the seed again if needed
+                if message["commitment"] == games[game].commit["commitment"]:
+                    continue  # answered on an earlier connection; a resume sent the seed again if needed
+                # A new commitment for a deal this seat's seed has fixed: never answered (5.8, rule 11).
+                print(f"game {game}: NOT VERIFIED: the host committed again to a deal already fixed", flush=True)
+                conn.send({"type": "error", "code": "unexpected", "message": "a second commitment for a fixed deal"})
+                return 3
             expect(game == len(games) + 1, f"a commitment for game {game} out of order")
             if not signature_ok(host_key, message["signature"], b"basra-net/v1/commit-sig", match_id, game,
                                 message["commitment"]):

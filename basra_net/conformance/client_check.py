@@ -14,12 +14,14 @@ report says which:
   tie at the target); the host's own seat steers towards the 7D and Jack
   situations when its cards allow, and a case whose situation did not arise
   in the match is reported as skipped, with how often it was tried;
-- **unfair**: in a match of its own, the host deals from another deck than
-  it committed to, or abandons a fixed deal without its reveal.  Section
-  9.10 requires the client to tell its player, which is not on the wire: so
-  these cases, and the verdict on every honest deal, are judged by the
-  client's exit status, which the checker sees only when it runs the client
-  itself (`--exec`); otherwise they are skipped.
+- **unfair**: in a match of its own, the host does what an honest host
+  never does: it signs a commitment wrongly, or commits again to a deal the
+  client's seed has fixed (the client must not send a seed: on the wire),
+  deals from another deck than it committed to, or abandons a fixed deal
+  without its reveal.  Section 9.10 requires the client to tell its player,
+  which is not on the wire: so that, and the verdict on every honest deal,
+  is judged by the client's exit status, which the checker sees only when
+  it runs the client itself (`--exec`); otherwise those cases are skipped.
 
 The first match is honest and ends by its target: a client that verified
 every deal and score exits 0.  Seat 0 is the checker's, playing by a fixed
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -52,7 +55,6 @@ from ..protocol.messages import (
     Back,
     Commit,
     Error,
-    GameEnd,
     Hello,
     Leave,
     MatchEnd,
@@ -75,6 +77,11 @@ RESUME_TIMEOUT = 60.0  # seconds a cut-off client has to come back (section 5.8,
 CONNECT_TIMEOUT = 120.0  # seconds to wait for a client to connect for a match
 EXIT_TIMEOUT = 30.0  # seconds a client run by --exec has to exit after its match
 SEVEN_OF_DIAMONDS = parse_card("7D")
+# The matches whose commitment no client may answer: the case each is, by the name of the match.
+REFUSED_COMMITMENTS = {
+    "forged_commit": ("9.10", "a commitment whose signature does not verify gets no seed"),
+    "second_commit": ("5.8, 7.2", "a second commitment for a fixed deal, after a resume, gets no seed"),
+}
 CUT_AFTER = ("match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal")
 HOST_NAME = "Conformance"
 
@@ -279,6 +286,9 @@ class ScriptedMatch:
         if self.unfair is None:
             self.report.passed("5.1, 6.3", "hello, and the welcome taken", f"scripted: {event.name!r} offers versions {list(event.versions)}")
         await self.stream(MatchStart((HOST_NAME, event.name)))
+        if self.unfair in REFUSED_COMMITMENTS:
+            await self.refused_commitment(*REFUSED_COMMITMENTS[self.unfair])
+            return
         if self.unfair is None:
             await self.ping_away_back()
         while not self.match.over:
@@ -287,6 +297,43 @@ class ScriptedMatch:
         self.begin("7.3, 5.8", "match_end answered with leave")
         await self.expect_leave()
         self.passed(f"scripted: after {self.games} games, {self.resumes} resumes")
+
+    async def refused_commitment(self, section: str, name: str) -> None:
+        """A commitment no client may answer with a seed (9.10; 5.8, rule 11): it may leave, report or wait."""
+        assert self.hello is not None and self.link is not None
+        commitment = shuffle.commitment(self.match_id, 1, self.hello.nonce, os.urandom(32))
+        signed = shuffle.commit_signed_bytes(self.match_id, 1, commitment)
+        if self.unfair == "forged_commit":
+            self.begin(section, name)
+            await self.stream(Commit(1, commitment, shuffle.sign(self.door.identity, signed + b"other bytes")))
+        else:
+            await self.stream(Commit(1, commitment, shuffle.sign(self.door.identity, signed)))
+            seed = await self.receive(ANSWER_TIMEOUT)
+            if not isinstance(seed, Seed):
+                raise CaseFailed(f"{_what(seed)} instead of the seed for game 1")
+            self.begin(section, name)
+            await self.cut_and_resume()  # the client's seed is in: the deal of game 1 is fixed
+            other = shuffle.commitment(self.match_id, 1, self.hello.nonce, os.urandom(32))
+            other_signed = shuffle.commit_signed_bytes(self.match_id, 1, other)
+            await self.stream(Commit(1, other, shuffle.sign(self.door.identity, other_signed)))
+        answer = await self.answer_within(ANSWER_TIMEOUT)
+        if isinstance(answer, Seed):
+            raise CaseFailed(f"the client sent a seed for game {answer.game}")
+        self.passed(f"unfair: no seed; the client {_reaction(answer)}")
+        if answer is None:
+            await self.stream(MatchEnd(1, (0, 0), "abandoned"))
+            await self.expect_leave()
+
+    async def answer_within(self, timeout: float) -> Message | ConnectionClosed | None:
+        """What the client sends next (pings answered), or None when it stays silent this long."""
+        assert self.link is not None
+        with trio.move_on_after(timeout):
+            while True:
+                event = await self.link.next_event(timeout + 1)
+                if not isinstance(event, Ping):
+                    return event
+                await self.link.send(Pong(event.id))
+        return None
 
     async def ping_away_back(self) -> None:
         assert self.link is not None
@@ -435,6 +482,14 @@ class ScriptedMatch:
             raise CaseFailed(f"{_what(event)} instead of leave after match_end (5.8, rule 10)")
 
 
+def _reaction(event: Message | ConnectionClosed | None) -> str:
+    if event is None:
+        return f"waited {ANSWER_TIMEOUT:g} s"
+    if isinstance(event, Leave):
+        return f"left ({event.reason})"
+    return f"sent {_what(event)}"
+
+
 def _what(event: Message | ConnectionClosed) -> str:
     if isinstance(event, ConnectionClosed):
         return "the end of the connection"
@@ -451,7 +506,7 @@ class ClientRun:
     """The client under test, run by the checker for one match."""
 
     argv: list[str]
-    result: "trio.CompletedProcess | None" = None  # type: ignore[name-defined]
+    result: subprocess.CompletedProcess | None = None
     error: str | None = None
     exited: trio.Event = field(default_factory=trio.Event)
 
@@ -513,16 +568,16 @@ def report_arising(report: Report, match: ScriptedMatch, client: ClientRun | Non
     verdict = " and exited 0" if client is not None else ""
     arising = [
         ("9.7", "a deal that needs the sampler's rejection step", sum(1 for r in found.rejections if r),
-         f"deals needed it ({sum(found.rejections)} rejected draws in all)"),
-        ("6.9, 6.10", "a choice between equal captures", found.equal_captures, "requests offering one card with several captures, answered"),
-        ("RULES.md 7", "a lone 7D taken", found.lone_seven, "lone 7D captures"),
+         f"deals that needed it, {sum(found.rejections)} rejected draws in all"),
+        ("6.9, 6.10", "a choice between equal captures", found.equal_captures, "requests offering one card several captures, answered"),
+        ("RULES.md 7", "a lone 7D taken", found.lone_seven, "lone 7Ds captured"),
         ("RULES.md 5, §6.11", "a jack basra", found.jack_basras, "jack basras"),
         ("RULES.md 10, §6.12", "a 26-26 game", found.even_games, "games split 26-26"),
-        ("7.3", "a tie at the target, and play-on", found.ties_played_on, "ties at or above the target played on"),
+        ("7.3", "a tie at the target, and play-on", found.ties_played_on, "ties at or above the target, played on"),
     ]
     for section, name, count, what in arising:
         if count:
-            report.passed(section, name, f"arising: {count} {what}; the client played on{verdict}")
+            report.passed(section, name, f"arising: {what}: {count}; the client played on{verdict}")
         else:
             report.skipped(section, name, f"arising: did not arise in {games} games (the cards depend on the client's seed)")
 
@@ -544,6 +599,8 @@ MATCHES = (
     (None, "9.10, 11.5", "the verification of every deal: the honest match is found fair"),
     ("swapped_deal", "9.10", "a deal other than the one committed to is reported"),
     ("unrevealed", "7.3, 10.2", "an abandoned deal (no reveal) is reported"),
+    ("forged_commit", "9.10", "a commitment that does not verify is reported"),
+    ("second_commit", "5.8, 10.2", "a second commitment for a fixed deal is reported"),
 )
 
 

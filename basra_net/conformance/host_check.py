@@ -31,7 +31,6 @@ from ..protocol.messages import (
     STREAM_TYPES,
     Commit,
     Error,
-    GameEnd,
     Hello,
     Leave,
     MatchEnd,
@@ -254,6 +253,9 @@ class Seat:
             if isinstance(message, Ended):
                 raise CaseFailed(f"{refusal}: the host closed the connection")
             self.take(message)
+            if isinstance(message, Ping):
+                await self.send(Pong(message.id))
+                continue
             self.pending.append(message)
 
     async def until(self, kind: type, timeout: float = TURN_TIMEOUT) -> Message:
@@ -365,7 +367,7 @@ async def _play_match(seat: Seat) -> None:
             raise CaseFailed(f"{_what(answer)} instead of error stale_request")
         listed = {(m.card, tuple(sorted(m.captures))) for m in turn.moves}
         card = turn.moves[0].card
-        illegal = next((card, (c,)) for c in range(52) if (card, (c,)) not in listed)
+        illegal = next((card, (c,)) for c in range(52) if c != card and (card, (c,)) not in listed)
         await seat.send(Play(turn.request, *illegal))
         answer = await seat.next(ANSWER_TIMEOUT)
         if not isinstance(answer, Error) or answer.code != errors.ILLEGAL_MOVE:

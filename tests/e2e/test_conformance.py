@@ -50,6 +50,10 @@ SCRIPTED = [
     "the verification of every deal",
     "a deal other than the one committed to is reported",
     "an abandoned deal (no reveal) is reported",
+    "a commitment whose signature does not verify gets no seed",
+    "a commitment that does not verify is reported",
+    "a second commitment for a fixed deal, after a resume, gets no seed",
+    "a second commitment for a fixed deal is reported",
 ]
 
 
