@@ -410,7 +410,13 @@ class ScriptedMatch:
             await self.stream(message)
 
     def seat_0_move(self) -> Move:
-        """The checker's own seat: steer towards a jack basra and a lone 7D when the cards allow."""
+        """The checker's own seat, steering towards the situations still missing, as far as its cards allow.
+
+        A jack basra and a lone 7D when a move makes or invites one; in the
+        last hand, when every card left is known, the move most likely to end
+        the game 26-26 or tied at the target (the client's moves taken as
+        equally likely); before it, captures that keep the two piles even.
+        """
         game = self.match.game
         assert game is not None
         moves = self.match.legal_moves()
@@ -423,7 +429,36 @@ class ScriptedMatch:
             chosen = next((m for m in moves if wanted(m)), None)
             if chosen is not None:
                 return chosen
-        return moves[0]
+        ending = self.wanted_ending()
+        if ending is None or len(moves) == 1:
+            return moves[0]
+        if not game.stock:
+            state = self.match.to_dict()
+            return max(moves, key=lambda m: _chance_after(state, 0, m, ending))
+        behind = len(game.piles[0]) < len(game.piles[1])
+        return max(moves, key=lambda m: len(m.captures) if behind else -len(m.captures))
+
+    def wanted_ending(self) -> Callable[[GameEnded], float] | None:
+        """How much each end of this game is worth to the cases still missing; None when none is.
+
+        A tie at the target needs equal totals first, so equal totals below
+        it are worth a little too: they make a later tie possible.
+        """
+        found, target = self.situations, self.match.target
+        even = not found.even_games
+        tie = not found.ties_played_on
+        if not (even or tie):
+            return None
+
+        def worth(end: GameEnded) -> float:
+            equal = end.totals[0] == end.totals[1]
+            return (
+                4.0 * (tie and equal and end.totals[0] >= target)
+                + 2.0 * (even and end.scores[0].cards == end.scores[1].cards)
+                + 1.0 * (tie and equal)
+            )
+
+        return worth
 
     async def seat_1_move(self) -> Move:
         moves = tuple(self.match.legal_moves())
@@ -480,6 +515,18 @@ class ScriptedMatch:
                 await self.link.send(Pong(event.id))
                 continue
             raise CaseFailed(f"{_what(event)} instead of leave after match_end (5.8, rule 10)")
+
+
+def _chance_after(state: dict, seat: int, move: Move, ending: Callable[[GameEnded], float]) -> float:
+    """What the end is worth on average after this move: seat 0 picks its best, seat 1 any move alike."""
+    match = Match.from_dict(state)
+    events = match.play(seat, move)
+    end = next((e for e in events if isinstance(e, GameEnded)), None)
+    if end is not None:
+        return ending(end)
+    after = match.to_dict()
+    chances = [_chance_after(after, match.turn, m, ending) for m in match.legal_moves()]
+    return max(chances) if match.turn == 0 else sum(chances) / len(chances)
 
 
 def _reaction(event: Message | ConnectionClosed | None) -> str:
