@@ -182,7 +182,7 @@ class ScriptedMatch:
 
     def __init__(self, door: Door, report: Report, *, target: int, unfair: str | None = None) -> None:
         self.door, self.report = door, report
-        self.unfair = unfair  # None, "swapped_deal" or "unrevealed"
+        self.unfair = unfair  # None for the honest match, else how it breaks the fair deal (MATCHES)
         self.match = Match(scoring="egyptian", target=target)
         self.match_id = os.urandom(16)
         self.token = os.urandom(16)
@@ -261,7 +261,9 @@ class ScriptedMatch:
             assert self.link is not None
             event = await self.link.next_event(timeout)
             if isinstance(event, ConnectionClosed):
-                await self.resume(self.link.connection)  # the client's own reconnect
+                earlier = self.link
+                await earlier.close()
+                await self.resume(earlier.connection)  # the client's own reconnect
                 continue
             if isinstance(event, Ping):
                 await self.link.send(Pong(event.id))
