@@ -10,13 +10,17 @@ no protocol is selected, and the certificate's key is the welcome's.
 from __future__ import annotations
 
 import os
+from functools import partial
 import ssl
 
 import pytest
 import trio
 
+from basra_net.client.join import JoinSession
 from basra_net.client.pinning import client_tls_context, peer_public_key
 from basra_net.client.players import BotPlayer
+from basra_net.host.certificate import server_tls_context
+from basra_net.host.identity import load_or_create_identity
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol.errors import TOO_MANY_ATTEMPTS, WRONG_CODE
 from basra_net.protocol.framing import FrameDecoder, encode_frame
@@ -97,3 +101,32 @@ async def test_any_server_name_and_alpn_offer_are_accepted_and_the_certificate_h
             nursery.cancel_scope.cancel()
     assert isinstance(welcome, Welcome)
     assert welcome.host_key == certificate_key
+
+
+async def test_the_reference_client_sends_no_server_name_and_offers_no_alpn(tmp_path):
+    folder = tmp_path / "host"
+    folder.mkdir()
+    context = server_tls_context(load_or_create_identity(folder), folder)
+    context.set_alpn_protocols(["basra"])
+    names: list[str | None] = []
+    context.sni_callback = lambda connection, name, ctx: names.append(name)
+    offered: list[str | None] = []
+
+    async def serve(stream: trio.SocketStream) -> None:
+        secure = trio.SSLStream(stream, context, server_side=True)
+        await secure.do_handshake()
+        offered.append(secure.selected_alpn_protocol())
+        await secure.aclose()
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(trio.serve_tcp, serve, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            # By name: a client that passed the host name on would send it (an address is never sent).
+            stream = await JoinSession("localhost", port, "tester", BotPlayer("greedy"), None).connect()
+            await trio.aclose_forcefully(stream)
+            while not offered:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert names == [None], "the client sent a server name"
+    assert offered == [None], "the client offered ALPN"
