@@ -220,6 +220,13 @@ class ScriptedMatch:
             if not self.cuts:
                 self.refuse_next_play = True
 
+    async def send_and_cut(self, message: Message) -> None:
+        """A message outside the stream, then a cut: it is not sent again (5.8, rule 2), and nothing was open."""
+        assert self.link is not None
+        await self.link.send(message)
+        self.begin("5.8", f"cut after {message.TYPE}, and the resume")
+        self.passed(f"scripted: {await self.cut_and_resume()}")
+
     async def cut_and_resume(self) -> str:
         assert self.link is not None
         earlier = self.link.connection
@@ -284,9 +291,11 @@ class ScriptedMatch:
         if not set(event.versions) & set(PROTOCOL_VERSIONS):
             raise CaseFailed(f"the client offers versions {list(event.versions)}, none of them {PROTOCOL_VERSIONS}")
         self.hello = event
-        await self.link.send(self._welcome(0))
         if self.unfair is None:
             self.report.passed("5.1, 6.3", "hello, and the welcome taken", f"scripted: {event.name!r} offers versions {list(event.versions)}")
+            await self.send_and_cut(self._welcome(0))
+        else:
+            await self.link.send(self._welcome(0))
         await self.stream(MatchStart((HOST_NAME, event.name)))
         if self.unfair in REFUSED_COMMITMENTS:
             await self.refused_commitment(*REFUSED_COMMITMENTS[self.unfair])
@@ -345,6 +354,8 @@ class ScriptedMatch:
         if not isinstance(event, Pong) or event.id != 31337:
             raise CaseFailed(f"{_what(event)} instead of a pong with the ping's id")
         self.passed("scripted: pong with the ping's id")
+        for message in (Ping(31339), Away(0, 120), Back(0)):
+            await self.send_and_cut(message)
         self.begin("6.19, 6.20", "away and back change nothing")
         await self.link.send(Away(0, 120))
         await self.link.send(Back(0))
@@ -617,7 +628,7 @@ def report_arising(report: Report, match: ScriptedMatch, client: ClientRun | Non
     verdict = " and exited 0" if client is not None else ""
     arising = [
         ("9.7", "a deal that needs the sampler's rejection step", sum(1 for r in found.rejections if r),
-         f"deals that needed it, {sum(found.rejections)} rejected draws in all"),
+         f"deals that needed it ({sum(found.rejections)} rejected draws in all)"),
         ("6.9, 6.10", "a choice between equal captures", found.equal_captures, "requests offering one card several captures, answered"),
         ("RULES.md 7", "a lone 7D taken", found.lone_seven, "lone 7Ds captured"),
         ("RULES.md 5, §6.11", "a jack basra", found.jack_basras, "jack basras"),

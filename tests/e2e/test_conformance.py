@@ -44,7 +44,7 @@ SCRIPTED = [
     "hello, and the welcome taken",
     "a ping is answered",
     "away and back change nothing",
-    *(f"cut after {kind}, and the resume" for kind in ("match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal")),
+    *(f"cut after {kind}, and the resume" for kind in ("welcome", "match_start", "ping", "away", "back", "commit", "deal", "your_turn", "played", "game_end", "reveal")),
     "illegal_move, the new request, a cut",
     "match_end answered with leave",
     "the verification of every deal",
@@ -80,7 +80,7 @@ def test_the_minimal_client_passes_every_case(basra_env):
     "flaw, failing",
     [
         ("no_pong", "a ping is answered"),
-        ("no_resume", "cut after match_start, and the resume"),
+        ("no_resume", "cut after welcome, and the resume"),
         ("trusting", "a deal other than the one committed to is reported"),
     ],
 )
