@@ -32,7 +32,9 @@ def _port(text: str) -> int:
 
 
 def _name(text: str) -> str:
-    if not 1 <= len(text) <= 32 or not text.isprintable() or text.strip() != text:
+    from .protocol.text import is_name
+
+    if not is_name(text, 32):
         raise argparse.ArgumentTypeError("a name is 1 to 32 printable characters, without outer spaces")
     return text
 
@@ -48,7 +50,9 @@ def _seconds(text: str) -> float:
 
 
 def _code(text: str) -> str:
-    if not 1 <= len(text) <= 32 or not text.isprintable():
+    from .protocol.text import is_printable
+
+    if not 1 <= len(text) <= 32 or not is_printable(text):
         raise argparse.ArgumentTypeError("a join code is 1 to 32 printable characters")
     return text
 
@@ -129,6 +133,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     forget.add_argument("address", metavar="HOST[:PORT]")
 
+    conformance = commands.add_parser(
+        "conformance", help="check another implementation against PROTOCOL.md, case by case",
+        description="Check another implementation of the client or the host against PROTOCOL.md, case by case, "
+        "printing PASS or FAIL and the section each case tests. Exit status 0 when no case fails.",
+    )
+    sides = conformance.add_subparsers(dest="side", required=True, metavar="SIDE")
+    as_host = sides.add_parser(
+        "client", help="run a scripted host for a client to join",
+        description="Run a host that puts the client joining it through scripted cases. "
+        "Example: basra conformance client --plain --exec 'python examples/minimal_client.py --plain 127.0.0.1 {port}'",
+    )
+    as_host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
+    as_host.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
+    as_host.add_argument("--exec", metavar="COMMAND",
+                         help="run the client under test for each match ({port} is replaced), and judge its exit status too")
+    as_host.add_argument("--target", type=_positive, default=101, metavar="POINTS",
+                         help="the honest match's target; a higher one plays more games, for more situations to arise (default 101)")
+    as_client = sides.add_parser(
+        "host", help="check a host, playing a client against it",
+        description="Play a client against a host: refusals, limits, out-of-turn, stale and illegal plays, resume, "
+        "and a whole match verified. Example: basra conformance host 127.0.0.1:5252 --plain",
+    )
+    as_client.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
+    as_client.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
+    as_client.add_argument("--code", type=_code, metavar="CODE", help="the host's join code, to check its refusals and lockout")
+
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")
     verify.add_argument("file", type=Path, metavar="FILE")
     verify.add_argument("--verbose", "-v", action="store_true", help="print the intermediate values of every shuffle")
@@ -160,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         from .client.command import run_join_command
 
         return run_join_command(host, port, args)
+    if args.command == "conformance":
+        from .conformance.command import run_conformance_command
+
+        return run_conformance_command(args)
     if args.command == "serve":
         from .host.command import run_serve_command
 

@@ -40,9 +40,18 @@ SEND_BATCH = 65536  # bytes of queued frames joined into one send, at most (one 
 
 
 async def close_gracefully(stream: trio.abc.Stream) -> None:
-    """Half-close, drain briefly, then close, so a peer reads our last frame instead of a reset."""
+    """End our side at once, drain briefly, then close, so a peer reads our last frame instead of a reset.
+
+    The peer sees the end of the stream right after our last frame, over TLS
+    as over plain TCP: TLS has no half-close in trio, so its close_notify goes
+    out by unwrapping, and the bare TCP connection is then half-closed and
+    drained like a plain one.  A client may so rely on the same timing either
+    way (PROTOCOL.md, section 8.2).
+    """
     with trio.move_on_after(CLOSE_LINGER):
         try:
+            if isinstance(stream, trio.SSLStream):
+                stream, _ = await stream.unwrap()  # sends close_notify, then reads until the peer's
             if isinstance(stream, trio.abc.HalfCloseableStream):
                 await stream.send_eof()
             while await stream.receive_some(RECEIVE_SIZE):
