@@ -50,7 +50,7 @@ from ..protocol.messages import (
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from .liveness import Liveness
-from .players import Player, PlayerLeft
+from .players import Choice, Controls, Player, PlayerLeft, Quit
 from .state import ClientState
 from .storage import TranscriptFile, default_transcript_path
 
@@ -149,6 +149,7 @@ class ClientSession:
         # A seat resumed from nothing (the host's own, after a restart) lacks the seeds it sent: it checks no deal.
         self._verifying = resume is None or resume.transcript is not None
         self.reconnects = 0
+        self._controls = Controls()
 
     # --- the channel ---------------------------------------------------------------------
 
@@ -315,20 +316,26 @@ class ClientSession:
         return self.connection.send(hello)
 
     async def _receive_until_over(self) -> str:
-        """Handle the host's messages in order until the match is over.
+        """Handle the host's messages and the player's actions, in the order they come, until the match is over.
 
         A reader task takes bytes off the connection, so that pings are
-        answered and a dead host is noticed even while the player thinks.
+        answered and a dead host is noticed even while the player thinks;
+        the player acts in a task of its own, through its Controls.
         """
         messages, inbound = trio.open_memory_channel[object](INBOUND_BUFFER)
         outcome: str | None = None
         failure: Exception | None = None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._read, messages)
+            nursery.start_soon(self._read, messages.clone())
+            nursery.start_soon(self._pass_actions, messages)
+            nursery.start_soon(self.player.act, self.state, self._controls)
             try:
                 async for item in inbound:
                     if isinstance(item, Exception):
                         raise item
+                    if isinstance(item, (Choice, Quit)):
+                        await self._act(item)
+                        continue
                     if isinstance(item.message, ConnectionClosed):
                         raise PeerGone("the host closed the connection before the match ended")
                     outcome = await self._handle(item.message, item)
@@ -339,9 +346,19 @@ class ClientSession:
             nursery.cancel_scope.cancel()
         if failure is not None:
             raise failure
-        if outcome is None:
-            raise PeerGone("the connection ended")
+        assert outcome is not None  # the reader's last item is always the end or a failure
         return outcome
+
+    async def _pass_actions(self, messages: trio.MemorySendChannel) -> None:
+        async with messages:
+            async for action in self._controls.actions:
+                await messages.send(action)
+
+    async def _act(self, action: Choice | Quit) -> None:
+        if isinstance(action, Quit):
+            raise PlayerLeft(action.reason)
+        if self.connection.open_request == action.request:
+            await self._send(Play(action.request, action.move.card, action.move.captures))
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
         """Bytes in, messages out to the handler; pings answered; a lost connection resumed or given up on."""
@@ -510,8 +527,7 @@ class ClientSession:
             self.player.show(state, message)  # a long replay is shown once, caught up
         if isinstance(message, YourTurn) and self.connection.open_request == message.request:
             # Still open: a request earlier in a replay was answered by an earlier connection.
-            move = await self.player.choose(state)
-            await self._send(Play(message.request, move.card, move.captures))
+            self._controls.request_opened(message.request)
         if isinstance(message, MatchEnd):
             return "the match is over"
         return None

@@ -16,7 +16,7 @@ import trio
 from ..engine import Move
 from ..engine.cards import rank
 from ..protocol.messages import Commit, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome, YourTurn
-from .players import PlayerLeft
+from .players import Controls, PlayerLeft, choose_each_turn
 from .screen import ANNOUNCEMENT, CardStyle, is_terminal, render
 from .state import ClientState, GameSummary
 
@@ -47,6 +47,9 @@ class TerminalPlayer:
         self.log: list[str] = []
 
     # --- the Player protocol -------------------------------------------------------------
+
+    async def act(self, state: ClientState, controls: Controls) -> None:
+        await choose_each_turn(self, state, controls)
 
     def show(self, state: ClientState, message: Message) -> None:
         self._add(describe(state, message, self.style))
