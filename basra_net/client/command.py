@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 import trio
 
@@ -15,11 +15,19 @@ from .storage import data_dir
 from .players import BotPlayer, Player
 from .session import EXIT_LEFT, SessionResult
 
+if TYPE_CHECKING:
+    from .tui import ScreenPlayer
+
 T = TypeVar("T")
 
 
+def wants_screen(auto_level: str | None) -> bool:
+    """The full-screen interface for a person at a terminal; the line prompt when input or output is not one."""
+    return auto_level is None and sys.stdin.isatty() and sys.stdout.isatty()
+
+
 def make_player(auto_level: str | None, label: str) -> Player:
-    """The bot when --auto is given, else the terminal player."""
+    """The bot when --auto is given, else the line prompt (the full screen is run by run_seat_on_screen)."""
     if auto_level is not None:
         return BotPlayer(auto_level, log=lambda line: print(f"[{label}] {line}", flush=True))
     from .terminal import TerminalPlayer
@@ -27,13 +35,25 @@ def make_player(auto_level: str | None, label: str) -> Player:
     return TerminalPlayer()
 
 
-async def run_until_interrupted(main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0) -> T | None:
+def run_seat_on_screen(main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]], *, fingerprint: bool) -> T | None:
+    """Run a seat behind the full-screen interface, with Ctrl-C (or SIGTERM) handled as run_until_interrupted does."""
+    from .tui import run_on_screen
+
+    async def interruptible(player: ScreenPlayer, leave: trio.Event) -> T | None:
+        return await run_until_interrupted(lambda stop: main(player, stop), stop=leave)
+
+    return run_on_screen(interruptible, fingerprint=fingerprint)
+
+
+async def run_until_interrupted(
+    main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0, stop: trio.Event | None = None
+) -> T | None:
     """Run main(stop); the first Ctrl-C sets stop so the seat can leave politely.
 
     A second Ctrl-C, or the grace period running out, cancels main: then the
-    result is None.
+    result is None.  ``stop`` may be given, for something else to set too.
     """
-    stop = trio.Event()
+    stop = trio.Event() if stop is None else stop
     result = None
     async with trio.open_nursery() as nursery:
 
@@ -82,17 +102,17 @@ def forget_host(host: str, port: int) -> int:
 
 
 def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
-    player = make_player(args.auto, args.name)
-    interactive = args.auto is None and sys.stdin.isatty()
-    join = JoinSession(
-        host, port, args.name, player, args.transcript,
-        table=args.table, code=args.code, plain=args.plain, ask_code=ask_join_code if interactive else None,
-    )
+    def join(player: Player, ask_code) -> JoinSession:
+        return JoinSession(
+            host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code
+        )
 
-    async def main(stop: trio.Event) -> SessionResult:
-        return await join.run(stop)
-
-    result = trio.run(run_until_interrupted, main)
+    if wants_screen(args.auto):
+        result = run_seat_on_screen(lambda player, stop: join(player, player.ask_code).run(stop), fingerprint=not args.plain)
+    else:
+        interactive = args.auto is None and sys.stdin.isatty()
+        session = join(make_player(args.auto, args.name), ask_join_code if interactive else None)
+        result = trio.run(run_until_interrupted, session.run)
     if result is None:
         print("basra join: interrupted", file=sys.stderr)
         return EXIT_LEFT

@@ -7,7 +7,7 @@ called out.
 
 from __future__ import annotations
 
-from ..engine.cards import Card, is_numeral, value
+from ..engine.cards import Card, is_numeral, rank, value
 from ..protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome
 from .screen import ANNOUNCEMENT, CardStyle
 from .state import ClientState
@@ -109,8 +109,11 @@ def _describe_play(state: ClientState, played: Played, style: CardStyle) -> str:
     if played.kind == "drop":
         return f"{who} played {card} onto the table"
     took = "swept the table:" if played.kind == "sweep" else "took"
-    groups = capture_groups(played.card, played.captures) if played.kind != "sweep" else [played.captures]
-    text = f"{who} played {card} and {took} {'  '.join('+'.join(style.name(c) for c in g) for g in groups)}"
+    if played.kind == "sweep":
+        taken = style.names(sorted(played.captures, key=rank))
+    else:
+        taken = "  ".join("+".join(style.name(c) for c in group) for group in capture_groups(played.card, played.captures))
+    text = f"{who} played {card} and {took} {taken}"
     if played.kind == "basra":
         return f"{ANNOUNCEMENT} BASRA! {ANNOUNCEMENT} {text}"
     if played.kind == "jack_basra":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -425,6 +426,7 @@ class ClientSession:
         """
         welcome = self.connection.welcome
         assert self._reconnect is not None
+        self.state.reconnecting_until = time.monotonic() + RECONNECT_FOR
         self.player.notice(self.state, f"lost the connection to the host ({why}); reconnecting...")
         give_up = trio.current_time() + RECONNECT_FOR
         delay = RECONNECT_FIRST_DELAY
@@ -453,6 +455,7 @@ class ClientSession:
                 await trio.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, RECONNECT_MAX_DELAY)
         self.reconnects += 1
+        self.state.reconnecting_until = None
         if welcome is None:
             self.player.notice(self.state, "connected again; the hello went again")
             return
@@ -490,6 +493,7 @@ class ClientSession:
         """Act on one message; return the end-of-session reason when the session is over."""
         state = self.state
         if isinstance(message, (Away, Back)):
+            state.note_presence(message)
             name = state.names[message.seat] or f"seat {message.seat}"
             if isinstance(message, Away):
                 text = f"{name} lost the connection; waiting up to {message.grace} s for them to come back..."

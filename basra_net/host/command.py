@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 import trio
 
-from ..client.command import make_player, run_until_interrupted
-from ..client.players import BotPlayer
+from ..client.command import make_player, run_seat_on_screen, run_until_interrupted, wants_screen
+from ..client.players import BotPlayer, Player
 from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 from .admission import make_join_code
 from ..cli import LATEST
@@ -43,20 +44,24 @@ def run_host_command(args: argparse.Namespace) -> int:
     except CannotResume as err:
         print(f"basra host: {err}", file=sys.stderr)
         return EXIT_FAILURE
-    own_player = make_player(args.auto, args.name)
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
 
     def say(line: str) -> None:
         print(line, flush=True)
 
-    async def main(stop: trio.Event) -> HostOutcome:
+    async def main(own_player: Player, say: Callable[[str], None], stop: trio.Event) -> HostOutcome:
         return await run_host(
             settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop
         )
 
     try:
-        outcome = trio.run(run_until_interrupted, main)
+        if wants_screen(args.auto):
+            # The fingerprint means something only to a second person comparing it over TLS.
+            outcome = run_seat_on_screen(lambda player, stop: main(player, player.say, stop), fingerprint=not (args.bot or args.plain))
+        else:
+            own_player = make_player(args.auto, args.name)
+            outcome = trio.run(run_until_interrupted, lambda stop: main(own_player, say, stop))
     except CannotResume as err:
         print(f"basra host: {err}", file=sys.stderr)
         return EXIT_FAILURE
