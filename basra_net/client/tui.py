@@ -14,7 +14,6 @@ the turn was drawn: nothing typed while the opponent thinks is ever played.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ Play one card a turn. A numeral (A=1 to 10) takes every card of its own rank, an
 
 After a game's 48 plays the last player to capture takes what is left. Taking 27 or more of the 52 cards scores 30 ("most cards"). The first to the target wins the match.
 
-[b]Keys[/b] left/right, a digit or a card's name (7d, 10h, qs) picks a card; Enter plays it; a click plays the card clicked. With several equal captures the table shows one: left/right or its letter picks another, Enter takes it, Esc goes back. ? this help, q leave (asks first).
+[b]Keys[/b] left/right, a digit or a card's name (7d, 10h, qs) picks a card; Enter plays it; a click plays the card clicked. With several equal captures the table shows one: left/right or its letter picks another, Enter takes it, Esc goes back. ? this help, q leave (asks first; q then a suit letter is a Queen).
 
 Any key closes this help."""
 
@@ -125,14 +124,17 @@ class Tile(Static):
 class ResultScreen(ModalScreen[None]):
     """A game's score, line by line with what each line means; Enter goes on."""
 
-    BINDINGS = [Binding("enter,space,escape", "dismiss", "go on")]
-
     def __init__(self, body: Text) -> None:
         super().__init__()
         self.body = body
 
     def compose(self) -> ComposeResult:
         yield Static(self.body, id="result")
+
+    def on_key(self, event: events.Key) -> None:
+        event.stop()  # the key that closes it is not also a move
+        if self.is_current and event.key in ("enter", "space", "escape"):
+            self.dismiss()
 
 
 class HelpScreen(ModalScreen[None]):
@@ -145,14 +147,16 @@ class HelpScreen(ModalScreen[None]):
             self.dismiss()
 
 
-class LeaveScreen(ModalScreen[bool]):
+class LeaveScreen(ModalScreen[str]):
+    """Asks before leaving; answers with the key pressed (a suit letter after q names a Queen)."""
+
     def compose(self) -> ComposeResult:
         yield Static("Leave the match?  The other player is told and the match ends.\n\n[b]y[/b] leave    [b]n[/b] stay", id="leave")
 
     def on_key(self, event: events.Key) -> None:
         event.stop()
         if self.is_current:
-            self.dismiss(event.key in ("y", "Y"))
+            self.dismiss((event.character or "").lower())
 
 
 class CodeScreen(ModalScreen[str | None]):
@@ -217,12 +221,13 @@ class BasraApp(App, Generic[T]):
         self.main = main
         self.show_fingerprint = fingerprint
         symbols = can_encode("".join(SUIT_SYMBOLS.values()), sys.stdout.encoding) if ascii is None else not ascii
-        self.style = CardStyle(colour=not os.environ.get("NO_COLOR"), symbols=symbols)
+        self.style = CardStyle(colour=not self.no_color, symbols=symbols)  # Textual itself honours NO_COLOR
         self.player = ScreenPlayer(self)
         self.state = ClientState(name="")
         self.controls: Controls | None = None
         self.token: trio.lowlevel.TrioToken | None = None
         self.stop = trio.Event()
+        self._match_scope = trio.CancelScope()
         self.result: T | None = None
         self.failure: BaseException | None = None
         self.done = False
@@ -263,9 +268,19 @@ class BasraApp(App, Generic[T]):
     def on_resize(self, event: events.Resize) -> None:
         self.query_one("#table").styles.grid_size_columns = max(1, (event.size.width - 2) // TILE_CELLS)
 
-    async def _run_match(self) -> T:
+    async def _run_match(self) -> T | None:
         self.token = trio.lowlevel.current_trio_token()
-        return await self.main(self.player, self.stop)
+        with self._match_scope:
+            return await self.main(self.player, self.stop)
+        return None  # cancelled: the screen closed first
+
+    async def on_unmount(self) -> None:
+        # A guest run left behind would hold trio's run state on this thread for good.
+        if self.done or self.token is None:
+            return
+        self.token.run_sync_soon(self._match_scope.cancel)
+        while not self.done:
+            await asyncio.sleep(0.01)
 
     def _match_done(self, outcome) -> None:
         self.done = True
@@ -438,9 +453,15 @@ class BasraApp(App, Generic[T]):
             return
         self.push_screen(LeaveScreen(), self._leave_answered)
 
-    def _leave_answered(self, leave: bool | None) -> None:
-        if leave:
+    def _leave_answered(self, answer: str | None) -> None:
+        if answer == "y":
             self.action_leave_now()
+        elif answer and answer in "shdc" and self.choice is None:
+            self.typed = ""
+            self._type("Q")
+            self._type(answer.upper())
+            self._draw_cards()
+            self._draw_prompt()
 
     def action_leave_now(self) -> None:
         if self.done:
@@ -594,14 +615,14 @@ def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> T
     preset = PRESETS[state.scoring]
     mine, theirs = summary.scores[you], summary.scores[them]
     name = state.opponent_name[:NAME_CELLS]
-    bonus = "aces and Jacks 1, 2♣ 2, 10♦ 3" if style.symbols else "aces and Jacks 1, 2C 2, 10D 3"
+    bonus = f"aces, Jacks 1; {style.name(parse_card('2C'))} 2; {style.name(parse_card('10D'))} 3"
     lines = [
         (f"Game {summary.game}", "You", name, ""),
         ("Cards taken", mine.cards, theirs.cards, "of the 52"),
-        ("Most cards", mine.most_cards, theirs.most_cards, f"{preset.most_cards_points} to whoever took 27 or more"),
-        ("Basras", mine.basras, theirs.basras, f"one card took the whole table: {preset.basra_points} each"),
-        ("Jack basras", mine.jack_basras, theirs.jack_basras, f"a Jack took a lone Jack or 7D: {preset.jack_basra_points} each"),
-        ("Basra points", mine.basra_points, theirs.basra_points, "basras and jack basras together"),
+        ("Most cards", mine.most_cards, theirs.most_cards, f"{preset.most_cards_points} for 27 cards or more"),
+        ("Basras", mine.basras, theirs.basras, f"a whole table in one card: {preset.basra_points} each"),
+        ("Jack basras", mine.jack_basras, theirs.jack_basras, f"Jack on a lone Jack: {preset.jack_basra_points} each"),
+        ("Basra points", mine.basra_points, theirs.basra_points, "basras and jack basras"),
         ("Card bonus", mine.card_bonus, theirs.card_bonus, bonus if preset.card_points else "none in this scoring"),
         ("Game total", mine.total, theirs.total, "the lines above added up"),
         ("Match", summary.totals[you], summary.totals[them], f"first to {state.target} wins"),

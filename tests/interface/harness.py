@@ -19,8 +19,9 @@ from rich.console import Console
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from basra_net.client.players import BotPlayer
+from basra_net.client.players import BotPlayer, Controls
 from basra_net.client.session import ClientSession, SessionResult
+from basra_net.client.state import ClientState
 from basra_net.client.tui import BasraApp, ScreenPlayer
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
@@ -88,3 +89,23 @@ def screen_text(app: BasraApp) -> str:
     console = Console(width=width, height=height, file=io.StringIO(), record=True, color_system=None, legacy_windows=False)
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))  # noqa: SLF001
     return console.export_text()
+
+
+def scripted(state: ClientState, messages=(), *, say=(), open_turn: bool = True):
+    """The app's main for one prepared moment: ``messages`` shown, then a turn opened; the player's first action returned."""
+
+    async def main(player: ScreenPlayer, stop: trio.Event):
+        controls = Controls()
+        for line in say:
+            player.say(line)
+        for message in messages:
+            player.show(state, message)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(player.act, state, controls)
+            if open_turn:
+                controls.request_opened(state.request)
+            action = await controls.actions.receive()
+            nursery.cancel_scope.cancel()
+        return action
+
+    return main
