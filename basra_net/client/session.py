@@ -31,7 +31,6 @@ from ..protocol.framing import encode_frame
 from ..protocol.errors import BAD_FRAME, ProtocolError
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
-    STREAM_TYPES,
     Away,
     Back,
     Commit,
@@ -76,15 +75,6 @@ class Resume:
 
     token: bytes
     transcript: Path | None = None  # None: nothing kept, the host replays the whole stream
-
-
-@dataclass(frozen=True)
-class _Delivery:
-    """A message for the handler; ``replayed`` when the host sent it before the welcome it follows."""
-
-    message: object
-    replayed: bool = False
-    last_replayed: bool = False
 
 
 @dataclass
@@ -243,6 +233,7 @@ class ClientSession:
             else:
                 if self._resume.transcript is not None:
                     self._take_up_transcript(self._resume.transcript)
+                    self.player.notice(self.state, "back in the match where this seat's transcript ends; what it missed follows")
                 await self.stream.send_all(self._resume_hello(self._resume.token))
             reason = await self._receive_until_over()
             await self.leave("the match is over")  # the answer to match_end (PROTOCOL.md, section 7.3)
@@ -337,9 +328,9 @@ class ClientSession:
                     if isinstance(item, (Choice, Quit)):
                         await self._act(item)
                         continue
-                    if isinstance(item.message, ConnectionClosed):
+                    if isinstance(item, ConnectionClosed):
                         raise PeerGone("the host closed the connection before the match ended")
-                    outcome = await self._handle(item.message, item)
+                    outcome = await self._handle(item)
                     if outcome is not None:
                         break
             except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
@@ -400,7 +391,7 @@ class ClientSession:
                     continue
                 if isinstance(event, ConnectionClosed) and self._resumable:
                     raise PeerGone("the host closed the connection")
-                await messages.send(self._delivery(event))
+                await messages.send(event)
                 if isinstance(event, ConnectionClosed) or (isinstance(event, Error) and self.connection.closed):
                     return  # the end, or a refusal: the handler tells the player
             with trio.move_on_after(liveness.seconds_to_next_check()):
@@ -412,11 +403,6 @@ class ClientSession:
             ping = liveness.ping_due()
             if ping is not None and self.connection.welcome is not None:
                 await self._send(Ping(ping))
-
-    def _delivery(self, event: object) -> _Delivery:
-        if isinstance(event, STREAM_TYPES) and self.connection.received <= self.connection.replay_until:
-            return _Delivery(event, True, self.connection.received == self.connection.replay_until)
-        return _Delivery(event)
 
     async def _resume_connection(self, why: str) -> None:
         """Reach the host again and resume the seat; PeerGone when it cannot be done.
@@ -460,7 +446,7 @@ class ClientSession:
             self.player.notice(self.state, "connected again; the hello went again")
             return
         missed = self.connection.replay_until - self.connection.received
-        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on"
+        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on, shown below"
         self.player.notice(self.state, text)
         if self._transcript is not None:
             self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")
@@ -489,7 +475,7 @@ class ClientSession:
         self.stream = stream
         await stream.send_all(self.connection.resend())
 
-    async def _handle(self, message: Message, delivery: _Delivery) -> str | None:
+    async def _handle(self, message: Message) -> str | None:
         """Act on one message; return the end-of-session reason when the session is over."""
         state = self.state
         if isinstance(message, (Away, Back)):
@@ -527,8 +513,7 @@ class ClientSession:
             self._show_check(message)
         elif isinstance(message, MatchEnd):
             self._record_problems(self.verifier.finish())
-        if not delivery.replayed or delivery.last_replayed:
-            self.player.show(state, message)  # a long replay is shown once, caught up
+        self.player.show(state, message)  # replayed ones too: what happened while this seat was away
         if isinstance(message, YourTurn) and self.connection.open_request == message.request:
             # Still open: a request earlier in a replay was answered by an earlier connection.
             self._controls.request_opened(message.request)
