@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import __version__
+
 EXIT_USAGE = 2
 # Copies of client.join.DEFAULT_PORT and client.players.BOT_LEVELS / DEFAULT_BOT, which import
 # trio and are too heavy to load for --help; tests/test_cli.py keeps them in step.
@@ -53,14 +55,22 @@ def _code(text: str) -> str:
     return text
 
 
+def _examples(*lines: str) -> str:
+    return "example" + ("s" if len(lines) > 1 else "") + ":\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="basra",
         description="Egyptian Basra for two players over a LAN, with a deal neither player can fake.",
+        epilog="examples:\n  basra host            (then, on the other machine, the command it prints)\n"
+        "  basra host --bot      (play the built-in bot)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    host = commands.add_parser("host", help="open a table and play seat 0", description="Open a table and wait for the second player.")
+    host = commands.add_parser("host", help="open a table and play seat 0", description="Open a table and wait for the second player.", epilog=_examples("basra host                      open a table; the screen shows what the other player types", "basra host --bot greedy --target 51   a short match against the bot"), formatter_class=argparse.RawDescriptionHelpFormatter)
     host.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
     host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     host.add_argument("--name", type=_name, default="Host", help="your name at the table")
@@ -80,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--resume", nargs="?", const=LATEST, type=Path, metavar="FILE",
                       help="continue the match a crash cut off, from its journal (default: the latest)")
 
-    join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
+    join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.", epilog=_examples("basra join 192.168.1.20 --code tulip-river-42", "basra join myhost.local:6000 --table friday   at a table of `basra serve`"), formatter_class=argparse.RawDescriptionHelpFormatter)
     join.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
     join.add_argument("--name", type=_name, default="Guest", help="your name at the table")
     join.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
@@ -91,8 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve", help="run many tables at once, both seats remote",
-        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.",
-    )
+        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.", epilog=_examples("basra serve --tables 20 --code club-night",), formatter_class=argparse.RawDescriptionHelpFormatter)
     serve.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--tables", type=_positive, default=10, metavar="N", help="tables open at once at most (default 10)")
@@ -106,18 +115,27 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
 
     forget = commands.add_parser(
-        "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed."
-    )
+        "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed.", epilog=_examples("basra forget 192.168.1.20",), formatter_class=argparse.RawDescriptionHelpFormatter)
     forget.add_argument("address", metavar="HOST[:PORT]")
 
-    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")
+    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)",), formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("file", type=Path, metavar="FILE")
     verify.add_argument("--verbose", "-v", action="store_true", help="print the intermediate values of every shuffle")
+    replay = commands.add_parser(
+        "replay", help="step through a saved match on screen",
+        description="Step through a transcript as its seat saw it: forward and back, game by game, every hand once a game is over.",
+        epilog=_examples("basra replay 20261130-162032-d2a3079e059e-guest.basra"), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    replay.add_argument("file", type=Path, metavar="FILE")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "replay":
+        from .client.replay import replay_file
+
+        return replay_file(args.file)
     if args.command == "verify":
         from .client.verify_file import verify_file
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 import trio
 
+from ..protocol.fingerprint import key_fingerprint
 from .join import JoinSession, pin_name
 from .pinning import KNOWN_HOSTS_FILE, KnownHosts
 from .storage import data_dir
@@ -94,8 +95,10 @@ async def ask_join_code(reason: str) -> str | None:
 
 def forget_host(host: str, port: int) -> int:
     name = pin_name(host, port)
-    if KnownHosts(data_dir() / KNOWN_HOSTS_FILE).forget(name):
-        print(f"basra forget: the key pinned for {name} is forgotten; the next join pins the key it meets")
+    forgotten = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).forget(name)
+    if forgotten is not None:
+        print(f"basra forget: the key pinned for {name} (fingerprint {key_fingerprint(forgotten)}) is forgotten;"
+              " the next join pins the key it meets")
     else:
         print(f"basra forget: no key was pinned for {name}")
     return 0

@@ -85,6 +85,7 @@ class JoinSession:
         self.resumable = resumable  # reconnect by itself, and keep a ticket to resume with
         self.host_key: bytes = b""
         self._newly_pinned = False
+        self._fingerprint_told = False
 
     def _failure(self, reason: str) -> SessionResult:
         return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None)
@@ -156,7 +157,8 @@ class JoinSession:
                 )
             return self._failure(f"cannot connect to {where}: {why}")
         notices: list[str] = []
-        if not self.plain:
+        if not self.plain and not self._fingerprint_told:  # once, however many attempts it takes
+            self._fingerprint_told = True
             state = "new host, key pinned" if self._newly_pinned else "matches the pinned key"
             notices.append(f"host key fingerprint {key_fingerprint(self.host_key)} ({state}); compare it with the host's screen")
         session = ClientSession(

@@ -35,6 +35,7 @@ from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Commit, GameEnd, MatchEnd, Message, Welcome, YourTurn
 from .narration import describe
 from .players import Controls
+from .replay import Replay
 from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode
 from .state import ClientState, GameSummary
 
@@ -188,7 +189,8 @@ class CaptureChoice:
     shown: int = 0
 
 
-class BasraApp(App, Generic[T]):
+class TableView(App):
+    """The match screen, drawn from a ClientState: the live game and the replay both show it."""
     CSS = """
     Screen { layout: vertical; }
     #title { height: 1; background: $primary; color: $text; }
@@ -209,35 +211,18 @@ class BasraApp(App, Generic[T]):
     #result, #help, #leave, #code { width: auto; max-width: 78; height: auto; border: round $accent; padding: 0 1; background: $surface; }
     ResultScreen, HelpScreen, LeaveScreen, CodeScreen { align: center middle; }
     """
-    BINDINGS = [
-        Binding("question_mark", "help", "help", priority=True),
-        Binding("ctrl+c", "leave_now", "leave", priority=True),
-        Binding("ctrl+q", "leave_now", "leave", priority=True),
-    ]
     ENABLE_COMMAND_PALETTE = False
 
-    def __init__(self, main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]], *, fingerprint: bool, ascii: bool | None = None) -> None:
+    def __init__(self, *, fingerprint: bool, ascii: bool | None = None) -> None:
         super().__init__(ansi_color=False)
-        self.main = main
         self.show_fingerprint = fingerprint
-        symbols = can_encode("".join(SUIT_SYMBOLS.values()), sys.stdout.encoding) if ascii is None else not ascii
-        self.style = CardStyle(colour=not self.no_color, symbols=symbols)  # Textual itself honours NO_COLOR
-        self.player = ScreenPlayer(self)
+        self.style = screen_style(ascii, colour=not self.no_color)  # Textual itself honours NO_COLOR
         self.state = ClientState(name="")
-        self.controls: Controls | None = None
-        self.token: trio.lowlevel.TrioToken | None = None
-        self.stop = trio.Event()
-        self._match_scope = trio.CancelScope()
-        self.result: T | None = None
-        self.failure: BaseException | None = None
-        self.done = False
         self.lobby: list[str] = []
         self.cursor = 0
         self.typed = ""
         self.hint = ""
-        self.turn_drawn_at: float | None = None  # on Textual's clock, as a key event's time
         self.choice: CaptureChoice | None = None
-        self.unread_results: list[GameSummary] = []
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -253,6 +238,142 @@ class BasraApp(App, Generic[T]):
         yield RichLog(id="log", wrap=True, markup=False, max_lines=KEEP_LOG)
         yield Static(id="status")
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one("#table").styles.grid_size_columns = max(1, (event.size.width - 2) // TILE_CELLS)
+
+    def _my_turn(self, event: events.Event | None = None) -> bool:
+        return False
+
+    def tile_clicked(self, tile: Tile) -> None:
+        """A card clicked: only the live match acts on it."""
+
+    # --- drawing ------------------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        self._draw_title()
+        self._draw_board()
+        self._draw_cards()
+        self._draw_prompt()
+        self._draw_status()
+
+    def _draw_title(self) -> None:
+        state = self.state
+        left = "BASRA"
+        if state.game:
+            left += f"  game {state.game}, hand {state.hand_no}/6"
+        right = f"first to {state.target}, {state.scoring}" if state.target else ""
+        if self.show_fingerprint and state.host_key:
+            right += f"  key {key_fingerprint(state.host_key)}"
+        width = self.size.width - 2
+        gap = max(2, width - len(left) - len(right))
+        self.query_one("#title", Static).update(Text(f" {left}{' ' * gap}{right}"[: self.size.width]))
+
+    def _draw_board(self) -> None:
+        state = self.state
+        in_match = bool(all(state.names) and state.seat is not None)
+        lobby = self.query_one("#lobby", Static)
+        lobby.display = not in_match
+        if not in_match:
+            waiting = "Connecting to the table..." if state.seat is None else "Waiting for the other player to sit down..."
+            lobby.update(Text("\n".join([*self.lobby, "", waiting]).strip()))
+        board = self.query_one("#board", Static)
+        board.display = in_match and state.game > 0
+        if board.display:
+            board.update(scoreboard(state))
+
+    def _draw_cards(self) -> None:
+        state = self.state
+        playing = state.game > 0 and state.end_reason is None
+        for part in ("#table-label", "#table", "#hand-label", "#hand"):
+            self.query_one(part).display = playing
+        if not playing:
+            return
+        option = set(self.choice.options[self.choice.shown].captures) if self.choice else set()
+        stock = f"stock {state.stock_left}" if state.stock_left else "stock empty: last hand"
+        cards = {0: "empty", 1: "1 card"}.get(len(state.table), f"{len(state.table)} cards")
+        label = f" Table ({cards})   {stock}   {state.opponent_name}: {state.opponent_hand_size} in hand"
+        self.query_one("#table-label", Static).update(Text(label, style="dim"))
+        self._fill("#table", state.table, lambda i, card: "", lambda card: card in option)
+        turn = "  YOUR TURN" if self._my_turn() else ""
+        self.query_one("#hand-label", Static).update(Text(f" Your hand{turn}", style="bold green" if turn else "bold"))
+        self._fill("#hand", state.hand, lambda i, card: str(i + 1), lambda card: state.hand.index(card) == self.cursor)
+
+    def _fill(self, where: str, cards, label, marked) -> None:
+        container = self.query_one(where)
+        container.remove_children()
+        tiles = []
+        for index, card in enumerate(cards):
+            tile = Tile(card, label(index, card), self.style)
+            if not self.style.symbols:
+                tile.styles.border = ("ascii", "white")
+            if marked(card):
+                tile.add_class("option" if where == "#table" else "selected")
+            tiles.append(tile)
+        container.mount_all(tiles)
+
+    def _draw_prompt(self) -> None:
+        state = self.state
+        prompt = self.query_one("#prompt", Static)
+        if self.choice is not None:
+            card = self.style.name(self.choice.options[0].card)
+            listing = "  ".join(
+                f"{'>' if i == self.choice.shown else ' '}{chr(ord('a') + i)}) {self.style.names(move.captures)}"
+                for i, move in enumerate(self.choice.options)
+            )
+            prompt.update(Text(f"{card} can take (Enter takes the one marked, Esc goes back): {listing}"))
+            return
+        text = self.hint
+        if not text and self._my_turn():
+            text = "Pick a card (left/right, 1-4 or its name) and press Enter.  ? help"
+        elif not text and state.game and state.turn is not None and state.end_reason is None:
+            text = f"{state.opponent_name} is thinking..."
+        if self.typed:
+            text = f"typed: {self.typed}   {text}"
+        prompt.update(Text(text))
+
+    def _draw_status(self) -> None:
+        state = self.state
+        now = time.monotonic()
+        parts = []
+        if state.reconnecting_until is not None:
+            parts.append(f"connection lost: reconnecting ({max(0, int(state.reconnecting_until - now))} s left)")
+        for seat, until in sorted(state.away.items()):
+            name = "You" if seat == state.seat else state.names[seat] or f"seat {seat}"
+            parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
+        if not parts:
+            parts.append("connected" if state.seat is not None else "connecting...")
+        totals = ""
+        if state.seat is not None and state.target:
+            totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
+        text = "   ".join(parts)
+        right = f"{totals}   ? help  q leave"
+        gap = max(2, self.size.width - 2 - len(text) - len(right))
+        self.query_one("#status", Static).update(Text(f"{text}{' ' * gap}{right}"))
+
+
+
+class BasraApp(TableView, Generic[T]):
+    """The live match: the session runs on trio in guest mode; keys and clicks become the seat's actions."""
+
+    BINDINGS = [
+        Binding("question_mark", "help", "help", priority=True),
+        Binding("ctrl+c", "leave_now", "leave", priority=True),
+        Binding("ctrl+q", "leave_now", "leave", priority=True),
+    ]
+
+    def __init__(self, main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]], *, fingerprint: bool, ascii: bool | None = None) -> None:
+        super().__init__(fingerprint=fingerprint, ascii=ascii)
+        self.main = main
+        self.player = ScreenPlayer(self)
+        self.controls: Controls | None = None
+        self.token: trio.lowlevel.TrioToken | None = None
+        self.stop = trio.Event()
+        self._match_scope = trio.CancelScope()
+        self.result: T | None = None
+        self.failure: BaseException | None = None
+        self.done = False
+        self.turn_drawn_at: float | None = None  # on Textual's clock, as a key event's time
+
     def on_mount(self) -> None:
         self.set_interval(1.0, self._draw_status)
         self._draw()
@@ -264,9 +385,6 @@ class BasraApp(App, Generic[T]):
             done_callback=self._match_done,
             host_uses_signal_set_wakeup_fd=True,
         )
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.query_one("#table").styles.grid_size_columns = max(1, (event.size.width - 2) // TILE_CELLS)
 
     async def _run_match(self) -> T | None:
         self.token = trio.lowlevel.current_trio_token()
@@ -472,112 +590,104 @@ class BasraApp(App, Generic[T]):
             else:
                 self.token.run_sync_soon(self.stop.set)  # before the seat: stop connecting
 
-    # --- drawing ------------------------------------------------------------------------------
-
-    def _draw(self) -> None:
-        self._draw_title()
-        self._draw_board()
-        self._draw_cards()
-        self._draw_prompt()
-        self._draw_status()
-
-    def _draw_title(self) -> None:
-        state = self.state
-        left = "BASRA"
-        if state.game:
-            left += f"  game {state.game}, hand {state.hand_no}/6"
-        right = f"first to {state.target}, {state.scoring}" if state.target else ""
-        if self.show_fingerprint and state.host_key:
-            right += f"  key {key_fingerprint(state.host_key)}"
-        width = self.size.width - 2
-        gap = max(2, width - len(left) - len(right))
-        self.query_one("#title", Static).update(Text(f" {left}{' ' * gap}{right}"[: self.size.width]))
-
-    def _draw_board(self) -> None:
-        state = self.state
-        in_match = bool(all(state.names) and state.seat is not None)
-        lobby = self.query_one("#lobby", Static)
-        lobby.display = not in_match
-        if not in_match:
-            waiting = "Connecting to the table..." if state.seat is None else "Waiting for the other player to sit down..."
-            lobby.update(Text("\n".join([*self.lobby, "", waiting]).strip()))
-        board = self.query_one("#board", Static)
-        board.display = in_match and state.game > 0
-        if board.display:
-            board.update(scoreboard(state))
-
-    def _draw_cards(self) -> None:
-        state = self.state
-        playing = state.game > 0 and state.end_reason is None
-        for part in ("#table-label", "#table", "#hand-label", "#hand"):
-            self.query_one(part).display = playing
-        if not playing:
-            return
-        option = set(self.choice.options[self.choice.shown].captures) if self.choice else set()
-        stock = f"stock {state.stock_left}" if state.stock_left else "stock empty: last hand"
-        cards = {0: "empty", 1: "1 card"}.get(len(state.table), f"{len(state.table)} cards")
-        label = f" Table ({cards})   {stock}   {state.opponent_name}: {state.opponent_hand_size} in hand"
-        self.query_one("#table-label", Static).update(Text(label, style="dim"))
-        self._fill("#table", state.table, lambda i, card: "", lambda card: card in option)
-        turn = "  YOUR TURN" if self._my_turn() else ""
-        self.query_one("#hand-label", Static).update(Text(f" Your hand{turn}", style="bold green" if turn else "bold"))
-        self._fill("#hand", state.hand, lambda i, card: str(i + 1), lambda card: state.hand.index(card) == self.cursor)
-
-    def _fill(self, where: str, cards, label, marked) -> None:
-        container = self.query_one(where)
-        container.remove_children()
-        tiles = []
-        for index, card in enumerate(cards):
-            tile = Tile(card, label(index, card), self.style)
-            if not self.style.symbols:
-                tile.styles.border = ("ascii", "white")
-            if marked(card):
-                tile.add_class("option" if where == "#table" else "selected")
-            tiles.append(tile)
-        container.mount_all(tiles)
-
-    def _draw_prompt(self) -> None:
-        state = self.state
-        prompt = self.query_one("#prompt", Static)
-        if self.choice is not None:
-            card = self.style.name(self.choice.options[0].card)
-            listing = "  ".join(
-                f"{'>' if i == self.choice.shown else ' '}{chr(ord('a') + i)}) {self.style.names(move.captures)}"
-                for i, move in enumerate(self.choice.options)
-            )
-            prompt.update(Text(f"{card} can take (Enter takes the one marked, Esc goes back): {listing}"))
-            return
-        text = self.hint
-        if not text and self._my_turn():
-            text = "Pick a card (left/right, 1-4 or its name) and press Enter.  ? help"
-        elif not text and state.game and state.turn is not None and state.end_reason is None:
-            text = f"{state.opponent_name} is thinking..."
-        if self.typed:
-            text = f"typed: {self.typed}   {text}"
-        prompt.update(Text(text))
-
-    def _draw_status(self) -> None:
-        state = self.state
-        now = time.monotonic()
-        parts = []
-        if state.reconnecting_until is not None:
-            parts.append(f"connection lost: reconnecting ({max(0, int(state.reconnecting_until - now))} s left)")
-        for seat, until in sorted(state.away.items()):
-            name = "You" if seat == state.seat else state.names[seat] or f"seat {seat}"
-            parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
-        if not parts:
-            parts.append("connected" if state.seat is not None else "connecting...")
-        totals = ""
-        if state.seat is not None and state.target:
-            totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
-        text = "   ".join(parts)
-        right = f"{totals}   ? help  q leave"
-        gap = max(2, self.size.width - 2 - len(text) - len(right))
-        self.query_one("#status", Static).update(Text(f"{text}{' ' * gap}{right}"))
+def screen_style(ascii: bool | None = None, colour: bool = True) -> CardStyle:
+    """Suit symbols where the terminal's encoding has them (or unless ``ascii`` says otherwise)."""
+    symbols = can_encode("".join(SUIT_SYMBOLS.values()), sys.stdout.encoding) if ascii is None else not ascii
+    return CardStyle(colour=colour, symbols=symbols)
 
 
 def _holds_ten(hand: tuple[Card, ...]) -> bool:
     return any(card_name(card).startswith("10") for card in hand)
+
+
+class ReplayApp(TableView):
+    """`basra replay`: the recording seat's screen, one event at a time, with basra verify's verdict on top."""
+
+    def __init__(self, replay: Replay, file_name: str, *, ascii: bool | None = None) -> None:
+        super().__init__(fingerprint=True, ascii=ascii)
+        self.replay = replay
+        self.file_name = file_name
+        self.at = 0
+        self.jump = ""  # digits of a game number being typed
+
+    def on_mount(self) -> None:
+        self.show_step(0)
+
+    def show_step(self, index: int) -> None:
+        self.at = max(0, min(index, len(self.replay.frames) - 1))
+        frame = self.replay.frames[self.at]
+        self.state = frame.state
+        log = self.query_one("#log", RichLog)
+        log.clear()
+        for line in frame.log[-KEEP_LOG:]:
+            log.write(Text(line, style="bold yellow" if line.startswith(ANNOUNCEMENT) else ""))
+        self._draw()
+
+    def on_key(self, event: events.Key) -> None:
+        key, frames = event.key, self.replay.frames
+        game = frames[self.at].game
+        if key in ("q", "escape"):
+            self.exit()
+        elif key in ("right", "space"):
+            self.show_step(self.at + 1)
+        elif key == "left":
+            self.show_step(self.at - 1)
+        elif key == "home":
+            self.show_step(0)
+        elif key == "end":
+            self.show_step(len(frames) - 1)
+        elif key in ("n", "pagedown"):
+            self.show_step(self.replay.game_start(game + 1) or self.at)
+        elif key in ("p", "pageup"):
+            start = self.replay.game_start(game) or 0
+            self.show_step(self.replay.game_start(game - 1) if self.at == start and game > 1 else start)
+        elif key == "h":
+            self._every_hand(game)
+        elif event.character and event.character.isdigit():
+            self.jump += event.character
+            self._draw_prompt()
+        elif key == "enter" and self.jump:
+            start = self.replay.game_start(int(self.jump))
+            self.hint = "" if start is not None else f"no game {self.jump} in this match"
+            self.jump = ""
+            self.show_step(self.at if start is None else start)
+
+    def _every_hand(self, game: int) -> None:
+        end = self.replay.game_ends.get(game)
+        if end is None or self.at < end or game not in self.replay.decks:
+            self.hint = "Every hand is shown once the game is over and its deal revealed."
+            self._draw_prompt()
+            return
+        names = self.state.names
+        text = Text(f"Game {game}: every hand, as the revealed deal fixed it\n\n", style="bold")
+        for hand_no, first, second in self.replay.every_hand(game, self.state.scoring):
+            text.append(f"hand {hand_no}  {names[0][:NAME_CELLS]}: {self.style.names(first):<16} {names[1][:NAME_CELLS]}: {self.style.names(second)}\n")
+        text.append("\nEnter: back", style="dim")
+        self.push_screen(ResultScreen(text))
+
+    def _draw_title(self) -> None:
+        state = self.state
+        left = f"REPLAY {self.file_name}"
+        if state.game:
+            left += f"  game {state.game}, hand {state.hand_no}/6"
+        verdict = self.replay.verdict
+        width = self.size.width - 2
+        title = Text(f" {left}  ")
+        title.append(verdict[: max(8, width - len(left) - 2)], style="bold green" if self.replay.ok else "bold red")
+        self.query_one("#title", Static).update(title)
+
+    def _draw_prompt(self) -> None:
+        seat = self.state.names[1] or "seat 1"
+        text = f"step {self.at + 1} of {len(self.replay.frames)}, as {seat} saw it"
+        if self.jump:
+            text += f"   game {self.jump}, Enter to go"
+        if self.hint:
+            text += f"   {self.hint}"
+        self.query_one("#prompt", Static).update(Text(text))
+
+    def _draw_status(self) -> None:
+        keys = "left/right step  n/p game  digits+Enter jump  h every hand  q quit"
+        self.query_one("#status", Static).update(Text(keys))
 
 
 # --- what the screens say --------------------------------------------------------------------
