@@ -8,6 +8,7 @@ again to resume.
 
 from __future__ import annotations
 
+import os
 import ssl
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -57,6 +58,15 @@ def _port(text: str) -> int:
 def pin_name(host: str, port: int) -> str:
     """How a host is named in the pin file and in `basra forget`."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _first_cause(err: OSError) -> str:
+    """'Connection refused' rather than trio's 'all attempts to connect to ... failed'."""
+    cause = err.__cause__
+    while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+        cause = cause.exceptions[0]
+    found = cause if isinstance(cause, OSError) else err
+    return os.strerror(found.errno) if found.errno else str(found)
 
 
 class JoinSession:
@@ -146,16 +156,19 @@ class JoinSession:
             return self._failure(str(changed))
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as err:
             if isinstance(err, trio.TooSlowError):
-                why = "timed out"
+                why = f"no answer within {CONNECT_TIMEOUT:.0f} s"
             elif isinstance(err, OSError) and not isinstance(err, ssl.SSLError):
-                why = err.strerror or str(err)
+                why = _first_cause(err)
             else:
                 return self._failure(
                     f"no TLS connection with {where}: the host closed it during the handshake (a host busy with other"
                     " players joining turns new connections away for a moment: try again soon; a host started with"
                     " --plain needs --plain here too)"
                 )
-            return self._failure(f"cannot connect to {where}: {why}")
+            return self._failure(
+                f"cannot connect to {where}: {why}. Is `basra host` running there, on port {self.port}?"
+                f" A firewall on either machine may be blocking TCP port {self.port}."
+            )
         notices: list[str] = []
         if not self.plain and not self._fingerprint_told:  # once, however many attempts it takes
             self._fingerprint_told = True
