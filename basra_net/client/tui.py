@@ -343,7 +343,7 @@ class TableView(App):
         if not parts:
             parts.append("connected" if state.seat is not None else "connecting...")
         totals = ""
-        if state.seat is not None and state.target:
+        if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
         text = "   ".join(parts)
         right = f"{totals}   ? help  q leave"
