@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .client.address import DEFAULT_PORT
 
 EXIT_USAGE = 2
-# Copies of client.join.DEFAULT_PORT and client.players.BOT_LEVELS / DEFAULT_BOT, which import
-# trio and are too heavy to load for --help; tests/test_cli.py keeps them in step.
-DEFAULT_PORT = 5252
+# Copies of client.players.BOT_LEVELS / DEFAULT_BOT, which import trio and are too heavy to load
+# for --help; tests/test_cli.py keeps them in step.
 BOT_LEVELS = ("search", "greedy", "random")
 DEFAULT_BOT = "search"
 GRACE = 120.0  # a copy of host.table.GRACE
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return verify_file(args.file, verbose=args.verbose)
     if args.command in ("join", "forget"):
-        from .client.join import parse_address
+        from .client.address import parse_address
 
         try:
             host, port = parse_address(args.address)

@@ -1,4 +1,8 @@
-"""Running a seat from the command line: choosing its player, Ctrl-C, the closing lines."""
+"""Running a seat from the command line: choosing its player, Ctrl-C, the closing lines.
+
+The session and its connection are imported inside the match's own
+coroutine, so that on a terminal the first screen is drawn while they load.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,9 @@ from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 import trio
 
-from ..protocol.fingerprint import key_fingerprint
-from .join import JoinSession, pin_name
-from .pinning import KNOWN_HOSTS_FILE, KnownHosts
-from .storage import data_dir
-from .players import BotPlayer, Player
-from .session import EXIT_LEFT, SessionResult
-
 if TYPE_CHECKING:
+    from .players import Player
+    from .session import SessionResult
     from .tui import ScreenPlayer
 
 T = TypeVar("T")
@@ -30,6 +29,8 @@ def wants_screen(auto_level: str | None) -> bool:
 def make_player(auto_level: str | None, label: str) -> Player:
     """The bot when --auto is given, else the line prompt (the full screen is run by run_seat_on_screen)."""
     if auto_level is not None:
+        from .players import BotPlayer
+
         return BotPlayer(auto_level, log=lambda line: print(f"[{label}] {line}", flush=True))
     from .terminal import TerminalPlayer
 
@@ -94,6 +95,11 @@ async def ask_join_code(reason: str) -> str | None:
 
 
 def forget_host(host: str, port: int) -> int:
+    from ..protocol.fingerprint import key_fingerprint
+    from .address import pin_name
+    from .pinning import KNOWN_HOSTS_FILE, KnownHosts
+    from .storage import data_dir
+
     name = pin_name(host, port)
     forgotten = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).forget(name)
     if forgotten is not None:
@@ -105,7 +111,9 @@ def forget_host(host: str, port: int) -> int:
 
 
 def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
-    def join(player: Player, ask_code) -> JoinSession:
+    def join(player: Player, ask_code):
+        from .join import JoinSession
+
         return JoinSession(
             host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code
         )
@@ -117,6 +125,8 @@ def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
         session = join(make_player(args.auto, args.name), ask_join_code if interactive else None)
         result = trio.run(run_until_interrupted, session.run)
     if result is None:
+        from .session import EXIT_LEFT
+
         print("basra join: interrupted", file=sys.stderr)
         return EXIT_LEFT
     report(result, "basra join")

@@ -17,7 +17,7 @@ import asyncio
 import sys
 import time
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, Generic, TypeVar
 
 import trio
 from rich.text import Text
@@ -29,18 +29,19 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Static
 
 from ..engine import Move
-from ..engine.cards import Card, card_name, parse_card, suit
+from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
 from ..engine.scoring import PRESETS
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Commit, GameEnd, MatchEnd, Message, Welcome, YourTurn
 from .narration import describe
 from .players import Controls
-from .replay import Replay
 from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode
 from .state import ClientState, GameSummary
 
+if TYPE_CHECKING:
+    from .replay import Replay
+
 T = TypeVar("T")
-SEVEN_OF_DIAMONDS = parse_card("7D")
 CARDS_TO_WIN_MOST = 27  # of the 52, more than the other player can have
 TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
@@ -377,6 +378,9 @@ class BasraApp(TableView, Generic[T]):
     def on_mount(self) -> None:
         self.set_interval(1.0, self._draw_status)
         self._draw()
+        self.call_after_refresh(self._start_match)  # the first screen shows before the match's modules load
+
+    def _start_match(self) -> None:
         loop = asyncio.get_running_loop()
         trio.lowlevel.start_guest_run(
             self._run_match,

@@ -13,7 +13,7 @@ from typing import Awaitable, Callable
 
 import trio
 
-from ..client.join import DEFAULT_PORT
+from ..client.address import DEFAULT_PORT
 from ..client.players import BotPlayer, Player
 from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path

@@ -94,3 +94,15 @@ def play_when_asked(terminal: Terminal) -> str | None:
     if "YOUR TURN" in text or "can take (Enter" in text or "Enter: next game" in text or "Press Enter to close" in text:
         terminal.keys("Enter")
     return text
+
+
+def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
+    """Wait for this player's turn, play the selected card (the first capture if asked), and see the turn end."""
+    terminal.wait_for("YOUR TURN", timeout=timeout)
+    terminal.keys("Enter")
+    deadline = time.monotonic() + timeout
+    while "YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text:
+        if "can take (Enter" in text:
+            terminal.keys("Enter")
+        assert time.monotonic() < deadline, f"the play did not register:\n{text}"
+        time.sleep(0.1)

@@ -15,7 +15,7 @@ import time
 import pexpect
 
 from .processes import basra_command, free_port, wait_for_line
-from .terminals import Terminal, needs_tmux, play_when_asked
+from .terminals import Terminal, needs_tmux, play_when_asked, take_turn
 
 FINGERPRINT = re.compile(r"key ([0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4})")
 MATCH_TIMEOUT = 240
@@ -127,20 +127,17 @@ def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_w
     guest = Terminal(join, env, tmp_path)
     try:
         # Play a few turns, then kill the guest while the host is to move (not on the guest's own turn).
-        guest.wait_for("YOUR TURN")  # the host deals the first game: the guest leads
-        for _ in range(3):
-            guest.keys("Enter")
-            host.wait_for("YOUR TURN")
-            host.keys("Enter")
-            guest.wait_for("YOUR TURN")
-        guest.keys("Enter")
+        for _ in range(3):  # the host deals the first game: the guest leads
+            take_turn(guest)
+            take_turn(host)
+        take_turn(guest)
         host.wait_for("YOUR TURN")
         played_before = guest.screen().count("You played")
         assert played_before >= 1
         os.kill(guest.pid(), signal.SIGKILL)
         away = host.wait_for("Omar is away")
         assert re.search(r"Omar is away: waiting \d+ s more", away)
-        host.keys("Enter")  # the host plays on while the guest is away
+        take_turn(host)  # the host plays on while the guest is away
         host_play = re.findall(r"You played (\S+)", host.wait_for("Omar is thinking"))[-1]
         guest.run(join, tmp_path)
         back = guest.wait_for("YOUR TURN")
