@@ -327,7 +327,7 @@ class TableView(App):
         if not text and self._my_turn():
             text = "Pick a card (left/right, 1-4 or its name) and press Enter.  ? help"
         elif not text and state.game and state.turn is not None and state.end_reason is None:
-            text = f"{state.opponent_name} is thinking..."
+            text = f"waiting for {state.opponent_name} to come back..." if state.opponent in state.away else f"{state.opponent_name} is thinking..."
         if self.typed:
             text = f"typed: {self.typed}   {text}"
         prompt.update(Text(text))
@@ -709,14 +709,14 @@ def running_points(state: ClientState, seat: int) -> int:
 
 def scoreboard(state: ClientState) -> Text:
     you = state.seat or 0
-    header = f"  {'':<{NAME_CELLS}} {'hand':>4} {'taken/27':>8} {'basras':>6} {'game':>5} {'match/' + str(state.target):>10}"
+    header = f"  {'':<{NAME_CELLS}} {'in hand':>7} {'taken/27':>8} {'basras':>6} {'game':>5} {'match/' + str(state.target):>10}"
     rows = [Text(header, style="dim")]
     for seat, name in ((state.opponent, state.opponent_name), (you, "You")):
         in_hand = len(state.hand) if seat == you else state.opponent_hand_size
         basras = f"{state.basras[seat]}" + (f"+{state.jack_basras[seat]}J" if state.jack_basras[seat] else "")
         marker = ">" if state.turn == seat else " "
         row = (
-            f"{marker} {name[:NAME_CELLS]:<{NAME_CELLS}} {in_hand:>4} {state.captured[seat]:>8} {basras:>6}"
+            f"{marker} {name[:NAME_CELLS]:<{NAME_CELLS}} {in_hand:>7} {state.captured[seat]:>8} {basras:>6}"
             f" {running_points(state, seat):>5} {state.totals[seat]:>10}"
         )
         rows.append(Text(row, style="bold" if state.turn == seat else ""))
