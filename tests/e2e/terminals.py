@@ -52,6 +52,10 @@ class Terminal:
         self.history.append(text)
         return text
 
+    def styled_screen(self) -> str:
+        """The pane with its colour and style escape sequences."""
+        return self._tmux("capture-pane", "-p", "-e")
+
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", *keys)
 

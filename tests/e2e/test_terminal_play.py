@@ -155,6 +155,42 @@ def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_w
     assert "basra join: the match is over" in guest_final and "EXITED WITH 0" in guest_final
 
 
+def _hues(styled: str) -> set[str]:
+    """The colour escapes on screen that are not a shade of grey."""
+    found = set()
+    for params in re.findall(r"\x1b\[([0-9;]*)m", styled):
+        numbers = [int(n) for n in params.split(";") if n]
+        for i, n in enumerate(numbers):
+            if n in (38, 48) and numbers[i + 1 : i + 2] == [5]:
+                index = numbers[i + 2]
+                if not (index in (0, 7, 8, 15, 16, 231) or 232 <= index <= 255):
+                    found.add(f"{n};5;{index}")
+            elif n in (38, 48) and numbers[i + 1 : i + 2] == [2]:
+                red, green, blue = numbers[i + 2 : i + 5]
+                if not red == green == blue:
+                    found.add(f"{n};2;{red};{green};{blue}")
+            elif 31 <= n <= 36 or 41 <= n <= 46 or 91 <= n <= 96 or 101 <= n <= 106:
+                found.add(str(n))
+    return found
+
+
+@needs_tmux
+def test_no_color_draws_in_shades_of_grey_and_colour_otherwise(basra_env, tmp_path):
+    screens = {}
+    for no_color in (False, True):
+        env = _terminal_env(basra_env)
+        if no_color:
+            env["NO_COLOR"] = "1"
+        terminal = Terminal(["host", "--bot", "random", "--name", "Tess"], env, tmp_path)
+        try:
+            terminal.wait_for("YOUR TURN")
+            screens[no_color] = terminal.styled_screen()
+        finally:
+            terminal.close()
+    assert _hues(screens[False])  # the check can see colour when there is some
+    assert not _hues(screens[True]), _hues(screens[True])
+
+
 def test_ctrl_c_in_basra_join_leaves_cleanly_and_the_host_is_told(basra_env, tmp_path):
     port = free_port()
     host = subprocess.Popen(
