@@ -256,6 +256,8 @@ class TableView(App):
         self._draw_cards()
         self._draw_prompt()
         self._draw_status()
+        # The log's height changes with the table's: keep its newest lines in view once laid out again.
+        self.call_after_refresh(self.query_one("#log", RichLog).scroll_end, animate=False)
 
     def _draw_title(self) -> None:
         state = self.state
@@ -493,17 +495,19 @@ class BasraApp(TableView, Generic[T]):
         self._draw_prompt()
 
     def _type(self, character: str) -> None:
+        """A digit picks a card by its place; a card's name (7D, 10H, QS) picks that card, even one starting with a digit."""
         self.typed += character
         hand = self.state.hand
-        if self.typed.isdigit() and 1 <= int(self.typed) <= len(hand) and not (self.typed == "1" and _holds_ten(hand)):
-            self.cursor, self.typed = int(self.typed) - 1, ""
+        named = [index for index, card in enumerate(hand) if card_name(card) == self.typed]
+        if named:
+            self.cursor, self.typed = named[0], ""
             return
-        for index, card in enumerate(hand):
-            if card_name(card) == self.typed:
-                self.cursor, self.typed = index, ""
-                return
-        if not any(card_name(card).startswith(self.typed) for card in hand) and not self.typed.isdigit():
-            self.hint = f"{self.typed!r} is not a card in your hand"
+        place = int(self.typed) if self.typed.isdigit() and len(self.typed) == 1 else 0
+        if 1 <= place <= len(hand):
+            self.cursor = place - 1  # a place, unless a suit letter follows and names a card
+        if not any(card_name(card).startswith(self.typed) for card in hand):
+            if not 1 <= place <= len(hand):
+                self.hint = f"{self.typed!r} is not a card in your hand"
             self.typed = ""
 
     def _cursor_card(self) -> Card | None:
@@ -598,10 +602,6 @@ def screen_style(ascii: bool | None = None, colour: bool = True) -> CardStyle:
     """Suit symbols where the terminal's encoding has them (or unless ``ascii`` says otherwise)."""
     symbols = can_encode("".join(SUIT_SYMBOLS.values()), sys.stdout.encoding) if ascii is None else not ascii
     return CardStyle(colour=colour, symbols=symbols)
-
-
-def _holds_ten(hand: tuple[Card, ...]) -> bool:
-    return any(card_name(card).startswith("10") for card in hand)
 
 
 class ReplayApp(TableView):

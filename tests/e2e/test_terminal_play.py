@@ -27,14 +27,17 @@ def _terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _play_out(*terminals: Terminal) -> None:
-    """Press Enter whenever a terminal asks, until every one's command has exited."""
+def _play_out(*terminals: Terminal) -> list[str]:
+    """Press Enter whenever a terminal asks, until every one's command has exited; their last screens."""
     deadline = time.monotonic() + MATCH_TIMEOUT
     running = list(terminals)
     while running:
         assert time.monotonic() < deadline, "the match did not end in time:\n" + "\n".join(t.screen() for t in running)
         running = [t for t in running if play_when_asked(t) is not None]
         time.sleep(0.15)
+    for terminal in terminals:
+        terminal.no_traceback()
+    return [terminal.screen() for terminal in terminals]
 
 
 @needs_tmux
@@ -105,10 +108,7 @@ def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(
         assert "Omar" in host_screen and "Hoda" in guest_screen
         host_key, guest_key = FINGERPRINT.search(host_screen), FINGERPRINT.search(guest_screen)
         assert host_key and guest_key and host_key.group(1) == guest_key.group(1)
-        _play_out(host, guest)
-        host_final, guest_final = host.screen(), guest.screen()
-        host.no_traceback()
-        guest.no_traceback()
+        host_final, guest_final = _play_out(host, guest)
     finally:
         host.close()
         if guest is not None:
@@ -138,16 +138,13 @@ def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_w
         away = host.wait_for("Omar is away")
         assert re.search(r"Omar is away: waiting \d+ s more", away)
         take_turn(host)  # the host plays on while the guest is away
-        host_play = re.findall(r"You played (\S+)", host.wait_for("Omar is thinking"))[-1]
+        host_play = re.findall(r"You played (\S+)", host.wait_for("waiting for Omar to come back"))[-1]
         guest.run(join, tmp_path)
         back = guest.wait_for("YOUR TURN")
         assert "game 1" in back and "what it missed follows" in back
         assert f"Hoda played {host_play}" in back  # what happened while it was away
         host.wait_for("Omar is back")
-        _play_out(host, guest)
-        host_final, guest_final = host.screen(), guest.screen()
-        host.no_traceback()
-        guest.no_traceback()
+        host_final, guest_final = _play_out(host, guest)
     finally:
         host.close()
         guest.close()

@@ -16,7 +16,7 @@ import trio
 from basra_net.client.players import BotPlayer, Choice, Quit
 from basra_net.client.tui import HelpScreen, LeaveScreen, ResultScreen, Tile
 from basra_net.engine import Move
-from basra_net.engine.cards import parse_card
+from basra_net.engine.cards import card_name, parse_card
 from basra_net.engine.scoring import GameScore
 from basra_net.client.state import ClientState
 from basra_net.protocol.messages import Deal, GameEnd, MatchStart, Welcome, YourTurn
@@ -77,66 +77,72 @@ def test_the_game_screen_shows_table_hand_scores_log_and_status():
     assert seen["tiles"] == 4
 
 
-def test_arrows_move_the_selection_and_enter_plays_the_selected_card():
+def first_play(index: int, pick) -> tuple[str, str]:
+    """Play the first turn of the match with ``pick(app, pilot)``, meant to play the card at ``index``.
+
+    Returns that card's name and the log's line for the play that followed.
+    """
     seen = {}
 
     async def scenario(app, pilot):
         await my_turn(app, pilot)
-        second = hand_names(app)[1]
+        seen["card"] = hand_names(app)[index]
+        await pick(app, pilot)
+        await until(pilot, lambda: played_lines(app), "the play")
+        seen["played"] = played_lines(app)[0]
+
+    run_app(scenario)
+    return seen["card"], seen["played"]
+
+
+def test_arrows_move_the_selection_and_enter_plays_the_selected_card():
+    async def pick(app, pilot):
         await pilot.press("right")
         assert "selected" in app.query("#hand Tile")[1].classes
         await pilot.press("enter")
-        await until(pilot, lambda: played_lines(app), "the play")
-        seen["played"], seen["card"] = played_lines(app)[0], second
 
-    run_app(scenario)
-    assert seen["played"].startswith(f"You played {seen['card']}")
+    card, played = first_play(1, pick)
+    assert played.startswith(f"You played {card}")
 
 
 def test_a_digit_selects_a_card_and_enter_plays_it():
-    seen = {}
-
-    async def scenario(app, pilot):
-        await my_turn(app, pilot)
-        seen["card"] = hand_names(app)[2]
+    async def pick(app, pilot):
         await pilot.press("3", "enter")
-        await until(pilot, lambda: played_lines(app), "the play")
-        seen["played"] = played_lines(app)[0]
 
-    run_app(scenario)
-    assert seen["played"].startswith(f"You played {seen['card']}")
+    card, played = first_play(2, pick)
+    assert played.startswith(f"You played {card}")
 
 
 def test_a_card_typed_by_name_is_the_one_played():
-    seen = {}
+    async def pick(app, pilot):
+        await pilot.press(*card_name(app.state.hand[3]).lower(), "enter")
+
+    card, played = first_play(3, pick)
+    assert played.startswith(f"You played {card}")
+
+
+def test_a_name_that_starts_with_a_digit_picks_the_named_card_not_that_place():
+    state = capture_choice_state()  # hand 7S 2C KD QH: "2" alone is the second place, "2c" the 2 of clubs
+    state.hand = cards("2C 7S KD QH")
 
     async def scenario(app, pilot):
         await my_turn(app, pilot)
-        last = app.state.hand[-1]
-        from basra_net.engine.cards import card_name
+        await pilot.press("2")
+        assert app.cursor == 1
+        await pilot.press("c")
+        assert app.cursor == 0
+        await pilot.press("enter")
 
-        seen["card"] = app.style.name(last)
-        await pilot.press(*card_name(last).lower(), "enter")
-        await until(pilot, lambda: played_lines(app), "the play")
-        seen["played"] = played_lines(app)[0]
-
-    run_app(scenario)
-    assert seen["played"].startswith(f"You played {seen['card']}")
+    app = run_app(scenario, main=scripted(state))
+    assert app.result == Choice(1, Move(card("2C"), ()))
 
 
 def test_a_click_on_a_card_in_the_hand_plays_it():
-    seen = {}
+    async def pick(app, pilot):
+        await pilot.click(app.query("#hand Tile")[2])
 
-    async def scenario(app, pilot):
-        await my_turn(app, pilot)
-        tile = app.query("#hand Tile")[3]
-        seen["card"] = app.style.name(tile.card)
-        await pilot.click(tile)
-        await until(pilot, lambda: played_lines(app), "the play")
-        seen["played"] = played_lines(app)[0]
-
-    run_app(scenario)
-    assert seen["played"].startswith(f"You played {seen['card']}")
+    card, played = first_play(2, pick)
+    assert played.startswith(f"You played {card}")
 
 
 def test_keys_typed_while_the_opponent_thinks_are_never_played():
