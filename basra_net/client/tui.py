@@ -211,6 +211,8 @@ class TableView(App):
     #status { height: 1; background: $panel; padding: 0 1; }
     #result, #help, #leave, #code { width: auto; max-width: 78; height: auto; border: round $accent; padding: 0 1; background: $surface; }
     ResultScreen, HelpScreen, LeaveScreen, CodeScreen { align: center middle; }
+    #code { width: 76; max-width: 100%; }
+    #code Static { height: auto; }
     """
     ENABLE_COMMAND_PALETTE = False
 

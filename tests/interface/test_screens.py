@@ -403,3 +403,21 @@ def test_snapshots_of_the_capture_choice_the_game_end_and_the_help():
     run_app(game_end, main=scripted(*game_end_state()))
     for name in ("choice", "help", "game_end"):
         _compare(name, seen[name])
+
+
+def test_a_join_code_is_asked_for_on_the_screen():
+    async def main(player, stop):
+        return await player.ask_code("the host refused: code_required: this table needs its join code")
+
+    seen = {}
+
+    async def scenario(app, pilot):
+        await until(pilot, lambda: len(app.screen_stack) > 1, "the question")
+        await pilot.pause()
+        seen["asked"] = screen_text(app)
+        await pilot.press(*"tulip-42", "enter")
+        await until(pilot, lambda: app.done, "the answer")
+
+    app = run_app(scenario, main=main)
+    assert "this table needs its join code" in seen["asked"] and "join code shown on the host's screen" in seen["asked"]
+    assert app.result == "tulip-42"
