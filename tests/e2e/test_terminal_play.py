@@ -124,7 +124,7 @@ def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_w
     host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--open", "--target", "1", "--name", "Hoda"], env, tmp_path)
     join = ["join", f"127.0.0.1:{port}", "--name", "Omar"]
     host.wait_for("Waiting for the other player to sit down")
-    guest = Terminal(join, env, tmp_path)
+    guest = Terminal(join, env, tmp_path, size=(100, 40))  # room in the log for all that is caught up on
     try:
         # Play a few turns, then kill the guest while the host is to move (not on the guest's own turn).
         for _ in range(3):  # the host deals the first game: the guest leads
