@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from basra_net import cli
-from basra_net.client import join, players
+from basra_net.client import players
 from basra_net.host import table
 
 
 def test_the_cli_copies_agree_with_their_owners():
-    assert cli.DEFAULT_PORT == join.DEFAULT_PORT
     assert cli.BOT_LEVELS == players.BOT_LEVELS
     assert cli.DEFAULT_BOT == players.DEFAULT_BOT
     assert cli.GRACE == table.GRACE
@@ -24,3 +25,25 @@ def test_a_host_or_server_refuses_a_join_code_weaker_than_a_generated_one(capsys
         errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
         assert len(errors) == 1 and "weaker than a generated one" in errors[0]
     assert cli.build_parser().parse_args(["serve", "--code", "K7M-2QX"]).code == "K7M-2QX"
+
+
+def test_every_command_s_help_ends_with_an_example(basra_command):
+    import subprocess
+
+    for command in ([], ["host"], ["join"], ["serve"], ["list"], ["forget"], ["verify"], ["replay"],
+                    ["conformance"], ["conformance", "client"], ["conformance", "host"]):
+        done = subprocess.run([*basra_command, *command, "--help"], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, (command, done.stderr)
+        heading = re.search(r"^examples?:$", done.stdout, re.M)
+        assert heading, (command, done.stdout)
+        examples = done.stdout[heading.end():]
+        assert "\n  basra " in examples, (command, done.stdout)
+
+
+def test_version(basra_command):
+    import subprocess
+
+    from basra_net import __version__
+
+    done = subprocess.run([*basra_command, "--version"], capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == f"basra {__version__}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -30,7 +31,6 @@ from ..protocol.framing import encode_frame
 from ..protocol.errors import BAD_FRAME, BUSY, ProtocolError
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
-    STREAM_TYPES,
     Away,
     Back,
     Commit,
@@ -50,7 +50,7 @@ from ..protocol.messages import (
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from .liveness import Liveness
-from .players import Player, PlayerLeft
+from .players import Choice, Controls, Player, PlayerLeft, Quit
 from .state import ClientState
 from .storage import TranscriptFile, default_transcript_path
 
@@ -75,15 +75,6 @@ class Resume:
 
     token: bytes
     transcript: Path | None = None  # None: nothing kept, the host replays the whole stream
-
-
-@dataclass(frozen=True)
-class _Delivery:
-    """A message for the handler; ``replayed`` when the host sent it before the welcome it follows."""
-
-    message: object
-    replayed: bool = False
-    last_replayed: bool = False
 
 
 @dataclass
@@ -149,6 +140,7 @@ class ClientSession:
         # A seat resumed from nothing (the host's own, after a restart) lacks the seeds it sent: it checks no deal.
         self._verifying = resume is None or resume.transcript is not None
         self.reconnects = 0
+        self._controls = Controls()
 
     # --- the channel ---------------------------------------------------------------------
 
@@ -241,6 +233,7 @@ class ClientSession:
             else:
                 if self._resume.transcript is not None:
                     self._take_up_transcript(self._resume.transcript)
+                    self.player.notice(self.state, "back in the match where this seat's transcript ends; what it missed follows")
                 await self.stream.send_all(self._resume_hello(self._resume.token))
             reason = await self._receive_until_over()
             await self.leave("the match is over")  # the answer to match_end (PROTOCOL.md, section 7.3)
@@ -315,23 +308,29 @@ class ClientSession:
         return self.connection.send(hello)
 
     async def _receive_until_over(self) -> str:
-        """Handle the host's messages in order until the match is over.
+        """Handle the host's messages and the player's actions, in the order they come, until the match is over.
 
         A reader task takes bytes off the connection, so that pings are
-        answered and a dead host is noticed even while the player thinks.
+        answered and a dead host is noticed even while the player thinks;
+        the player acts in a task of its own, through its Controls.
         """
         messages, inbound = trio.open_memory_channel[object](INBOUND_BUFFER)
         outcome: str | None = None
         failure: Exception | None = None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._read, messages)
+            nursery.start_soon(self._read, messages.clone())
+            nursery.start_soon(self._pass_actions, messages)
+            nursery.start_soon(self.player.act, self.state, self._controls)
             try:
                 async for item in inbound:
                     if isinstance(item, Exception):
                         raise item
-                    if isinstance(item.message, ConnectionClosed):
+                    if isinstance(item, (Choice, Quit)):
+                        await self._act(item)
+                        continue
+                    if isinstance(item, ConnectionClosed):
                         raise PeerGone("the host closed the connection before the match ended")
-                    outcome = await self._handle(item.message, item)
+                    outcome = await self._handle(item)
                     if outcome is not None:
                         break
             except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
@@ -339,9 +338,19 @@ class ClientSession:
             nursery.cancel_scope.cancel()
         if failure is not None:
             raise failure
-        if outcome is None:
-            raise PeerGone("the connection ended")
+        assert outcome is not None  # the reader's last item is always the end or a failure
         return outcome
+
+    async def _pass_actions(self, messages: trio.MemorySendChannel) -> None:
+        async with messages:
+            async for action in self._controls.actions:
+                await messages.send(action)
+
+    async def _act(self, action: Choice | Quit) -> None:
+        if isinstance(action, Quit):
+            raise PlayerLeft(action.reason)
+        if self.connection.open_request == action.request:
+            await self._send(Play(action.request, action.move.card, action.move.captures))
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
         """Bytes in, messages out to the handler; pings answered; a lost connection resumed or given up on."""
@@ -382,7 +391,7 @@ class ClientSession:
                     continue
                 if isinstance(event, ConnectionClosed) and self._resumable:
                     raise PeerGone("the host closed the connection")
-                await messages.send(self._delivery(event))
+                await messages.send(event)
                 if isinstance(event, ConnectionClosed) or (isinstance(event, Error) and self.connection.closed):
                     return  # the end, or a refusal: the handler tells the player
             with trio.move_on_after(liveness.seconds_to_next_check()):
@@ -395,11 +404,6 @@ class ClientSession:
             if ping is not None and self.connection.welcome is not None:
                 await self._send(Ping(ping))
 
-    def _delivery(self, event: object) -> _Delivery:
-        if isinstance(event, STREAM_TYPES) and self.connection.received <= self.connection.replay_until:
-            return _Delivery(event, True, self.connection.received == self.connection.replay_until)
-        return _Delivery(event)
-
     async def _resume_connection(self, why: str) -> None:
         """Reach the host again and resume the seat; PeerGone when it cannot be done.
 
@@ -408,6 +412,7 @@ class ClientSession:
         """
         welcome = self.connection.welcome
         assert self._reconnect is not None
+        self.state.reconnecting_until = time.monotonic() + RECONNECT_FOR
         self.player.notice(self.state, f"lost the connection to the host ({why}); reconnecting...")
         give_up = trio.current_time() + RECONNECT_FOR
         delay = RECONNECT_FIRST_DELAY
@@ -439,11 +444,12 @@ class ClientSession:
                 await trio.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, RECONNECT_MAX_DELAY)
         self.reconnects += 1
+        self.state.reconnecting_until = None
         if welcome is None:
             self.player.notice(self.state, "connected again; the hello went again")
             return
         missed = self.connection.replay_until - self.connection.received
-        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on"
+        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on, shown below"
         self.player.notice(self.state, text)
         if self._transcript is not None:
             self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")
@@ -472,10 +478,11 @@ class ClientSession:
         self.stream = stream
         await stream.send_all(self.connection.resend())
 
-    async def _handle(self, message: Message, delivery: _Delivery) -> str | None:
+    async def _handle(self, message: Message) -> str | None:
         """Act on one message; return the end-of-session reason when the session is over."""
         state = self.state
         if isinstance(message, (Away, Back)):
+            state.note_presence(message)
             name = state.names[message.seat] or f"seat {message.seat}"
             if isinstance(message, Away):
                 text = f"{name} lost the connection; waiting up to {message.grace} s for them to come back..."
@@ -509,12 +516,10 @@ class ClientSession:
             self._show_check(message)
         elif isinstance(message, MatchEnd):
             self._record_problems(self.verifier.finish())
-        if not delivery.replayed or delivery.last_replayed:
-            self.player.show(state, message)  # a long replay is shown once, caught up
+        self.player.show(state, message)  # replayed ones too: what happened while this seat was away
         if isinstance(message, YourTurn) and self.connection.open_request == message.request:
             # Still open: a request earlier in a replay was answered by an earlier connection.
-            move = await self.player.choose(state)
-            await self._send(Play(message.request, move.card, move.captures))
+            self._controls.request_opened(message.request)
         if isinstance(message, MatchEnd):
             return "the match is over"
         return None

@@ -7,6 +7,7 @@ from typing import Callable
 
 from ..engine.cards import card_name
 from ..protocol import shuffle, transcript
+from ..protocol.fingerprint import key_fingerprint
 
 EXIT_VERIFIED = 0
 EXIT_FAILED = 1
@@ -31,7 +32,7 @@ def verify_file(path: Path, *, verbose: bool = False, say: Callable[[str], None]
     report = transcript.verify(parsed)
     verifier = report.verifier
     if verifier.welcome is not None:
-        say(f"match {verifier.welcome.match_id.hex()}  host key {verifier.welcome.host_key.hex()}")
+        say(f"match {verifier.welcome.match_id.hex()}  host key fingerprint {key_fingerprint(verifier.welcome.host_key)}")
     if verifier.names is not None:
         say(f"players: {verifier.names[0]} (seat 0, host) v {verifier.names[1]} (seat 1)")
     for check in report.checks:

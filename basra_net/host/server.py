@@ -14,7 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
-from ..client.join import DEFAULT_PORT
+from ..client.address import DEFAULT_PORT
 from ..client.players import BotPlayer, Player
 from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
@@ -342,16 +342,21 @@ def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], 
     where = settings.bind or "all interfaces"
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP, no encryption"
     say(f"basra host: listening on {where}, port {port} ({security})")
-    suffix = "" if port == DEFAULT_PORT else f":{port}"
-    addresses = [settings.bind] if settings.bind not in ("", "0.0.0.0", "::") else lan_addresses()
-    for address in addresses or ["<this machine's address>"]:
-        say(f"The other player types:  basra join {address}{suffix}{door.join_options()}")
+    for command in _join_commands(settings.bind, port, door):
+        say(f"The other player types:  {command}")
     if resuming:
         say("Waiting for the second player to resume (`basra join` again, if it has stopped trying)...")
         return
     if door.code:
         say(f"Join code: {door.code}")
     say("Waiting for the second player...")
+
+
+def _join_commands(bind: str, port: int, door: _Door) -> list[str]:
+    """The exact `basra join` command for each address this host can be reached at."""
+    suffix = "" if port == DEFAULT_PORT else f":{port}"
+    addresses = [bind] if bind not in ("", "0.0.0.0", "::") else lan_addresses()
+    return [f"basra join {address}{suffix}{door.join_options()}" for address in addresses or ["<this machine's address>"]]
 
 
 @dataclass
@@ -382,6 +387,10 @@ async def run_serve(
     port = listeners[0].socket.getsockname()[1]
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"
     say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables ({security})")
+    for command in _join_commands(settings.bind, port, door):
+        say(f"Players type:  {command}   (add --table NAME to sit at a table kept for those who name it)")
+    if door.code:
+        say(f"Join code: {door.code}")
     async with trio.open_nursery() as nursery:
         lobby = Lobby(
             nursery,
