@@ -154,12 +154,15 @@ class ClientSession:
         # A seat resumed from nothing (the host's own, after a restart) lacks the seeds it sent: it checks no deal.
         self._verifying = resume is None or resume.transcript is not None
         self.reconnects = 0
+        self._choosing: trio.CancelScope | None = None  # while the player chooses a move
 
     # --- the channel ---------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
         # The reader task answers pings while the player thinks: one sender at a time.
         async with self._send_lock:
+            if isinstance(message, Play) and self.connection.open_request != message.request:
+                return  # the request closed while the player chose (the match ended): nothing to answer
             data = self.connection.send(message)
             if not isinstance(message, (Ping, Pong)):
                 self._record(GUEST, message)
@@ -365,12 +368,14 @@ class ClientSession:
                     return
                 except (PeerGone, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
                     if not self._worth_resuming(err):
+                        self._stop_choosing()
                         await messages.send(err)
                         return
                     why = str(err) or err.__class__.__name__
                 try:
                     await self._resume_connection(why)
                 except (PeerGone, ProtocolError) as gone:
+                    self._stop_choosing()
                     await messages.send(gone)
                     return
 
@@ -396,6 +401,8 @@ class ClientSession:
                 if isinstance(event, ConnectionClosed) and self._resumable:
                     raise PeerGone("the host closed the connection")
                 await messages.send(self._delivery(event))
+                if self.connection.open_request is None or self.connection.closed:
+                    self._stop_choosing()  # the request the player is choosing for is closed, or the match is over
                 if isinstance(event, ConnectionClosed) or (isinstance(event, Error) and self.connection.closed):
                     return  # the end, or a refusal: the handler tells the player
             with trio.move_on_after(liveness.seconds_to_next_check()):
@@ -407,6 +414,11 @@ class ClientSession:
             ping = liveness.ping_due()
             if ping is not None and self.connection.welcome is not None:
                 await self._send(Ping(ping))
+
+    def _stop_choosing(self) -> None:
+        """The player need not finish choosing: what ended the request is next in the handler's queue."""
+        if self._choosing is not None:
+            self._choosing.cancel()
 
     def _delivery(self, event: object) -> _Delivery:
         if isinstance(event, STREAM_TYPES) and self.connection.received <= self.connection.replay_until:
@@ -528,8 +540,12 @@ class ClientSession:
             self.player.show(state, message)  # a long replay is shown once, caught up
         if isinstance(message, YourTurn) and self.connection.open_request == message.request:
             # Still open: a request earlier in a replay was answered by an earlier connection.
-            move = await self.player.choose(state)
-            await self._send(Play(message.request, move.card, move.captures))
+            with trio.CancelScope() as choosing:
+                self._choosing = choosing
+                move = await self.player.choose(state)
+            self._choosing = None
+            if not choosing.cancelled_caught:
+                await self._send(Play(message.request, move.card, move.captures))
         if isinstance(message, MatchEnd):
             return "the match is over"
         return None

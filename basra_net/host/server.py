@@ -208,8 +208,9 @@ async def run_host(
             own_result = await own_session.run(stop)
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
-            # waiting for a second player is given a moment, then everything stops.
-            if table.result is None:
+            # waiting for a second player, or one the host's player left (Ctrl-C,
+            # which must end soon), is given a moment, then everything stops.
+            if table.result is None or (stop is not None and stop.is_set()):
                 with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
                     await table.finished.wait()
             else:
