@@ -300,7 +300,11 @@ class ClientSession:
         with trio.move_on_after(2) as scope:
             scope.shield = True
             async with self._send_lock:
-                await self._try_send_raw(self.connection.send(Leave(reason)))
+                leave = Leave(reason)
+                data = self.connection.send(leave)
+                if not self.connection.over:
+                    self._record(GUEST, leave)  # the record shows that this seat ended the match
+                await self._try_send_raw(data)
 
     async def _try_send_raw(self, data: bytes) -> None:
         try:
