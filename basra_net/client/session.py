@@ -155,6 +155,7 @@ class ClientSession:
         self._verifying = resume is None or resume.transcript is not None
         self.reconnects = 0
         self._choosing: trio.CancelScope | None = None  # while the player chooses a move
+        self._left = False  # this seat said leave: a connection closing now is not resumed
 
     # --- the channel ---------------------------------------------------------------------
 
@@ -177,7 +178,7 @@ class ClientSession:
     @property
     def _resumable(self) -> bool:
         connection = self.connection
-        return self._reconnect is not None and connection.hello_sent and not connection.over
+        return self._reconnect is not None and connection.hello_sent and not connection.over and not self._left
 
     def _record(self, sender: str, message: Message) -> None:
         if self.state.seat == 1 and self._transcript is not None:
@@ -302,6 +303,7 @@ class ClientSession:
             async with self._send_lock:
                 leave = Leave(reason)
                 data = self.connection.send(leave)
+                self._left = True
                 if not self.connection.over:
                     self._record(GUEST, leave)  # the record shows that this seat ended the match
                 await self._try_send_raw(data)
