@@ -343,9 +343,10 @@ async def run_serve(
     *,
     say: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda line: None,
+    stop: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
+    """Serve up to ``settings.tables`` tables at once until cancelled or ``stop`` is set; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
@@ -367,5 +368,12 @@ async def run_serve(
         async def handle(stream: trio.SocketStream) -> None:
             await door.serve(stream, lobby)
 
+        if stop is not None:
+
+            async def stop_serving() -> None:
+                await stop.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_serving)
         task_status.started(port)
         await serve_listeners(handle, listeners, nursery)
