@@ -98,7 +98,7 @@ class MatchVerifier:
         self.checks: list[GameCheck] = []
         self.match_end: MatchEnd | None = None
         self.left: tuple[str, Leave] | None = None  # the first leave on record, with its sender, before any match_end
-        self.unrevealed: list[int] = []  # fixed deals the record stops before, by the guest's own leave (after finish())
+        self.unchecked: list[tuple[int, str]] = []  # fixed deals the guest's own absence left unrevealed, and why (after finish())
         self.failed = False  # after a failed game the replay cannot go on
         self._current: int | None = None
 
@@ -133,11 +133,12 @@ class MatchVerifier:
     def finish(self) -> list[Discrepancy]:
         """Checks that need the whole match: every fixed deal revealed, the announced result."""
         problems: list[Discrepancy] = []
-        self.unrevealed = []
+        self.unchecked = []
         for game, pending in sorted(self.pending.items()):
             if pending.client_seed is not None and not any(c.game == game for c in self.checks):
-                if self.match_end is None and self.left is not None and self.left[0] == GUEST:
-                    self.unrevealed.append(game)  # the guest walked away before the reveal could come: no one's fault but its own
+                guest_absent = self._guest_absent()
+                if guest_absent is not None:
+                    self.unchecked.append((game, guest_absent))
                 else:
                     problems.append(Discrepancy(game, "reveal", "the host seed after the seed exchange", self._why_unrevealed()))
         end = self.match_end
@@ -155,6 +156,16 @@ class MatchVerifier:
             elif end.totals != tuple(self.match.totals):
                 problems.append(Discrepancy(None, "totals when the match was abandoned", str(tuple(self.match.totals)), str(end.totals)))
         return problems
+
+    def _guest_absent(self) -> str | None:
+        """Why a reveal could not come, when the record shows it was the guest that went (no failure of the host)."""
+        end = self.match_end
+        if end is None and self.left is not None and self.left[0] == GUEST:
+            return "the guest left the match before the host revealed its seed, so this record cannot show the deal"
+        if end is not None and end.reason == "abandoned" and end.winner == 0:
+            # A host reveals a game cut off when it took the seed (section 7.3); the seed may have been lost with the connection.
+            return "the host ended the match as abandoned by the guest (away past the grace period, or gone) before any reveal"
+        return None
 
     def _why_unrevealed(self) -> str:
         """Who left a fixed deal unrevealed, as far as the record shows it."""
