@@ -171,3 +171,18 @@ async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both
     assert "transcript saved to" in host_out and "transcript saved to" in join_out, outputs
     for path in (host_file, guest_file):
         verified(env, path)
+
+
+async def test_a_host_killed_while_waiting_for_the_guest_has_nothing_to_resume_and_says_so(tmp_path):
+    env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    port = free_port()
+    common = ("--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", str(port))
+    with trio.fail_after(CELL_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            host = await start(nursery, env, "host", *common)
+            await listening(port)
+            host.process.kill()
+            await host.done.wait()
+            code, out = await (await start(nursery, env, "host", "--resume", *common)).ended()
+    assert code == 1 and out.count("\n") == 1, out
+    assert "cannot be resumed: the journal ends before both seats were taken: there is no match to resume" in out
