@@ -169,7 +169,11 @@ class MatchVerifier:
 
     def _why_unrevealed(self) -> str:
         """Who left a fixed deal unrevealed, as far as the record shows it."""
-        if self.match_end is not None:
+        end = self.match_end
+        if end is not None and end.reason == "abandoned" and end.winner == 1:
+            # The host's own seat left: it may have done so before this seat's seed reached it.
+            return "none: the host left the match after this seat's seed went out, without revealing it (an abandoned fixed deal, unless the seed never reached the host)"
+        if end is not None:
             return "none: the host ended the match without revealing it (it abandoned a fixed deal)"
         if self.left is not None:
             return "none: the host left the match without revealing it (it abandoned a fixed deal)"

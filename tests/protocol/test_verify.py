@@ -277,7 +277,10 @@ def test_a_match_end_with_a_fixed_deal_unrevealed_is_the_host_abandoning_it(hone
     parsed = cut_after(honest_match, in_game(Deal, hand_no=2))
     parsed.records.append(("host", MatchEnd(winner=1, totals=parsed_totals(parsed), reason="abandoned")))
     (problem,) = transcript.verify(parsed).problems
-    assert problem.game == TAMPERED_GAME and "the host ended the match without revealing it" in str(problem)
+    assert problem.game == TAMPERED_GAME and "the host left the match after this seat's seed went out, without revealing it" in str(problem)
+    parsed.records[-1] = ("host", MatchEnd(winner=0, totals=parsed_totals(parsed), reason="target"))
+    problem = next(p for p in transcript.verify(parsed).problems if p.field == "reveal")
+    assert "the host ended the match without revealing it" in str(problem)
 
 
 def test_a_match_ended_as_abandoned_by_the_guest_before_the_reveal_is_no_failure_of_the_host(honest_match):
