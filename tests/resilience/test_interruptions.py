@@ -188,3 +188,32 @@ async def test_a_host_killed_while_waiting_for_the_guest_has_nothing_to_resume_a
             code, out = await (await start(nursery, env, "host", "--resume", *common)).ended()
     assert code == 1 and out.count("\n") == 1, out
     assert "cannot be resumed: the journal ends before both seats were taken: there is no match to resume" in out
+
+
+async def test_at_basra_serve_a_player_who_presses_ctrl_c_on_the_others_turn_tells_the_other(tmp_path):
+    env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    port = free_port()
+    with trio.fail_after(CELL_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            server = await start(nursery, env, "serve", "--plain", "--bind", "127.0.0.1", "--port", str(port), "--target", "151")
+            await listening(port)
+            proxy = CuttingProxy(port, marks=[Mark(TO_HOST, "play", nth=2)])
+            proxy_port = await nursery.start(proxy.serve)
+            # Amr plays through the proxy, whose mark says when he has moved: then Dina (the search bot) is thinking.
+            amr = await start(nursery, env, "join", f"127.0.0.1:{proxy_port}", "--plain", "--auto", "greedy", "--name", "Amr",
+                              "--table", "club", "--transcript", str(tmp_path / "amr.basra"))
+            dina = await start(nursery, env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "search", "--name", "Dina",
+                               "--table", "club", "--transcript", str(tmp_path / "dina.basra"))
+            await proxy.marks[0].reached.wait()
+            amr.process.send_signal(signal.SIGINT)
+            (amr_code, amr_out), (dina_code, dina_out) = await amr.ended(), await dina.ended()
+            server.process.send_signal(signal.SIGINT)
+            server_code, server_out = await server.ended()
+            nursery.cancel_scope.cancel()
+    assert amr_code == 130 and "basra join: you left the match" in amr_out, amr_out
+    assert dina_code == 1 and "basra join: the match was abandoned: Amr left" in dina_out, dina_out
+    assert server_code == 0 and "basra serve: stopped" in server_out, server_out
+    # Whichever of them sat in seat 1 kept the record (seat 0's is the server's), says where, and it verifies.
+    (guest,) = [path for path in (tmp_path / "amr.basra", tmp_path / "dina.basra") if path.exists()]
+    assert f"transcript saved to {guest}" in (amr_out if guest.stem == "amr" else dina_out)
+    verified(env, guest)
