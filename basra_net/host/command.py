@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 
 import trio
@@ -13,7 +12,7 @@ from ..client.players import BotPlayer
 from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 from .admission import make_join_code
 from ..cli import LATEST
-from .server import CannotResume, HostOutcome, HostSettings, ServeSettings, latest_journal, run_host, run_serve
+from .server import CannotListen, CannotResume, HostOutcome, HostSettings, ServeSettings, latest_journal, run_host, run_serve
 
 
 def _join_code(args: argparse.Namespace) -> str | None:
@@ -23,19 +22,6 @@ def _join_code(args: argparse.Namespace) -> str | None:
     if args.code:
         return args.code
     return None if args.auto is not None else make_join_code()
-
-
-def cannot_listen(err: OSError, bind: str, port: int) -> str:
-    """One line for a port that cannot be listened on: which, the likely cause, and what to do."""
-    where = f"{bind}, port {port}" if bind else f"port {port}"
-    if err.errno == errno.EADDRINUSE:
-        return (f"cannot listen on {where}: it is already in use (another basra host or serve, or another program,"
-                f" holds it); stop that program, or choose another port with --port N (--port 0 picks a free one)")
-    if err.errno == errno.EACCES:
-        return f"cannot listen on {where}: permission denied (ports below 1024 need privileges); choose a port above 1024 with --port N"
-    if err.errno == errno.EADDRNOTAVAIL:
-        return f"cannot listen on {where}: {bind} is not an address of this machine; give one of its addresses with --bind, or leave --bind out"
-    return f"cannot listen on {where}: {err.strerror or err}"
 
 
 def run_host_command(args: argparse.Namespace) -> int:
@@ -74,8 +60,8 @@ def run_host_command(args: argparse.Namespace) -> int:
     except CannotResume as err:
         print(f"basra host: {err}", file=sys.stderr)
         return EXIT_FAILURE
-    except OSError as err:
-        print(f"basra host: {cannot_listen(err, args.bind, args.port)}", file=sys.stderr)
+    except CannotListen as err:
+        print(f"basra host: {err}", file=sys.stderr)
         return EXIT_FAILURE
     if outcome is None:
         print("basra host: interrupted", file=sys.stderr)
@@ -113,8 +99,8 @@ def run_serve_command(args: argparse.Namespace) -> int:
 
     try:
         trio.run(run_until_interrupted, main)
-    except OSError as err:
-        print(f"basra serve: {cannot_listen(err, args.bind, args.port)}", file=sys.stderr)
+    except CannotListen as err:
+        print(f"basra serve: {err}", file=sys.stderr)
         return EXIT_FAILURE
     print("basra serve: stopped", flush=True)
     return EXIT_OK

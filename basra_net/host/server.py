@@ -49,6 +49,27 @@ class HostSettings:
     resume: Path | None = None  # a journal to continue instead of starting a match
 
 
+class CannotListen(Exception):
+    """The port cannot be listened on; the text says which, the likely cause and what to do."""
+
+
+async def open_listeners(bind: str, port: int) -> list[trio.SocketListener]:
+    try:
+        return await trio.open_tcp_listeners(port, host=bind or None)
+    except OSError as err:
+        where = f"{bind}, port {port}" if bind else f"port {port}"
+        if err.errno == errno.EADDRINUSE:
+            why = ("it is already in use (another basra host or serve, or another program, holds it); stop that program,"
+                   " or choose another port with --port N (--port 0 picks a free one)")
+        elif err.errno == errno.EACCES:
+            why = "permission denied (ports below 1024 need privileges); choose a port above 1024 with --port N"
+        elif err.errno == errno.EADDRNOTAVAIL:
+            why = f"{bind} is not an address of this machine; give one of its addresses with --bind, or leave --bind out"
+        else:
+            why = err.strerror or str(err)
+        raise CannotListen(f"cannot listen on {where}: {why}") from None
+
+
 class CannotResume(Exception):
     """The journal named for --resume cannot be continued; the text says why."""
 
@@ -181,7 +202,7 @@ async def run_host(
     accept_scope = trio.CancelScope()
     try:
         # Opened before any task starts, so that a port in use is a plain OSError for the caller.
-        listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+        listeners = [] if bot_player else await open_listeners(settings.bind, settings.port)
         async with trio.open_nursery() as nursery:
             if listeners:
                 port = listeners[0].socket.getsockname()[1]
@@ -349,7 +370,7 @@ async def run_serve(
     """Serve up to ``settings.tables`` tables at once until cancelled or ``stop`` is set; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls)
-    listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+    listeners = await open_listeners(settings.bind, settings.port)
     port = listeners[0].socket.getsockname()[1]
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"
     say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables ({security})")
