@@ -205,9 +205,9 @@ class ClientSession:
         except (OSError, transcript_format.TranscriptError) as err:
             raise PeerGone(f"cannot resume from the transcript {path}: {err}", resumable=False) from None
         records = kept.records
-        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit)):
-            # A request or commitment the seat stopped before answering is not counted as taken:
-            # the host sends it again after the welcome, and it is answered as if it came live.
+        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd)):
+            # A request, a commitment or the match's end the seat stopped before answering is not
+            # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
             records = records[:-1]
         for sender, message in records:
             if sender == GUEST:

@@ -20,8 +20,9 @@ import trio
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import EXIT_OK
-from basra_net.client.storage import TranscriptFile
+from basra_net.client.storage import RESUME_FILE, ResumeTicket, ResumeTickets, TranscriptFile, data_dir
 from basra_net.host.server import HostSettings, run_host
+from basra_net.host.table import END_LINGER
 from basra_net.protocol import transcript
 
 from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
@@ -93,3 +94,35 @@ async def test_a_join_run_again_after_it_stopped_with_a_request_open_answers_it(
         report = transcript.verify(transcript.parse(path.read_bytes()))
         assert report.ok, report.problems
     assert plays(guest_file) == plays(tmp_path / "host.basra")
+
+
+async def test_a_join_run_again_after_it_stopped_on_the_match_end_takes_the_end_and_answers_it(tmp_path):
+    # The first join reads match_end, and its leave is lost: its ticket is put back as a join killed
+    # right after match_end reached its transcript would have left it.  Run again while the host
+    # still holds the table, it takes the end again and leaves at once.
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=1, transcript=tmp_path / "host.basra", tls=False, grace=20)
+    guest_file = tmp_path / "guest.basra"
+    outcome = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+            port = await nursery.start(host)
+            proxy = CuttingProxy(port, [Cut(TO_HOST, "leave")])
+            proxy_port = await nursery.start(proxy.serve)
+            first = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, resumable=False).run()
+            assert first.exit_code == EXIT_OK and proxy.cuts_made == 1
+            welcome = transcript.parse(guest_file.read_bytes()).records[1][1]
+            ResumeTickets(data_dir() / RESUME_FILE).put(f"127.0.0.1:{proxy_port}", ResumeTicket(welcome.match_id, welcome.token, guest_file))
+            started = trio.current_time()
+            again = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), None, plain=True).run()
+            took = trio.current_time() - started
+            while not outcome:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert again.exit_code == EXIT_OK and again.reason == "the match is over", again.reason
+    assert took < END_LINGER, "it waited for the host to give up on it"
+    assert outcome[0].table.completed
+    assert transcript.verify(transcript.parse(guest_file.read_bytes())).ok
