@@ -13,6 +13,8 @@ from . import __version__
 from .client.address import DEFAULT_PORT
 
 EXIT_USAGE = 2
+EXIT_CRASH = 1
+EXIT_INTERRUPTED = 130  # a copy of client.session.EXIT_LEFT: Ctrl-C, as shells report an interrupt
 # Copies of client.players.BOT_LEVELS / DEFAULT_BOT, which import trio and are too heavy to load
 # for --help; tests/test_cli.py keeps them in step.
 BOT_LEVELS = ("search", "greedy", "random")
@@ -197,6 +199,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"basra {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # a bug: one line for the user, the traceback kept in a file for a report
+        from .crash import write_crash_report
+
+        print(f"basra {args.command}: {write_crash_report(err, argv if argv is not None else sys.argv[1:])}", file=sys.stderr)
+        return EXIT_CRASH
+    except BaseExceptionGroup as group:  # a Ctrl-C that reached a task of trio's, with nothing else wrong
+        if group.split(KeyboardInterrupt)[1] is not None:
+            raise
+        print(f"basra {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "replay":
         from .client.replay import replay_file
 

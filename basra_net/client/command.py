@@ -57,6 +57,7 @@ async def run_until_interrupted(
     """
     stop = trio.Event() if stop is None else stop
     result = None
+    failure: Exception | None = None
     async with trio.open_nursery() as nursery:
 
         async def watch() -> None:
@@ -69,8 +70,13 @@ async def run_until_interrupted(
                     nursery.cancel_scope.deadline = trio.current_time() + grace
 
         nursery.start_soon(watch)
-        result = await main(stop)
+        try:
+            result = await main(stop)
+        except Exception as err:  # re-raised below, outside the nursery, so callers see it bare (a port in use, say)
+            failure = err
         nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return result
 
 

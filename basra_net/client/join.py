@@ -192,7 +192,7 @@ class JoinSession:
             on_welcome=self._keep_ticket,
         )
         result = await session.run(stop)
-        if result.exit_code != EXIT_FAILURE or result.state.end_reason is not None or result.refusal is not None:
+        if not result.cut_off:
             # Over, left or refused: nothing left to resume.  A connection that could
             # not be had again keeps its ticket, so that running `basra join` again resumes.
             self._tickets.drop(self._where)

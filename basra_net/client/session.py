@@ -84,14 +84,19 @@ class SessionResult:
     state: ClientState
     transcript_path: Path | None
     refusal: str | None = None  # the error code, when the host refused this connection
+    cut_off: bool = False  # the connection was lost with the match still on: the seat can be resumed later
 
 
 class PeerGone(Exception):
-    """The connection ended or broke before the match did; ``refusal`` is the host's fatal error code, if any."""
+    """The connection ended or broke before the match did; ``refusal`` is the host's fatal error code, if any.
 
-    def __init__(self, reason: str, refusal: str | None = None) -> None:
+    ``resumable`` is False when a later resume could not help: the host left, or the seat cannot be taken up.
+    """
+
+    def __init__(self, reason: str, refusal: str | None = None, resumable: bool = True) -> None:
         super().__init__(reason)
         self.refusal = refusal
+        self.resumable = resumable and refusal is None
 
 
 class DealRefused(Exception):
@@ -141,12 +146,15 @@ class ClientSession:
         self._verifying = resume is None or resume.transcript is not None
         self.reconnects = 0
         self._controls = Controls()
+        self._left = False  # this seat said leave: a connection closing now is not resumed
 
     # --- the channel ---------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
         # The reader task answers pings while the player thinks: one sender at a time.
         async with self._send_lock:
+            if isinstance(message, Play) and self.connection.open_request != message.request:
+                return  # the request closed while the player chose (the match ended): nothing to answer
             data = self.connection.send(message)
             if not isinstance(message, (Ping, Pong)):
                 self._record(GUEST, message)
@@ -161,7 +169,7 @@ class ClientSession:
     @property
     def _resumable(self) -> bool:
         connection = self.connection
-        return self._reconnect is not None and connection.hello_sent and not connection.over
+        return self._reconnect is not None and connection.hello_sent and not connection.over and not self._left
 
     def _record(self, sender: str, message: Message) -> None:
         if self.state.seat == 1 and self._transcript is not None:
@@ -186,8 +194,13 @@ class ClientSession:
         try:
             kept = transcript_format.parse(path.read_bytes())
         except (OSError, transcript_format.TranscriptError) as err:
-            raise PeerGone(f"cannot resume from the transcript {path}: {err}") from None
-        for sender, message in kept.records:
+            raise PeerGone(f"cannot resume from the transcript {path}: {err}", resumable=False) from None
+        records = kept.records
+        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd)):
+            # A request, a commitment or the match's end the seat stopped before answering is not
+            # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
+            records = records[:-1]
+        for sender, message in records:
             if sender == GUEST:
                 self.connection.send(message)
             else:
@@ -195,9 +208,9 @@ class ClientSession:
                 self.state.apply(message)
             self.verifier.observe(sender, message)
         if self.connection.welcome is None or self.connection.welcome.seat != 1:
-            raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume")
+            raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume", resumable=False)
         self._transcript = TranscriptFile(path, "guest")
-        for sender, message in kept.records:
+        for sender, message in records:
             self._transcript.record(sender, message)
         for note in kept.notes:
             self._transcript.note(note.kind, note.game, note.text)
@@ -242,6 +255,7 @@ class ClientSession:
                 self._transcript.note("connection", None, str(gone))  # why the record stops here
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
+            result.cut_off = gone.resumable and not self.connection.over
             return result
         except RedealRefused as redeal:
             await self._try_send_raw(self.connection.send_error(redeal))
@@ -252,7 +266,9 @@ class ClientSession:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            return self._cut_short(f"connection lost: {err.__class__.__name__}")
+            result = self._cut_short(f"connection lost: {err.__class__.__name__}")
+            result.cut_off = not self.connection.over
+            return result
         except DealRefused as refused:
             self._fail_deal(None, str(refused), note="verification")
             await self.leave(str(refused))
@@ -277,7 +293,12 @@ class ClientSession:
         with trio.move_on_after(2) as scope:
             scope.shield = True
             async with self._send_lock:
-                await self._try_send_raw(self.connection.send(Leave(reason)))
+                leave = Leave(reason)
+                data = self.connection.send(leave)
+                self._left = True
+                if not self.connection.over:
+                    self._record(GUEST, leave)  # the record shows that this seat ended the match
+                await self._try_send_raw(data)
 
     async def _try_send_raw(self, data: bytes) -> None:
         try:
@@ -349,8 +370,7 @@ class ClientSession:
     async def _act(self, action: Choice | Quit) -> None:
         if isinstance(action, Quit):
             raise PlayerLeft(action.reason)
-        if self.connection.open_request == action.request:
-            await self._send(Play(action.request, action.move.card, action.move.captures))
+        await self._send(Play(action.request, action.move.card, action.move.captures))  # dropped there if the request closed
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
         """Bytes in, messages out to the handler; pings answered; a lost connection resumed or given up on."""
@@ -491,7 +511,11 @@ class ClientSession:
             self.player.notice(state, text)
             return None
         if isinstance(message, Welcome) and state.seat is not None:
-            return None  # the welcome to a resume from a transcript: the seat is already set up
+            # The welcome to a resume from a transcript: the seat is already set up, and the
+            # answers the host may not have had go again before any replayed message is acted on.
+            async with self._send_lock:
+                await self._try_send_raw(self.connection.resend())
+            return None
         self._record(HOST, message)
         if isinstance(message, Error):
             if self.connection.closed:
@@ -499,11 +523,12 @@ class ClientSession:
             self.player.notice(state, f"the host refused that: {message.message}")
             return None
         if isinstance(message, Leave):
-            raise PeerGone(f"the host left the match: {message.reason}" if message.reason else "the host left the match")
+            text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"
+            raise PeerGone(text, resumable=False)
         state.apply(message)
         if isinstance(message, Welcome):
             if self._expected_host_key is not None and message.host_key != self._expected_host_key:
-                raise PeerGone("the host's welcome names a key other than the one its TLS certificate holds")
+                raise PeerGone("the host's welcome names a key other than the one its TLS certificate holds", resumable=False)
             self._open_transcript(message)
             if message.seat == 1 and shuffle.is_weak_public_key(message.host_key):
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")

@@ -39,6 +39,8 @@ def verify_file(path: Path, *, verbose: bool = False, say: Callable[[str], None]
         say(f"game {check.game}: {'verified' if check.ok else 'FAILED'}")
         if verbose and check.deck:
             _print_details(check, verifier.welcome.match_id if verifier.welcome else b"", say)
+    for game, why in verifier.unchecked:
+        say(f"game {game}: not checked: {why}")
     for note in parsed.notes:
         if note.kind != "verification":
             say(f"note ({note.kind}{'' if note.game is None else f', game {note.game}'}): {note.text}")

@@ -70,14 +70,11 @@ def run_host_command(args: argparse.Namespace) -> int:
             own_player = make_player(args.auto, args.name)
             outcome = trio.run(run_until_interrupted, lambda stop: _host(args, own_player, _say, stop))
     except Exception as err:
-        from .server import CannotResume
+        from .server import CannotListen, CannotResume
 
-        if isinstance(err, CannotResume):
-            print(f"basra host: {err}", file=sys.stderr)
-        elif isinstance(err, OSError):
-            print(f"basra host: cannot open the table: {err.strerror or err}", file=sys.stderr)
-        else:
+        if not isinstance(err, (CannotListen, CannotResume)):
             raise
+        print(f"basra host: {err}", file=sys.stderr)
         from ..client.session import EXIT_FAILURE
 
         return EXIT_FAILURE
@@ -100,7 +97,7 @@ def run_host_command(args: argparse.Namespace) -> int:
 
 def run_serve_command(args: argparse.Namespace) -> int:
     from ..client.session import EXIT_FAILURE, EXIT_OK
-    from .server import ServeSettings, run_serve
+    from .server import CannotListen, ServeSettings, run_serve
 
     settings = ServeSettings(
         bind=args.bind,
@@ -116,15 +113,12 @@ def run_serve_command(args: argparse.Namespace) -> int:
     )
 
     async def main(stop: trio.Event) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: run_serve(settings, say=_say, log=(lambda line: None) if args.quiet else _say))
-            await stop.wait()
-            nursery.cancel_scope.cancel()
+        await run_serve(settings, say=_say, log=(lambda line: None) if args.quiet else _say, stop=stop)
 
     try:
         trio.run(run_until_interrupted, main)
-    except OSError as err:
-        print(f"basra serve: cannot open the port: {err.strerror or err}", file=sys.stderr)
+    except CannotListen as err:
+        print(f"basra serve: {err}", file=sys.stderr)
         return EXIT_FAILURE
     print("basra serve: stopped", flush=True)
     return EXIT_OK

@@ -54,6 +54,27 @@ class HostSettings:
     announce: bool = False  # announce the table on the LAN (DNS-SD); `basra host` does unless --no-announce
 
 
+class CannotListen(Exception):
+    """The port cannot be listened on; the text says which, the likely cause and what to do."""
+
+
+async def open_listeners(bind: str, port: int) -> list[trio.SocketListener]:
+    try:
+        return await trio.open_tcp_listeners(port, host=bind or None)
+    except OSError as err:
+        where = f"{bind}, port {port}" if bind else f"port {port}"
+        if err.errno == errno.EADDRINUSE:
+            why = ("it is already in use (another basra host or serve, or another program, holds it); stop that program,"
+                   " or choose another port with --port N (--port 0 picks a free one)")
+        elif err.errno == errno.EACCES:
+            why = "permission denied (ports below 1024 need privileges); choose a port above 1024 with --port N"
+        elif err.errno == errno.EADDRNOTAVAIL:
+            why = f"{bind} is not an address of this machine; give one of its addresses with --bind, or leave --bind out"
+        else:
+            why = err.strerror or str(err)
+        raise CannotListen(f"cannot listen on {where}: {why}") from None
+
+
 class CannotResume(Exception):
     """The journal named for --resume cannot be continued; the text says why."""
 
@@ -185,7 +206,7 @@ async def run_host(
     announcing = trio.CancelScope()
     try:
         # Opened before any task starts, so that a port in use is a plain OSError for the caller.
-        listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+        listeners = [] if bot_player else await open_listeners(settings.bind, settings.port)
         async with trio.open_nursery() as nursery:
             if listeners:
                 port = listeners[0].socket.getsockname()[1]
@@ -218,8 +239,9 @@ async def run_host(
             announcing.cancel()  # the host's own player is done: nobody new is to sit down
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
-            # waiting for a second player is given a moment, then everything stops.
-            if table.result is None:
+            # waiting for a second player, or one the host's player left (Ctrl-C,
+            # which must end soon), is given a moment, then everything stops.
+            if table.result is None or (stop is not None and stop.is_set()):
                 with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
                     await table.finished.wait()
             else:
@@ -378,12 +400,13 @@ async def run_serve(
     *,
     say: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda line: None,
+    stop: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
+    """Serve up to ``settings.tables`` tables at once until cancelled or ``stop`` is set; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls, say)
-    listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+    listeners = await open_listeners(settings.bind, settings.port)
     port = listeners[0].socket.getsockname()[1]
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"
     say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables ({security})")
@@ -406,6 +429,13 @@ async def run_serve(
         async def handle(stream: trio.SocketStream) -> None:
             await door.serve(stream, lobby)
 
+        if stop is not None:
+
+            async def stop_serving() -> None:
+                await stop.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_serving)
         task_status.started(port)
         if settings.announce:
             nursery.start_soon(partial(
