@@ -240,10 +240,12 @@ def serve_has_tls() -> bool:
     return "--plain" in out
 
 
-def start_host(tables: int, target: int, home: str, tls: bool) -> Server:
+def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
+    # With a profile the host runs under cProfile, which writes its statistics when the host exits.
+    profiler = ["-m", "cProfile", "-o", profile] if profile else []
     argv = [
-        sys.executable, "-m", "basra_net.cli", "serve",
+        sys.executable, *profiler, "-m", "basra_net.cli", "serve",
         "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
         "--no-transcripts", "--quiet", "--target", str(target),
     ]
@@ -668,7 +670,10 @@ def measure_host(tables: int, mode: str, tls: bool, args: argparse.Namespace) ->
     result = Result("host", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
     transport = Transport(tls, not args.one_address)
     with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
-        server = start_host(tables, args.target, home, tls)
+        profile = None
+        if args.profile_host:
+            profile = f"{args.profile_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.prof"
+        server = start_host(tables, args.target, home, tls, profile)
         try:
             result.idle_rss_kb = idle_rss(server.pid)
             trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
@@ -769,6 +774,9 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
     parser.add_argument("--retry-pause", type=float, default=20.0,
                         help="with --max-other: seconds to wait before measuring again (default 20)")
     parser.add_argument("--no-relay", action="store_true", help="skip the relay floor")
+    parser.add_argument("--profile-host", metavar="DIR",
+                        help="run the host under cProfile and write its statistics to DIR/host-K-MODE-LINK.prof"
+                             " (profiling slows the host: its figures are then not comparable)")
     parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
     return parser
 

@@ -31,16 +31,20 @@ from .table import SeatLost, Table, outgoing
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
 FRAME_TIMEOUT = 10.0  # seconds a started frame has to finish
-CLOSE_LINGER = 1.0  # seconds to let a refused peer read its error before the socket closes
+CLOSE_LINGER = 1.0  # seconds to let a seated peer read its last frame before the socket closes
+# Seconds a refused peer has to close after its error: one that has read it closes at once;
+# short, so that refusals under load (busy, table_full) hold no socket and no task for long.
+REFUSAL_LINGER = 0.1
 RECEIVE_SIZE = 65536
 OUTBOX_SIZE = 64  # messages; a seat that lets more pile up is not reading, and is dropped
 SEND_TIMEOUT = 20.0  # seconds one send (a batch of frames) may wait for the peer to read
 SEND_BATCH = 65536  # bytes of queued frames joined into one send, at most (one frame may exceed it)
 
 
-async def close_gracefully(stream: trio.abc.Stream) -> None:
-    """Half-close, drain briefly, then close, so a peer reads our last frame instead of a reset."""
-    with trio.move_on_after(CLOSE_LINGER):
+async def close_gracefully(stream: trio.abc.Stream, linger: float = CLOSE_LINGER) -> None:
+    """Half-close, drain until the peer closes (``linger`` seconds at most), then close, so that a
+    peer reads our last frame instead of a reset."""
+    with trio.move_on_after(linger):
         try:
             if isinstance(stream, trio.abc.HalfCloseableStream):
                 await stream.send_eof()
@@ -56,7 +60,7 @@ async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: Pr
         await stream.send_all(connection.send_error(error))
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
-    await close_gracefully(stream)
+    await close_gracefully(stream, REFUSAL_LINGER)
 
 
 async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) -> Hello | None:
@@ -109,8 +113,10 @@ async def serve_connection(
             placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
     finally:
         if admission is not None:
-            admission.gate.leave(address)
-    if placed is not None:
+            admission.gate.leave(address)  # before a refusal is said: a closing peer holds no handshake slot
+    if isinstance(placed, ProtocolError):
+        await _refuse(stream, connection, placed)
+    elif placed is not None:
         await _serve_seat(stream, connection, *placed)
 
 
@@ -133,18 +139,16 @@ async def _handshake(
     handshake_timeout: float,
     admission: Admission | None,
     address: str,
-) -> tuple[Table, int, Hello, int, int | None] | None:
+) -> tuple[Table, int, Hello, int, int | None] | ProtocolError | None:
     """Hello, version, code, and the seat it takes or resumes: (table, seat, hello, version agreed,
-    stream messages already received when it resumes).  None when refused or lost."""
+    stream messages already received when it resumes).  The refusal to send when refused; None when lost."""
     try:
         with trio.fail_after(handshake_timeout):
             hello = await _receive_hello(stream, connection)
     except trio.TooSlowError:
-        await _refuse(stream, connection, ProtocolError(TIMEOUT, "no hello within the handshake deadline"))
-        return None
+        return ProtocolError(TIMEOUT, "no hello within the handshake deadline")
     except ProtocolError as err:
-        await _refuse(stream, connection, err)
-        return None
+        return err
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         await trio.aclose_forcefully(stream)
         return None
@@ -154,22 +158,18 @@ async def _handshake(
     common = set(hello.versions) & set(PROTOCOL_VERSIONS)
     if not common:
         supported = ", ".join(map(str, PROTOCOL_VERSIONS))
-        await _refuse(stream, connection, ProtocolError(UNSUPPORTED_VERSION, f"this host speaks version {supported}"))
-        return None
+        return ProtocolError(UNSUPPORTED_VERSION, f"this host speaks version {supported}")
     refusal = admission.check(hello, address) if admission is not None else None
     if refusal is not None:
-        await _refuse(stream, connection, refusal)
-        return None
+        return refusal
     if hello.token is not None:
         placement = seating.seat_holding(token=hello.token)
         if placement is None:
-            await _refuse(stream, connection, ProtocolError(UNKNOWN_TOKEN, "no match here holds a seat for that token: it is over, or the host started afresh"))
-            return None
+            return ProtocolError(UNKNOWN_TOKEN, "no match here holds a seat for that token: it is over, or the host started afresh")
         table, seat = placement
         sent = table.sent_to(seat)
         if hello.received is not None and hello.received > sent:
-            await _refuse(stream, connection, ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}"))
-            return None
+            return ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}")
         return table, seat, hello, max(common), hello.received
     # The same hello again: its player was cut off before the welcome reached it.
     placement = seating.seat_holding(hello=hello)
@@ -177,8 +177,7 @@ async def _handshake(
         return (*placement, hello, max(common), 0)
     placement = seating.seat_for(hello, reserved_seat)
     if placement is None:
-        await _refuse(stream, connection, ProtocolError(TABLE_FULL, "the table is full: both seats are taken"))
-        return None
+        return ProtocolError(TABLE_FULL, "the table is full: both seats are taken")
     return (*placement, hello, max(common), None)
 
 

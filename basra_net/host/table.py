@@ -145,6 +145,9 @@ class Table:
         self._request = 0
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
+        # A seat taken (True) or given up (False), by its token and hello nonce: for a lobby's indexes.
+        self.on_seat_change: Callable[[bytes, bytes, bool], None] = lambda token, nonce, held: None
+        self.on_match_over: Callable[[], None] = lambda: None  # the result is decided; the table may linger
         self.grace = grace
         self.journal = journal
         self._make_token = make_token
@@ -218,6 +221,7 @@ class Table:
         """Seat a new connection; returns its welcome and the channel its messages go to."""
         self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
         welcome = self._welcome(seat)
+        self.on_seat_change(welcome.token, hello.nonce, True)
         if seat == 1:
             self._record(GUEST, hello)
             self._record(HOST, welcome)
@@ -389,6 +393,7 @@ class Table:
             if self._live:
                 await self._wait_for_players()
             self.result = await self._run_match()
+            self.on_match_over()
             self._write_journal({"type": "end", "reason": self.result.reason})
             await self._linger()
         finally:
@@ -411,6 +416,7 @@ class Table:
                     entry.outbox.close()
                 self.seats[seat] = None
                 self._claimed[seat] = False
+                self.on_seat_change(entry.token, entry.hello.nonce, False)
                 self.on_event(f"seat {seat} is free again")
 
     async def _linger(self) -> None:
