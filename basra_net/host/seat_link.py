@@ -187,34 +187,33 @@ async def _serve_seat(
     """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends."""
     outbox_send, outbox = trio.open_memory_channel[tuple[Message, bytes]](OUTBOX_SIZE)
     if received is not None:
-        welcome, missed, left_open, link, inbox = table.seat_resumed(seat, received, outbox_send)
+        welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox_send)
         first = connection.send(welcome)
         connection.restore(**left_open)
         first += b"".join(missed)  # frames exactly as first sent; restore() has set the state they leave
     else:
-        welcome, inbox = table.seat_joined(seat, hello, version, outbox_send)
+        welcome = table.seat_joined(seat, hello, version, outbox_send)
         link = 0
         first = connection.send(welcome)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
-    async with inbox:
-        lost: str | None = None
-        try:
-            with trio.fail_after(SEND_TIMEOUT):
-                await stream.send_all(first)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-            lost = "the connection broke during the welcome"
-        if lost is None:
-            writer_ended: list[str] = []
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope, writer_ended)
-                lost, last_error = await _relay_inbound(stream, connection, seat, inbox, outbox_send)
-                nursery.cancel_scope.cancel()
-            if lost is None and writer_ended and not table.finished.is_set():
-                # The writer stopped first (a send that failed or timed out, or the table cut
-                # off a seat that stopped reading): the seat is lost all the same.
-                lost = writer_ended[0]
-        if lost is not None and not table.finished.is_set():
-            await inbox.send((seat, SeatLost(lost, link)))
+    lost: str | None = None
+    try:
+        with trio.fail_after(SEND_TIMEOUT):
+            await stream.send_all(first)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+        lost = "the connection broke during the welcome"
+    if lost is None:
+        writer_ended: list[str] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope, writer_ended)
+            lost, last_error = await _relay_inbound(stream, connection, seat, table, outbox_send)
+            nursery.cancel_scope.cancel()
+        if lost is None and writer_ended and not table.finished.is_set():
+            # The writer stopped first (a send that failed or timed out, or the table cut
+            # off a seat that stopped reading): the seat is lost all the same.
+            lost = writer_ended[0]
+    if lost is not None:
+        table.feed(seat, SeatLost(lost, link))
     if last_error is not None:
         # The writer has stopped, so this frame cannot interleave with another.
         with trio.move_on_after(CLOSE_LINGER):
@@ -274,10 +273,10 @@ async def _relay_inbound(
     stream: trio.abc.Stream,
     connection: HostConnection,
     seat: int,
-    inbox: trio.MemorySendChannel,
+    table: Table,
     outbox: trio.MemorySendChannel,
 ) -> tuple[str | None, ProtocolError | None]:
-    """Feed the table until the connection ends.
+    """Feed the table until the connection ends: each message is applied inline, as it is read.
 
     Returns why the seat was lost (None when it left on purpose) and the
     fatal error to report last, if any.  Pings are answered here and never
@@ -333,7 +332,7 @@ async def _relay_inbound(
             continue
         if isinstance(event, Pong):
             continue  # a sign of life, already counted
-        await inbox.send((seat, event))
+        table.feed(seat, event)
         if connection.closed:
             if isinstance(event, Error):
                 return f"it reported a fatal error: {event.code}", None

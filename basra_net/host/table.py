@@ -1,7 +1,12 @@
-"""The table: the one task that owns a match and runs it by the rules.
+"""The table: the one owner of a match, which runs it by the rules.
 
-Connection tasks (seat_link.py) hand it validated messages through its inbox
-and carry its messages to the seats through per-seat outboxes.  The table
+The match is written as one coroutine, but no task runs it: the connection
+tasks (seat_link.py) feed it each validated message as they read it
+(``Table.feed``), and it runs inline up to the next input it waits for, then
+queues its messages on the seats' outboxes.  A play costs no task switch and
+no channel on its way in; ``Table.run`` only keeps the clock, feeding the
+match a tick when a deadline it set (an away seat's grace, the end's linger)
+comes.  The table
 draws each game's host seed, commits to it, takes seat 1's seed, deals from
 the shuffled deck, asks each seat to act in turn, applies moves through the
 engine and announces what happened, then reveals the seed.
@@ -17,10 +22,12 @@ replays the journal through this same code and reaches the same state.
 
 from __future__ import annotations
 
+import math
 import os
+import types
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Coroutine, Protocol
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -69,6 +76,20 @@ class SeatLost:
 @dataclass(frozen=True)
 class SeatJoined:
     """A connection completed its handshake and holds a seat."""
+
+
+class _Tick:
+    """The clock reached the deadline the match is waiting with."""
+
+
+TICK = _Tick()
+NO_SEAT = -1  # the sender of a tick
+
+
+@types.coroutine
+def _fed_input() -> Any:
+    """Suspend the match until ``Table.feed`` (or the clock) hands it its next input."""
+    return (yield)
 
 
 @dataclass
@@ -139,7 +160,12 @@ class Table:
         self._claimed = [False, False]
         # Seats kept for local players (the host's own, a bot): never given to a remote connection.
         self._reserved = reserved_seats
-        self._inbox_send, self._inbox = trio.open_memory_channel[tuple[int, object]](64)
+        self._machine: Coroutine | None = None  # the match, suspended until its next input
+        self._fed: deque[tuple[int, object]] = deque()  # inputs it has not taken yet
+        self._feeding = False
+        self._failure: Exception | None = None
+        self._wake_at = math.inf  # when the match wants a tick, whatever else comes
+        self._clock: trio.CancelScope | None = None  # run()'s wait, which ends at _wake_at
         self.finished = trio.Event()
         self._fixed_deal: tuple[int, bytes] | None = None  # (game, host seed) once seat 1's seed is in, until revealed
         self._request = 0
@@ -232,16 +258,15 @@ class Table:
             }
         )
         self.on_event(f"{hello.name} took seat {seat}")
-        self._inbox_send.send_nowait((seat, SeatJoined()))
-        return welcome, self._inbox_send.clone()
+        self.feed(seat, SeatJoined())
+        return welcome
 
-    def seat_resumed(self, seat: int, received: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, list[bytes], dict[str, Any], int, trio.MemorySendChannel]:
+    def seat_resumed(self, seat: int, received: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
         """Hand a seat to the connection that resumed it.
 
         Returns the welcome, the frames of the stream messages it missed, what its earlier
-        connection left open (for HostConnection.restore), its link number and
-        the channel to the table.  Whatever the table sends from now on goes to
-        the new outbox, after the replay.
+        connection left open (for HostConnection.restore) and its link number.
+        Whatever the table sends from now on goes to the new outbox, after the replay.
         """
         entry = self.seats[seat]
         assert entry is not None
@@ -263,7 +288,47 @@ class Table:
         other = self.seats[1 - seat]
         if other is not None and other.away_until is not None and self.result is None:
             outbox.send_nowait(outgoing(Away(1 - seat, self._grace_left(other))))
-        return welcome, entry.log[received:], restore, entry.link, self._inbox_send.clone()
+        return welcome, entry.log[received:], restore, entry.link
+
+    # --- input (called by connection tasks) ------------------------------------------------
+
+    def feed(self, seat: int, item: object) -> None:
+        """Hand the match a message from a seat (or a SeatJoined, SeatLost); it runs inline up to its next wait."""
+        if self.finished.is_set():
+            return
+        self._fed.append((seat, item))
+        self._drain()
+
+    def _drain(self) -> None:
+        if self._feeding or self._machine is None:
+            return  # taken in turn by the feed already running, or once run() starts the match
+        self._feeding = True
+        try:
+            while self._fed and self._machine is not None:
+                self._advance(self._fed.popleft())
+        finally:
+            self._feeding = False
+        if self._clock is not None and self._clock.deadline != self._wake_at:
+            self._clock.deadline = self._wake_at
+
+    def _advance(self, value: object) -> None:
+        machine = self._machine
+        assert machine is not None
+        try:
+            machine.send(value)
+        except StopIteration:
+            self._machine = None
+        except Exception as err:  # the table's own failure: run() raises it
+            self._machine, self._failure = None, err
+            self.finished.set()
+        except BaseException:
+            self._machine = None
+            raise
+
+    async def _input(self, deadline: float = math.inf) -> tuple[int, object]:
+        """The next input: (seat, message), or (NO_SEAT, TICK) once ``deadline`` has come."""
+        self._wake_at = deadline
+        return await _fed_input()
 
     # --- sending -------------------------------------------------------------------------
 
@@ -343,10 +408,9 @@ class Table:
         """The next thing from the seats; an away seat whose grace runs out abandons the match."""
         while True:
             deadline, seat = self._next_deadline()
-            if seat is None:
-                return await self._inbox.receive()  # nobody away: no deadline (the common case, kept cheap)
-            with trio.move_on_at(deadline):
-                return await self._inbox.receive()
+            sender, message = await self._input(deadline)
+            if message is not TICK:
+                return sender, message
             entry = self.seats[seat] if seat is not None else None
             if entry is not None and entry.away_until is not None and trio.current_time() >= entry.away_until:
                 raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
@@ -389,6 +453,27 @@ class Table:
     # --- the match -----------------------------------------------------------------------
 
     async def run(self) -> TableResult:
+        """Start the match and keep its clock until it is over; the seats' connections feed it."""
+        self._machine = self._match_to_end()
+        try:
+            self._advance(None)
+            self._drain()  # what came before the match started
+            while not self.finished.is_set():
+                with trio.CancelScope(deadline=self._wake_at) as self._clock:
+                    await self.finished.wait()
+                if not self.finished.is_set() and trio.current_time() >= self._wake_at:
+                    self.feed(NO_SEAT, TICK)
+        finally:
+            self._clock = None
+            if self._machine is not None:
+                self._machine.close()  # cancelled: the match's own cleanup runs
+                self._machine = None
+        if self._failure is not None:
+            raise self._failure
+        assert self.result is not None
+        return self.result
+
+    async def _match_to_end(self) -> None:
         try:
             if self._live:
                 await self._wait_for_players()
@@ -402,12 +487,13 @@ class Table:
                     entry.outbox.close()
             self.finished.set()
         self.on_event(self.result.reason)
-        return self.result
 
     async def _wait_for_players(self) -> None:
         """Until both seats are held; a player who leaves before the match starts frees the seat."""
         while not all(self.seats):
-            seat, message = await self._inbox.receive()
+            seat, message = await self._input()
+            if message is TICK:
+                continue
             entry = self.seats[seat]
             if entry is None or (isinstance(message, SeatLost) and message.link != entry.link):
                 continue
@@ -431,9 +517,8 @@ class Table:
             deadline, _ = self._next_deadline()
             if any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
                 deadline = min(deadline, quiet_until)
-            with trio.move_on_at(deadline) as waited:
-                sender, message = await self._inbox.receive()
-            if waited.cancelled_caught:
+            sender, message = await self._input(deadline)
+            if message is TICK:
                 now = trio.current_time()
                 for entry in self.seats:
                     if entry and not entry.done and (now >= quiet_until if entry.away_until is None else now >= entry.away_until):

@@ -118,7 +118,7 @@ async def test_a_table_name_is_free_again_as_soon_as_its_match_ends_while_the_ol
         hello = Hello((1,), "Amr", bytes(32), table="club")
         old, seat = lobby.seat_for(hello, None)
         outbox, _ = trio.open_memory_channel(8)
-        welcome, _ = old.seat_joined(seat, hello, 1, outbox)
+        welcome = old.seat_joined(seat, hello, 1, outbox)
         old.result = TableResult(True, 0, (40, 0), "the match is over")  # over, still lingering
         old.on_match_over()
         new, _ = lobby.seat_for(Hello((1,), "Dina", bytes([1]) * 32, table="club"), None)
@@ -145,7 +145,7 @@ async def test_seats_are_found_by_token_and_by_hello_and_a_seat_given_up_is_offe
             hello = Hello((1,), f"p{n}", n.to_bytes(32, "big"))
             table, seat = lobby.seat_for(hello, None)
             outbox, _ = trio.open_memory_channel(8)
-            welcome, _ = table.seat_joined(seat, hello, 1, outbox)
+            welcome = table.seat_joined(seat, hello, 1, outbox)
             seated.append((hello, welcome.token, table, seat))
         assert len(lobby.tables) == 125  # players without a table name fill the tables in pairs
         for hello, token, table, seat in seated:
@@ -158,10 +158,10 @@ async def test_seats_are_found_by_token_and_by_hello_and_a_seat_given_up_is_offe
         lone = Hello((1,), "lone", bytes([9]) * 32)
         lone_table, lone_seat = lobby.seat_for(lone, None)
         outbox, _ = trio.open_memory_channel(8)
-        lone_welcome, _ = lone_table.seat_joined(lone_seat, lone, 1, outbox)
+        lone_welcome = lone_table.seat_joined(lone_seat, lone, 1, outbox)
         lone_table.seats[lone_seat].outbox.close()
-        await lone_table._inbox_send.send((lone_seat, SeatLost("gone", 0)))
-        await trio.testing.wait_all_tasks_blocked()
+        lone_table.feed(lone_seat, SeatLost("gone", 0))
+        await trio.testing.wait_all_tasks_blocked()  # the table has started and taken it
         assert lobby.seat_holding(token=lone_welcome.token) is None
         again = lobby.seat_for(Hello((1,), "next", bytes([8]) * 32), None)
         assert again == (lone_table, lone_seat)
