@@ -59,6 +59,7 @@ from ..protocol.messages import (
 )
 from ..protocol.verify import GUEST, HOST
 from .identity import public_key_bytes
+from .outbox import Outbox
 
 
 GRACE = 120.0  # seconds a seat whose connection dropped is held for it
@@ -98,7 +99,7 @@ class Seat:
     hello: Hello  # the first hello: seat 1's commitments are bound to its nonce
     version: int
     token: bytes
-    outbox: trio.MemorySendChannel | None  # None while the seat is away
+    outbox: Outbox | None  # None while the seat is away
     link: int = 0  # counts the connections that have held the seat
     log: list[bytes] = field(default_factory=list)  # the stream sent to the seat, as frames
     away_until: float | None = None  # trio time its grace ends, while away
@@ -243,7 +244,7 @@ class Table:
             sent=len(entry.log),
         )
 
-    def seat_joined(self, seat: int, hello: Hello, version: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, trio.MemorySendChannel]:
+    def seat_joined(self, seat: int, hello: Hello, version: int, outbox: Outbox) -> Welcome:
         """Seat a new connection; returns its welcome and the channel its messages go to."""
         self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
         welcome = self._welcome(seat)
@@ -261,7 +262,7 @@ class Table:
         self.feed(seat, SeatJoined())
         return welcome
 
-    def seat_resumed(self, seat: int, received: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
+    def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
         """Hand a seat to the connection that resumed it.
 
         Returns the welcome, the frames of the stream messages it missed, what its earlier
@@ -288,7 +289,14 @@ class Table:
         other = self.seats[1 - seat]
         if other is not None and other.away_until is not None and self.result is None:
             outbox.send_nowait(outgoing(Away(1 - seat, self._grace_left(other))))
+        self.flush()
         return welcome, entry.log[received:], restore, entry.link
+
+    def flush(self) -> None:
+        """Write what the match has queued for each seat: called once the input at hand is used up."""
+        for entry in self.seats:
+            if entry is not None and entry.outbox is not None:
+                entry.outbox.flush()
 
     # --- input (called by connection tasks) ------------------------------------------------
 
@@ -463,6 +471,7 @@ class Table:
                     await self.finished.wait()
                 if not self.finished.is_set() and trio.current_time() >= self._wake_at:
                     self.feed(NO_SEAT, TICK)
+                    self.flush()
         finally:
             self._clock = None
             if self._machine is not None:

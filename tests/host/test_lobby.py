@@ -42,6 +42,13 @@ async def _join(port: int, name: str, player: BotPlayer, table: str | None = Non
     return await ClientSession(stream, name, player, keep_transcript=False, table=table).run()
 
 
+def _outbox():
+    from basra_net.host.outbox import Outbox
+    from basra_net.protocol.connection import HostConnection
+
+    return Outbox(8, HostConnection(), trio.testing.memory_stream_pair()[0])
+
+
 async def _serve(nursery: trio.Nursery, tables: int) -> int:
     settings = ServeSettings(bind="127.0.0.1", port=0, tables=tables, target=40, keep_transcripts=False, tls=False)
     return await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
@@ -117,7 +124,7 @@ async def test_a_table_name_is_free_again_as_soon_as_its_match_ends_while_the_ol
                       keep_transcripts=False)
         hello = Hello((1,), "Amr", bytes(32), table="club")
         old, seat = lobby.seat_for(hello, None)
-        outbox, _ = trio.open_memory_channel(8)
+        outbox = _outbox()
         welcome = old.seat_joined(seat, hello, 1, outbox)
         old.result = TableResult(True, 0, (40, 0), "the match is over")  # over, still lingering
         old.on_match_over()
@@ -144,7 +151,7 @@ async def test_seats_are_found_by_token_and_by_hello_and_a_seat_given_up_is_offe
         for n in range(250):
             hello = Hello((1,), f"p{n}", n.to_bytes(32, "big"))
             table, seat = lobby.seat_for(hello, None)
-            outbox, _ = trio.open_memory_channel(8)
+            outbox = _outbox()
             welcome = table.seat_joined(seat, hello, 1, outbox)
             seated.append((hello, welcome.token, table, seat))
         assert len(lobby.tables) == 125  # players without a table name fill the tables in pairs
@@ -157,7 +164,7 @@ async def test_seats_are_found_by_token_and_by_hello_and_a_seat_given_up_is_offe
         # A player leaves a table before its match starts: the seat is free, and the next player gets it.
         lone = Hello((1,), "lone", bytes([9]) * 32)
         lone_table, lone_seat = lobby.seat_for(lone, None)
-        outbox, _ = trio.open_memory_channel(8)
+        outbox = _outbox()
         lone_welcome = lone_table.seat_joined(lone_seat, lone, 1, outbox)
         lone_table.seats[lone_seat].outbox.close()
         lone_table.feed(lone_seat, SeatLost("gone", 0))
