@@ -44,6 +44,7 @@ from ..protocol.messages import (
     Away,
     Back,
     Commit,
+    GameEnd,
     Error,
     Hello,
     Leave,
@@ -51,6 +52,7 @@ from ..protocol.messages import (
     MatchStart,
     Message,
     Play,
+    Played,
     Reveal,
     Seed,
     Welcome,
@@ -104,6 +106,9 @@ class Seat:
     log: list[bytes] = field(default_factory=list)  # the stream sent to the seat, as frames
     away_until: float | None = None  # trio time its grace ends, while away
     done: bool = False  # after the match: it closed cleanly, left, or ran out of grace
+
+
+_SAME_FOR_BOTH = (Played, GameEnd, MatchEnd)
 
 
 def outgoing(message: Message) -> tuple[Message, bytes]:
@@ -348,13 +353,20 @@ class Table:
         if self.journal is not None and self._live:
             self.journal.append(record)
 
-    def _send(self, seat: int, message: Message) -> None:
+    def _send(self, seat: int, message: Message, frames: dict[Message, bytes] | None = None) -> None:
+        """Send and keep a message; with ``frames``, one both seats are sent is encoded once for both."""
         entry = self.seats[seat]
         if entry is None:
             return
         if seat == 1:
             self._record(HOST, message)
-        sending = outgoing(message)
+        if frames is None:
+            sending = outgoing(message)
+        else:
+            frame = frames.get(message)
+            if frame is None:
+                frame = frames[message] = outgoing(message)[1]
+            sending = (message, frame)
         if isinstance(message, STREAM_TYPES):
             entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
         self._deliver(entry, sending)
@@ -379,9 +391,10 @@ class Table:
 
     def _announce(self, events: list) -> None:
         turn = self.match.turn
+        frames: dict[Message, bytes] = {}  # `played`, `game_end`, `match_end`: the same for both seats
         for seat in (0, 1):
             for message in messages_for_seat(events, seat, turn):
-                self._send(seat, message)
+                self._send(seat, message, frames if isinstance(message, _SAME_FOR_BOTH) else None)
 
     # --- receiving -----------------------------------------------------------------------
 
