@@ -48,6 +48,11 @@ def decode_body(body: bytes) -> dict[str, Any]:
     """
     if len(body) > MAX_FRAME:
         raise ProtocolError(BAD_FRAME, f"body of {len(body)} bytes exceeds {MAX_FRAME}")
+    message = _decode_plain(body)
+    return message if message is not None else _decode_strict(body)
+
+
+def _decode_strict(body: bytes) -> dict[str, Any]:
     reader = _BodyReader(body)
     if not body or body[0] not in _MAP_HEADS:
         raise ProtocolError(BAD_MSGPACK, "frame body is not a msgpack map")
@@ -61,6 +66,56 @@ def decode_body(body: bytes) -> dict[str, Any]:
     if type(message["type"]) is not str:
         raise ProtocolError(BAD_MSGPACK, '"type" field is not a str')
     return message
+
+
+def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    message = dict(pairs)
+    if len(message) != len(pairs):
+        raise _Irregular
+    return message
+
+
+class _Irregular(Exception):
+    """A body the quick decoding does not vouch for: the strict reader decides, and names the fault."""
+
+
+def _decode_plain(body: bytes) -> dict[str, Any] | None:
+    """The body decoded by msgpack in one call, when it is a well-formed map inside the subset; else None.
+
+    Every body goes through here first: what msgpack decodes is then checked
+    for everything the strict reader checks (a map at the top with a str
+    "type", str keys without repeats, scalar types, depth), so a body
+    accepted here decodes exactly as the strict reader would decode it.
+    Anything else (malformed, trailing bytes, a forbidden type, a lying
+    length) is left to the strict reader, which rejects it with its reason.
+    The declared lengths are capped at the body's size, so no header makes
+    msgpack allocate more than the body could fill.
+    """
+    if not body or body[0] not in _MAP_HEADS:
+        return None
+    try:
+        message = msgpack.unpackb(
+            body, raw=False, timestamp=0, strict_map_key=False, object_pairs_hook=_unique_keys,
+            max_str_len=len(body), max_bin_len=len(body), max_array_len=len(body), max_map_len=len(body), max_ext_len=0,
+        )
+    except (_Irregular, *_MSGPACK_ERRORS):
+        return None
+    if type(message.get("type")) is not str or not _plain(message, 1):
+        return None
+    return message
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Inside the subset: str keys, allowed scalar types, containers no deeper than MAX_DEPTH."""
+    kind = type(value)
+    if kind is dict:
+        return depth <= MAX_DEPTH and all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return depth <= MAX_DEPTH and all(_plain(v, depth + 1) for v in value)
+    return kind in _SCALAR_SET
+
+
+_SCALAR_SET = frozenset(_SCALAR_TYPES)
 
 
 class _BodyReader:

@@ -393,3 +393,43 @@ def test_mutated_frames_decode_or_raise_protocol_error(message, edits, chunk_siz
                 assert isinstance(decoded, dict) and isinstance(decoded["type"], str)
     except ProtocolError as error:
         assert error.code in {"bad_frame", "bad_msgpack"}
+
+
+def _both_ways(body: bytes):
+    """What the quick decoding gives (None: it leaves the body to the strict reader) and what the strict reader gives."""
+    from basra_net.protocol.framing import _decode_plain, _decode_strict
+
+    try:
+        strict = _decode_strict(body)
+    except ProtocolError as err:
+        strict = err
+    return _decode_plain(body), strict
+
+
+@pytest.mark.parametrize("body", FORBIDDEN_BODIES.values(), ids=FORBIDDEN_BODIES.keys())
+def test_the_quick_decoding_leaves_every_forbidden_body_to_the_strict_reader(body):
+    quick, strict = _both_ways(body)
+    assert quick is None and isinstance(strict, ProtocolError)
+
+
+@pytest.mark.parametrize("message", [*SAMPLE_MESSAGES, nested(MAX_DEPTH)])
+def test_the_quick_decoding_takes_a_well_formed_body_and_decodes_it_as_the_strict_reader_does(message):
+    quick, strict = _both_ways(msgpack.packb(message, use_bin_type=True))
+    assert quick == strict == message
+
+
+def test_the_quick_decoding_leaves_a_body_nested_too_deep_to_the_strict_reader():
+    quick, strict = _both_ways(msgpack.packb(nested(MAX_DEPTH + 1)))
+    assert quick is None and isinstance(strict, ProtocolError)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.data())
+def test_the_quick_decoding_agrees_with_the_strict_reader_on_damaged_bodies(data):
+    body = bytearray(msgpack.packb(data.draw(st.sampled_from(SAMPLE_MESSAGES)), use_bin_type=True))
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(0, len(body) - 1))
+        body[position] = data.draw(st.integers(0, 255))
+    quick, strict = _both_ways(bytes(body))
+    if quick is not None:
+        assert quick == strict
