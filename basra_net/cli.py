@@ -32,7 +32,9 @@ def _port(text: str) -> int:
 
 
 def _name(text: str) -> str:
-    if not 1 <= len(text) <= 32 or not text.isprintable() or text.strip() != text:
+    from .protocol.text import is_name
+
+    if not is_name(text, 32):
         raise argparse.ArgumentTypeError("a name is 1 to 32 printable characters, without outer spaces")
     return text
 
@@ -48,9 +50,22 @@ def _seconds(text: str) -> float:
 
 
 def _code(text: str) -> str:
-    if not 1 <= len(text) <= 32 or not text.isprintable():
+    from .protocol.text import is_printable
+
+    if not 1 <= len(text) <= 32 or not is_printable(text):
         raise argparse.ArgumentTypeError("a join code is 1 to 32 printable characters")
     return text
+
+
+def _strong_code(text: str) -> str:
+    """A code a host requires: no weaker than one it would make itself."""
+    from .host.admission import weak_code_problem  # not needed for --help
+
+    code = _code(text)
+    problem = weak_code_problem(code)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="let the bot play your own seat (a headless host)")
     host.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
-    host.add_argument("--code", type=_code, metavar="CODE", help="the join code to require (default: a fresh one, unless --auto)")
+    host.add_argument("--code", type=_strong_code, metavar="CODE", help="the join code to require (default: a fresh one, unless --auto)")
     host.add_argument("--open", action="store_true", help="no join code: anyone who reaches the port may sit down")
     host.add_argument("--plain", action="store_true", help="plain TCP instead of TLS (for simple clients and debugging)")
     host.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
@@ -79,9 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--journal", type=Path, metavar="PATH", help="where to journal the match for --resume (default: in the data directory)")
     host.add_argument("--resume", nargs="?", const=LATEST, type=Path, metavar="FILE",
                       help="continue the match a crash cut off, from its journal (default: the latest)")
+    host.add_argument("--no-announce", action="store_true", help="do not announce the table on the LAN (`basra join` must be given the address)")
 
     join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
-    join.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
+    join.add_argument("address", nargs="?", metavar="HOST[:PORT]",
+                      help=f"the host's address (port {DEFAULT_PORT} unless given; without it, the tables announced on the LAN are looked for)")
     join.add_argument("--name", type=_name, default="Guest", help="your name at the table")
     join.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL", help="let the bot play this seat")
     join.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
@@ -100,15 +117,47 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
     serve.add_argument("--no-transcripts", action="store_true", help="keep no transcript files (load tests)")
     serve.add_argument("--quiet", action="store_true", help="do not log each table's progress")
-    serve.add_argument("--code", type=_code, metavar="CODE", help="a join code every player must give (default: none)")
+    serve.add_argument("--code", type=_strong_code, metavar="CODE", help="a join code every player must give (default: none)")
     serve.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
     serve.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
                        help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
+    serve.add_argument("--no-announce", action="store_true", help="do not announce the server on the LAN")
+
+    listing = commands.add_parser(
+        "list", help="list the tables announced on the LAN", description="Look for the tables announced on the LAN for about two seconds, print them and exit."
+    )
+    listing.add_argument("--json", action="store_true", help="print a JSON array, for scripts")
 
     forget = commands.add_parser(
         "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed."
     )
     forget.add_argument("address", metavar="HOST[:PORT]")
+
+    conformance = commands.add_parser(
+        "conformance", help="check another implementation against PROTOCOL.md, case by case",
+        description="Check another implementation of the client or the host against PROTOCOL.md, case by case, "
+        "printing PASS or FAIL and the section each case tests. Exit status 0 when no case fails.",
+    )
+    sides = conformance.add_subparsers(dest="side", required=True, metavar="SIDE")
+    as_host = sides.add_parser(
+        "client", help="run a scripted host for a client to join",
+        description="Run a host that puts the client joining it through scripted cases. "
+        "Example: basra conformance client --plain --exec 'python examples/minimal_client.py --plain 127.0.0.1 {port}'",
+    )
+    as_host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
+    as_host.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
+    as_host.add_argument("--exec", metavar="COMMAND",
+                         help="run the client under test for each match ({port} is replaced), and judge its exit status too")
+    as_host.add_argument("--target", type=_positive, default=101, metavar="POINTS",
+                         help="the honest match's target; a higher one plays more games, for more situations to arise (default 101)")
+    as_client = sides.add_parser(
+        "host", help="check a host, playing a client against it",
+        description="Play a client against a host: refusals, limits, out-of-turn, stale and illegal plays, resume, "
+        "and a whole match verified. Example: basra conformance host 127.0.0.1:5252 --plain",
+    )
+    as_client.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
+    as_client.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
+    as_client.add_argument("--code", type=_code, metavar="CODE", help="the host's join code, to check its refusals and lockout")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")
     verify.add_argument("file", type=Path, metavar="FILE")
@@ -122,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         from .client.verify_file import verify_file
 
         return verify_file(args.file, verbose=args.verbose)
+    if args.command == "list" or (args.command == "join" and args.address is None):
+        from .client.discovery import join_announced_table, list_tables
+
+        return list_tables(args.json) if args.command == "list" else join_announced_table(args)
     if args.command in ("join", "forget"):
         from .client.join import parse_address
 
@@ -137,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         from .client.command import run_join_command
 
         return run_join_command(host, port, args)
+    if args.command == "conformance":
+        from .conformance.command import run_conformance_command
+
+        return run_conformance_command(args)
     if args.command == "serve":
         from .host.command import run_serve_command
 

@@ -80,7 +80,6 @@ import os
 import platform
 import random
 import re
-import resource
 import signal
 import ssl
 import statistics
@@ -101,6 +100,7 @@ import relay as relay_module  # noqa: E402  (benchmarks/relay.py)
 from basra_net.engine import Match  # noqa: E402
 from basra_net.protocol.announce import messages_for_seat  # noqa: E402
 from basra_net.protocol.errors import TABLE_FULL  # noqa: E402
+from basra_net.host.server import open_files_limit as raise_open_files_limit  # noqa: E402  (child processes inherit it)
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Played, to_wire  # noqa: E402
 
@@ -162,14 +162,6 @@ def code_line() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "code: not a git checkout"
     return f"code: commit {head}" + (", basra_net/ with uncommitted changes" if dirty else ", basra_net/ as committed")
-
-
-def raise_open_files_limit() -> int:
-    """Soft RLIMIT_NOFILE up to the hard limit; child processes inherit it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def cpu_seconds(pid: int) -> float:

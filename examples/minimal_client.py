@@ -9,7 +9,8 @@ and prints the key's fingerprint for the player to compare with the host's
 screen (it keeps no pins between runs, as a full client does).
 
 It takes the second seat at a basra-net host, answers every commitment with a
-fresh seed, plays a random legal move from every `your_turn`, and checks each
+fresh seed, plays a random legal move from every `your_turn`, answers every
+`ping`, resumes its seat when the connection breaks (5.8), and checks each
 deal itself when the host reveals its seed (PROTOCOL.md 9.10): both
 signatures, the commitment, the deck order (its own shuffle, 9.4 to 9.7), and
 the deal (9.8): every card it was dealt, the first table, the cards moved to
@@ -37,6 +38,7 @@ import socket
 import ssl
 import struct
 import sys
+import time
 
 import msgpack
 from cryptography import x509
@@ -49,7 +51,8 @@ MAX_FRAME = 65536
 RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 CARDS = [rank + suit for suit in "SHDC" for rank in RANKS]  # index = suit * 13 + rank - 1 (4.8)
 FATAL = {"bad_frame", "bad_msgpack", "bad_message", "unknown_type", "unsupported_version",
-         "table_full", "timeout", "internal"}  # section 8
+         "table_full", "timeout", "internal", "code_required", "wrong_code", "too_many_attempts",
+         "busy", "rate_limit", "unknown_token", "bad_resume"}  # section 8
 
 
 class ProtocolFailure(Exception):
@@ -59,8 +62,13 @@ class ProtocolFailure(Exception):
 # --- framing (section 3) ----------------------------------------------------------------
 
 
+class ConnectionLost(ProtocolFailure):
+    """The connection ended or broke without a fatal error: the seat can be resumed (5.8)."""
+
+
 class Connection:
     def __init__(self, host: str, port: int, tls: bool) -> None:
+        self.address, self.tls = (host, port), tls
         self.sock = socket.create_connection((host, port), timeout=10)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small frames, sent at once
         self.certificate_key: bytes | None = None
@@ -79,14 +87,20 @@ class Connection:
 
     def send(self, message: dict) -> None:
         body = msgpack.packb(message, use_bin_type=True)
-        self.sock.sendall(struct.pack(">I", len(body)) + body)
+        try:
+            self.sock.sendall(struct.pack(">I", len(body)) + body)
+        except OSError:
+            pass  # the break shows when reading; a resume sends the answer again (5.8, rule 6)
 
     def _read_exactly(self, size: int) -> bytes:
         data = b""
         while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
+            try:
+                chunk = self.sock.recv(size - len(data))
+            except OSError as err:
+                raise ConnectionLost(f"the connection broke: {err}") from None
             if not chunk:
-                raise ProtocolFailure("the host closed the connection")
+                raise ConnectionLost("the host closed the connection")
             data += chunk
         return data
 
@@ -251,6 +265,23 @@ def unrevealed(games: dict[int, GameRecord]) -> bool:
     return found
 
 
+STREAM = {"match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "match_end"}  # 5.8, rule 2
+RESUME_TRIES = 12  # about a minute of tries, waiting 0.25 s, then twice as long each time, up to 5 s
+
+
+class Seat:
+    """What this client keeps to resume its seat (5.8): the welcome, a count, its unconfirmed answers."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.nonce = name, os.urandom(32)
+        self.welcome: dict | None = None
+        self.received = 0  # stream messages taken, over all connections
+        self.sent_at_welcome = 0  # the stream count the host had reached at the last welcome
+        self.unconfirmed_seed: dict | None = None  # until a deal of hand 1 arrives
+        self.unconfirmed_play: dict | None = None  # until a played by this seat arrives
+        self.open_request: int | None = None
+
+
 def play_match(conn: Connection, name: str) -> int:
     games: dict[int, GameRecord] = {}
     try:
@@ -262,9 +293,42 @@ def play_match(conn: Connection, name: str) -> int:
         raise
 
 
+def resume(conn: Connection, seat: Seat) -> None:
+    """Connect again and take the seat back: hello with the token, the welcome checked, answers sent again."""
+    delay = 0.25
+    for _ in range(RESUME_TRIES):
+        time.sleep(delay)
+        delay = min(delay * 2, 5.0)
+        try:
+            conn.sock.close()
+            fresh = Connection(*conn.address, conn.tls)
+        except OSError:
+            continue
+        conn.sock, conn.certificate_key = fresh.sock, fresh.certificate_key
+        conn.send({"type": "hello", "versions": [VERSION], "name": seat.name, "nonce": os.urandom(32),
+                   "token": seat.welcome["token"], "received": seat.received})
+        try:
+            welcome = conn.receive()
+        except ConnectionLost:
+            continue
+        if welcome["type"] == "error":
+            raise ProtocolFailure(f"the resume was refused: {welcome['code']}: {welcome['message']}")
+        first = seat.welcome
+        same = all(welcome.get(k) == first[k] for k in ("seat", "match", "host_key", "token"))
+        expect(welcome["type"] == "welcome" and same and welcome["sent"] >= seat.received,
+               "the welcome of the resume does not continue this match (bad_resume)")
+        expect(conn.certificate_key in (None, welcome["host_key"]), "the welcome's host key is not the TLS certificate's key")
+        seat.sent_at_welcome = welcome["sent"]
+        for answer in (seat.unconfirmed_seed, seat.unconfirmed_play):  # rule 6
+            if answer is not None:
+                conn.send(answer)
+        return
+    raise ProtocolFailure("the connection broke and the seat could not be resumed")
+
+
 def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
-    nonce = os.urandom(32)
-    conn.send({"type": "hello", "versions": [VERSION], "name": name, "nonce": nonce})
+    seat = Seat(name)
+    conn.send({"type": "hello", "versions": [VERSION], "name": name, "nonce": seat.nonce})
     welcome = conn.receive()
     if welcome["type"] == "error":
         raise ProtocolFailure(f"refused: {welcome['code']}: {welcome['message']}")
@@ -273,15 +337,29 @@ def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
         conn.send({"type": "error", "code": "unsupported_version", "message": "this client speaks version 1"})
         raise ProtocolFailure(f"the host chose version {welcome['version']}")
     expect(welcome["seat"] == 1, "this client plays seat 1 only")
+    seat.welcome = welcome
     match_id, host_key = welcome["match"], welcome["host_key"]
     expect(conn.certificate_key in (None, host_key), "the welcome's host key is not the TLS certificate's key")
     current: GameRecord | None = None
 
     while True:
-        message = conn.receive()
+        try:
+            message = conn.receive()
+        except ConnectionLost:
+            resume(conn, seat)
+            continue
         kind = message["type"]
+        if kind in STREAM:
+            seat.received += 1
         if kind == "commit":
             game = message["game"]
+            if game in games:
+                if message["commitment"] == games[game].commit["commitment"]:
+                    continue  # answered on an earlier connection; a resume sent the seed again if needed
+                # A new commitment for a deal this seat's seed has fixed: never answered (5.8, rule 11).
+                print(f"game {game}: NOT VERIFIED: the host committed again to a deal already fixed", flush=True)
+                conn.send({"type": "error", "code": "unexpected", "message": "a second commitment for a fixed deal"})
+                return 3
             expect(game == len(games) + 1, f"a commitment for game {game} out of order")
             if not signature_ok(host_key, message["signature"], b"basra-net/v1/commit-sig", match_id, game,
                                 message["commitment"]):
@@ -290,25 +368,36 @@ def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
                 return 3
             seed = os.urandom(32)
             games[game] = current = GameRecord(message, seed)
-            conn.send({"type": "seed", "game": game, "seed": seed})
+            seat.unconfirmed_seed = {"type": "seed", "game": game, "seed": seed}
+            conn.send(seat.unconfirmed_seed)
         elif kind == "deal":
             expect(current is not None and message["game"] == len(games), "a deal without a seed exchange")
             current.dealer, current.hand_no = message["dealer"], message["hand_no"]
             current.my_hands[message["hand_no"]] = message["hand"]
             if message["hand_no"] == 1:
                 current.first_table, current.moved = message["table"], message["moved"]
+                seat.unconfirmed_seed = None
         elif kind == "your_turn":
+            # Rule 7: a your_turn replayed before the replay's last message was answered already.
+            if seat.received < seat.sent_at_welcome:
+                continue
+            seat.open_request = message["request"]
+            if seat.unconfirmed_play is not None and seat.unconfirmed_play["request"] == message["request"]:
+                continue  # answered before the break, and sent again after the welcome
             move = random.choice(message["moves"])
-            conn.send({"type": "play", "request": message["request"], "card": move["card"],
-                       "captures": move["captures"]})
+            seat.unconfirmed_play = {"type": "play", "request": message["request"], "card": move["card"],
+                                     "captures": move["captures"]}
+            conn.send(seat.unconfirmed_play)
         elif kind == "played":
+            if message["seat"] == 1:
+                seat.unconfirmed_play = None
             if message["seat"] == 0 and current is not None:
                 current.seat0_plays.append((current.hand_no, message["card"]))
         elif kind == "reveal":
             game = message["game"]
             expect(game in games and not games[game].revealed, f"a reveal of game {game} out of order")
             games[game].revealed = True
-            problems = check_game(game, games[game], message, match_id, host_key, nonce)
+            problems = check_game(game, games[game], message, match_id, host_key, seat.nonce)
             if problems:
                 games[game].failed = True
                 print(f"game {game}: DEAL CHECK FAILED: " + "; ".join(problems), flush=True)
@@ -321,13 +410,15 @@ def play(conn: Connection, name: str, games: dict[int, GameRecord]) -> int:
                   f"{message['totals'][0]}-{message['totals'][1]}", flush=True)
             conn.send({"type": "leave", "reason": "the match is over"})  # the end was read (7.3)
             return 3 if failed else 0
+        elif kind == "ping":
+            conn.send({"type": "pong", "id": message["id"]})  # answered while waiting for anything (5.7)
         elif kind == "error":
             print(f"the host refused a message: {message['code']}: {message['message']}", file=sys.stderr)
             if message["code"] in FATAL:
                 raise ProtocolFailure(f"fatal error from the host: {message['code']}")
         elif kind == "leave":
             raise ProtocolFailure(f"the host left the match: {message['reason']}")
-        # match_start, game_end: nothing to do in a headless client
+        # match_start, game_end, pong, away, back: nothing to do in a headless client
 
 
 def main(argv: list[str]) -> int:

@@ -242,9 +242,10 @@ class Harness:
             return  # not even msgpack can carry it
         # What an intact frame of this body must give: the message, or one fatal refusal.
         expected: Message | str = REFUSED
-        if len(body) <= MAX_FRAME:
+        limit = self.connection.max_frame  # smaller before the welcome
+        if len(body) <= limit:
             try:
-                expected = from_wire(decode_body(body))
+                expected = from_wire(decode_body(body, limit, self.connection.max_entries))
             except ProtocolError:
                 pass
         frame = len(body).to_bytes(4, "big") + body
@@ -256,7 +257,7 @@ class Harness:
             frame = frame[: fdp.ConsumeIntInRange(0, len(frame) - 1)]
         elif corruption == 2:  # a length that lies
             frame = fdp.ConsumeIntInRange(0, MAX_FRAME + 1).to_bytes(4, "big") + frame[4:]
-        intact = corruption > 2 and len(body) <= MAX_FRAME and not self.connection.in_partial_frame
+        intact = corruption > 2 and len(body) <= limit and not self.connection.in_partial_frame
         # Split into up to four chunks.
         cuts = sorted(fdp.ConsumeIntInRange(0, len(frame)) for _ in range(fdp.ConsumeIntInRange(0, 3)))
         chunks = [frame[a:b] for a, b in zip([0, *cuts], [*cuts, len(frame)])]

@@ -10,7 +10,7 @@ from typing import Awaitable, Callable, TypeVar
 import trio
 
 from .join import JoinSession, pin_name
-from .pinning import KNOWN_HOSTS_FILE, KnownHosts
+from .pinning import KNOWN_HOSTS_FILE, KnownHosts, resolved_pin_addresses
 from .storage import data_dir
 from .players import BotPlayer, Player
 from .session import EXIT_LEFT, SessionResult
@@ -74,19 +74,22 @@ async def ask_join_code(reason: str) -> str | None:
 
 def forget_host(host: str, port: int) -> int:
     name = pin_name(host, port)
-    if KnownHosts(data_dir() / KNOWN_HOSTS_FILE).forget(name):
-        print(f"basra forget: the key pinned for {name} is forgotten; the next join pins the key it meets")
+    pins = KnownHosts(data_dir() / KNOWN_HOSTS_FILE)
+    forgotten = [address for address in [name, *resolved_pin_addresses(host, port)] if pins.forget(address)]
+    if forgotten:
+        print(f"basra forget: the key pinned for {', '.join(forgotten)} is forgotten; the next join pins the key it meets")
     else:
         print(f"basra forget: no key was pinned for {name}")
     return 0
 
 
-def run_join_command(host: str, port: int, args: argparse.Namespace) -> int:
+def run_join_command(host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None) -> int:
     player = make_player(args.auto, args.name)
     interactive = args.auto is None and sys.stdin.isatty()
     join = JoinSession(
         host, port, args.name, player, args.transcript,
         table=args.table, code=args.code, plain=args.plain, ask_code=ask_join_code if interactive else None,
+        announced_fingerprint=announced_fingerprint,
     )
 
     async def main(stop: trio.Event) -> SessionResult:

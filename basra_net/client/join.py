@@ -8,18 +8,28 @@ again to resume.
 
 from __future__ import annotations
 
+import random
 import ssl
 from pathlib import Path
 from typing import Awaitable, Callable
 
 import trio
 
-from ..protocol.errors import CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
+from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
+from ..protocol.errors import BUSY, CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Welcome
-from .pinning import KNOWN_HOSTS_FILE, KeyChanged, KnownHosts, client_tls_context, peer_public_key
+from .pinning import KNOWN_HOSTS_FILE, KeyChanged, KnownHosts, client_tls_context, peer_public_key, pin_address
 from .players import Player
-from .session import EXIT_FAILURE, ClientSession, Resume, SessionResult
+from .session import (
+    EXIT_FAILURE,
+    RECONNECT_FIRST_DELAY,
+    RECONNECT_FOR,
+    RECONNECT_MAX_DELAY,
+    ClientSession,
+    Resume,
+    SessionResult,
+)
 from .state import ClientState
 from .storage import RESUME_FILE, ResumeTicket, ResumeTickets, data_dir
 
@@ -54,6 +64,12 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _not_tls(err: BaseException) -> bool:
+    """The TLS handshake failed on what the host sent, not because the host closed the connection."""
+    cause = err.__cause__
+    return isinstance(cause, ssl.SSLError) and not isinstance(cause, (ssl.SSLEOFError, ssl.SSLZeroReturnError))
+
+
 def pin_name(host: str, port: int) -> str:
     """How a host is named in the pin file and in `basra forget`."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -75,6 +91,7 @@ class JoinSession:
         plain: bool = False,
         ask_code: Callable[[str], Awaitable[str | None]] | None = None,
         resumable: bool = True,
+        announced_fingerprint: str | None = None,
     ) -> None:
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -84,10 +101,11 @@ class JoinSession:
         self.ask_code = ask_code  # None: never ask (a headless seat)
         self.resumable = resumable  # reconnect by itself, and keep a ticket to resume with
         self.host_key: bytes = b""
+        self.announced_fingerprint = announced_fingerprint  # found on the LAN: the key must have this fingerprint
         self._newly_pinned = False
 
-    def _failure(self, reason: str) -> SessionResult:
-        return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None)
+    def _failure(self, reason: str, refusal: str | None = None) -> SessionResult:
+        return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None, refusal)
 
     @property
     def _tickets(self) -> ResumeTickets:
@@ -107,7 +125,7 @@ class JoinSession:
             tickets.drop(self._where)
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
         for _ in range(CODE_TRIES):
-            result = await self._attempt(stop, None)
+            result = await self._first_join(stop)
             if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or self.ask_code is None:
                 return result
             code = await self.ask_code(result.reason)
@@ -115,6 +133,21 @@ class JoinSession:
                 return result
             self.code = code
         return result
+
+    async def _first_join(self, stop: trio.Event | None) -> SessionResult:
+        """Join afresh; a host too busy to take the connection is tried again, waiting longer each time, as a resume is."""
+        give_up = trio.current_time() + RECONNECT_FOR
+        delay = RECONNECT_FIRST_DELAY
+        while True:
+            result = await self._attempt(stop, None)
+            if result.refusal != BUSY or trio.current_time() + delay > give_up:
+                return result
+            self.player.notice(result.state, "the host is busy with other connections; trying again...")
+            with trio.move_on_after(delay * random.uniform(0.5, 1.0)):
+                await (stop.wait() if stop is not None else trio.sleep_forever())
+            if stop is not None and stop.is_set():
+                return result
+            delay = min(delay * 2, RECONNECT_MAX_DELAY)
 
     async def connect(self) -> trio.abc.Stream:
         """A connection to the host: TLS with its key checked against the pin, or plain TCP.
@@ -129,7 +162,10 @@ class JoinSession:
         try:
             await secure.do_handshake()
             host_key = peer_public_key(secure)
-            self._newly_pinned = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(self._where, host_key)
+            if self.announced_fingerprint is not None:
+                check_announced_key(self.announced_fingerprint, host_key, self._where)
+            pin = pin_address(stream.socket.getpeername())
+            self._newly_pinned = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(pin, host_key)
         except BaseException:
             await trio.aclose_forcefully(secure)
             raise
@@ -141,19 +177,18 @@ class JoinSession:
         try:
             with trio.fail_after(CONNECT_TIMEOUT):
                 stream = await self.connect()
-        except KeyChanged as changed:
+        except (KeyChanged, AnnouncedKeyMismatch) as changed:
             return self._failure(str(changed))
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as err:
             if isinstance(err, trio.TooSlowError):
                 why = "timed out"
             elif isinstance(err, OSError) and not isinstance(err, ssl.SSLError):
                 why = err.strerror or str(err)
+            elif _not_tls(err):
+                return self._failure(f"no TLS connection with {where}: the host does not speak TLS (a host started with --plain needs --plain here too)")
             else:
-                return self._failure(
-                    f"no TLS connection with {where}: the host closed it during the handshake (a host busy with other"
-                    " players joining turns new connections away for a moment: try again soon; a host started with"
-                    " --plain needs --plain here too)"
-                )
+                # Closed in the handshake: a host drops the oldest handshakes when too many connect at once.
+                return self._failure(f"no TLS connection with {where}: the host closed it during the handshake", BUSY)
             return self._failure(f"cannot connect to {where}: {why}")
         notices: list[str] = []
         if not self.plain:

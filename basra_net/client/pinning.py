@@ -1,9 +1,15 @@
-"""Trust on first use: the host keys a player has met, kept by address, like SSH's known_hosts."""
+"""Trust on first use: the host keys a player has met, like SSH's known_hosts.
+
+A pin is kept under the address the connection reached, as an IP literal,
+and its port: `localhost:P` and `127.0.0.1:P` reach one host and share one
+pin, so a key seen under one name is checked under the other.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import json
-import os
+import socket
 import ssl
 from pathlib import Path
 
@@ -12,6 +18,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from ..files import write_private
 from ..protocol.fingerprint import key_fingerprint
 
 KNOWN_HOSTS_FILE = "known_hosts.json"
@@ -41,6 +48,23 @@ def peer_public_key(stream: trio.SSLStream) -> bytes:
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
+def pin_address(peer: tuple) -> str:
+    """The pin's name for a connection's peer address (a socket's getpeername()): 'IP:PORT' or '[IPv6]:PORT'."""
+    address = ipaddress.ip_address(peer[0].split("%")[0])  # an IPv6 zone names a local interface, not the host
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return f"[{address}]:{peer[1]}" if address.version == 6 else f"{address}:{peer[1]}"
+
+
+def resolved_pin_addresses(host: str, port: int) -> list[str]:
+    """Every pin a name and port may have been kept under: each address it resolves to now."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return sorted({pin_address(info[4]) for info in found if info[0] in (socket.AF_INET, socket.AF_INET6)})
+
+
 class KnownHosts:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -55,9 +79,7 @@ class KnownHosts:
         return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
 
     def _save(self, pins: dict[str, str]) -> None:
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
-        os.replace(temporary, self.path)
+        write_private(self.path, (json.dumps(pins, indent=2, sort_keys=True) + "\n").encode())
 
     def check(self, address: str, public_key: bytes) -> bool:
         """True when this key is newly pinned for the address; raise KeyChanged when another is pinned."""

@@ -27,7 +27,7 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, ProtocolError
+from ..protocol.errors import BAD_FRAME, BUSY, ProtocolError
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
     STREAM_TYPES,
@@ -428,6 +428,9 @@ class ClientSession:
                     break
                 except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
+                except PeerGone as gone:
+                    if gone.refusal != BUSY:  # busy: dropped to make room for others; tried again
+                        raise
                 except ProtocolError as err:
                     if err.code != BAD_FRAME:
                         raise

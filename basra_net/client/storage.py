@@ -1,4 +1,4 @@
-"""Files a player keeps: the data directory and transcript files."""
+"""Files a player keeps: the data directory, transcript files and resume tickets, all readable by their owner only."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import platformdirs
 
+from ..files import open_private, private_dir, write_private
 from ..protocol import transcript
 from ..protocol.messages import Message
 
@@ -18,13 +19,11 @@ def data_dir() -> Path:
     """Where basra-net keeps keys and transcripts; BASRA_HOME overrides (tests, portable installs)."""
     override = os.environ.get("BASRA_HOME")
     path = Path(override) if override else Path(platformdirs.user_data_dir("basra-net", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(path)
 
 
 def default_transcript_path(match_id: bytes, role: str) -> Path:
-    folder = data_dir() / "transcripts"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_dir(data_dir() / "transcripts")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return folder / f"{stamp}-{match_id.hex()[:12]}-{role}.basra"
 
@@ -40,7 +39,7 @@ class TranscriptFile:
     def __init__(self, path: Path, role: str) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path, "wb")
+        self._file = open_private(path)  # the first welcome holds the seat's live resume token
         self._write(transcript.header(role))
 
     def _write(self, frame: bytes) -> None:
@@ -83,10 +82,7 @@ class ResumeTickets:
         return entries if isinstance(entries, dict) else {}
 
     def _write(self, entries: dict) -> None:
-        temporary = self.path.with_suffix(".tmp")
-        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
-            json.dump(entries, file, indent=1)
-        os.replace(temporary, self.path)
+        write_private(self.path, json.dumps(entries, indent=1).encode())
 
     def get(self, host: str) -> ResumeTicket | None:
         entry = self._read().get(host)

@@ -21,7 +21,7 @@ HANDS_PER_GAME = 6
 PLAYS_PER_GAME = 48
 
 
-def _must_leave_table(card: Card) -> bool:
+def must_leave_table(card: Card) -> bool:
     """Rule 1: a Jack or the 7D may not start on the table."""
     return card == SEVEN_OF_DIAMONDS or card % 13 + 1 == JACK
 
@@ -75,7 +75,7 @@ class Game:
         stock = list(deck[12:])
         moved = []
         for i in range(len(table)):
-            while _must_leave_table(table[i]):
+            while must_leave_table(table[i]):
                 moved.append(table[i])
                 stock.append(table[i])
                 table[i] = stock.pop(0)

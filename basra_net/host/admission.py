@@ -2,19 +2,23 @@
 
 An interactive host protects its table with a short code it prints beside
 the join command; a joining player gives it in its hello.  Wrong codes lock
-the address out for longer each time, and only so many connections may be
-in their handshake at once.
+the address out for longer each time, too many of them from everyone in a
+minute replace the code, and only so many connections may be in their
+handshake at once.
 """
 
 from __future__ import annotations
 
 import hmac
+import math
 import secrets
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..protocol.errors import CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE, ProtocolError
 from ..protocol.messages import Hello
-from .limits import CodeAttempts, HandshakeGate
+from ..protocol.joincode import normalize_code
+from .limits import CodeAttempts, HandshakeGate, WrongCodeBudget
 
 # No I, L, O, 0 or 1: a code is read aloud or copied from another screen.
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -27,9 +31,35 @@ def make_join_code() -> str:
     return f"{raw[:3]}-{raw[3:]}"
 
 
-def normalize_code(text: str) -> str:
-    """What a player typed, as compared: case, spaces and dashes do not matter."""
-    return "".join(ch for ch in text.upper() if ch not in " -")
+GENERATED_CODE_BITS = CODE_LENGTH * math.log2(len(CODE_ALPHABET))
+
+
+def code_strength_bits(code: str) -> float:
+    """How many guesses a code is worth at most, in bits: its length times the bits of the
+    smallest set of characters it is drawn from (the generated codes' alphabet; digits;
+    letters and digits; any printable)."""
+    compared = normalize_code(code)
+    if set(compared) <= set(CODE_ALPHABET):
+        symbols = len(CODE_ALPHABET)  # a code such as the host makes, digits only or not
+    elif compared.isdigit():
+        symbols = 10
+    elif compared.isalnum() and compared.isascii():
+        symbols = 36
+    else:
+        symbols = 95
+    distinct = len(set(compared))
+    # "AAAAAAAA" is one guess away from anyone who tries runs first.
+    return 0.0 if distinct <= 1 else len(compared) * math.log2(symbols)
+
+
+def weak_code_problem(code: str) -> str | None:
+    """Why a code chosen by hand is weaker than a generated one, or None when it is not."""
+    if code_strength_bits(code) >= GENERATED_CODE_BITS:
+        return None
+    return (
+        f"the join code {code!r} is weaker than a generated one ({GENERATED_CODE_BITS:.0f} bits, such as"
+        f" {make_join_code()}): use at least 9 digits, 6 letters and digits, or leave --code out"
+    )
 
 
 @dataclass
@@ -37,6 +67,9 @@ class Admission:
     code: str | None = None  # None: an open table
     gate: HandshakeGate = field(default_factory=HandshakeGate)
     attempts: CodeAttempts = field(default_factory=CodeAttempts)
+    budget: WrongCodeBudget = field(default_factory=WrongCodeBudget)
+    # Told the new code, and why, when too many wrong codes replaced it: the host's player must see it.
+    on_new_code: Callable[[str, str], None] = lambda code, why: None
 
     def check(self, hello: Hello, address: str) -> ProtocolError | None:
         """The refusal this hello earns, or None when it may sit down.
@@ -53,6 +86,9 @@ class Admission:
             return ProtocolError(CODE_REQUIRED, "this table needs its join code")
         if not hmac.compare_digest(normalize_code(hello.code).encode(), normalize_code(self.code).encode()):
             lockout = self.attempts.failed(address)
+            if self.budget.spend():
+                self.code = make_join_code()
+                self.on_new_code(self.code, f"more than {self.budget.per_minute} wrong join codes within a minute")
             return ProtocolError(WRONG_CODE, f"wrong join code; wait {lockout:.0f} s before trying again")
         self.attempts.succeeded(address)
         return None

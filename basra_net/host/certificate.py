@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.x509.oid import NameOID
 
+from ..files import write_private
 from ..protocol.fingerprint import key_fingerprint
 from .identity import KEY_FILE, public_key_bytes
 
@@ -43,7 +44,7 @@ def server_tls_context(identity: Ed25519PrivateKey, folder: Path) -> ssl.SSLCont
     if current is None or current.public_key().public_bytes(
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
     ) != wanted_key:
-        cert_path.write_bytes(_certificate_for(identity).public_bytes(serialization.Encoding.PEM))
+        write_private(cert_path, _certificate_for(identity).public_bytes(serialization.Encoding.PEM))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     context.load_cert_chain(cert_path, folder / KEY_FILE)

@@ -36,6 +36,7 @@ def run_host_command(args: argparse.Namespace) -> int:
         tls=not args.plain,
         grace=args.grace,
         journal=args.journal,
+        announce=not args.no_announce,
     )
     try:
         if args.resume is not None:
@@ -89,6 +90,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
         code=args.code,
         tls=not args.plain,
         grace=args.grace,
+        announce=not args.no_announce,
     )
 
     def say(line: str) -> None:

@@ -8,42 +8,117 @@ of the host, so tests can run them in virtual time.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import ipaddress
+from collections import OrderedDict, deque
 from typing import Callable
 
 import trio
 
-MAX_HANDSHAKES = 64  # connections not yet seated, all addresses together
+# Connections not yet seated.  A waiting connection costs the host one task and
+# one socket, so many may wait; when they are all taken, the oldest goes.
+MAX_HANDSHAKES = 1024
 MAX_HANDSHAKES_PER_ADDRESS = 8
+MAX_HANDSHAKES_PER_PREFIX = 256  # one /24 (IPv4) or /64 (IPv6): a whole LAN reconnecting at once after a blip
+FIRST_BYTES_TIMEOUT = 1.0  # seconds a new connection has to send anything (a ClientHello, or hello)
 MESSAGES_PER_SECOND = 5.0  # refused messages and error reports: an honest client sends almost none
 MESSAGE_BURST = 20.0
 CODE_LOCKOUT_FIRST = 1.0  # seconds after the first wrong code, doubling with each further one
 CODE_LOCKOUT_MAX = 60.0
-TRACKED_ADDRESSES = 4096
+# An address's wrong codes are forgotten this long after its last one.  Longer
+# than the longest lockout, so that no entry is forgotten while it still locks.
+CODE_FORGET_AFTER = 600.0
+TRACKED_PER_LEVEL = 4096  # lockout entries kept for addresses, and again for each coarser level
+WRONG_CODES_PER_MINUTE = 30  # from everyone together; one more and the code is replaced
+
+
+def network_prefix(address: str, v4_bits: int = 24, v6_bits: int = 64) -> str:
+    """The network an address belongs to, as limits count it: its /24 (IPv4) or /64 (IPv6).
+
+    An IPv4 address mapped into IPv6 counts as IPv4.  A name that is no IP
+    address (a local socket) is its own network.
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    bits = v4_bits if ip.version == 4 else v6_bits
+    return str(ipaddress.ip_network(f"{ip}/{bits}", strict=False))
+
+
+class Handshake:
+    """One connection in its handshake; the gate cancels ``scope`` to drop it."""
+
+    __slots__ = ("address", "prefix", "scope", "dropped")
+
+    def __init__(self, address: str, prefix: str) -> None:
+        self.address, self.prefix = address, prefix
+        self.scope = trio.CancelScope()
+        self.dropped = False  # made room for a newer connection
 
 
 class HandshakeGate:
-    """Admits at most so many unseated connections, overall and per address."""
+    """Every new connection gets in; when a limit is reached, the oldest one still in its handshake goes.
 
-    def __init__(self, total: int = MAX_HANDSHAKES, per_address: int = MAX_HANDSHAKES_PER_ADDRESS) -> None:
-        self.total, self.per_address = total, per_address
-        self._open: dict[str, int] = {}
-        self._count = 0
+    Refusing the newcomer instead let anyone who held the slots with idle
+    sockets keep every player out.  A connection holds its slot only for its
+    handshake, and a real player's handshake takes milliseconds; to drop it,
+    a flood would have to open more connections than the limit within those
+    milliseconds, from as many networks.  Limits per address and per network
+    make a crowded address or network drop its own oldest connection, so one
+    neighbour cannot crowd out the others.
+    """
 
-    def try_enter(self, address: str) -> bool:
-        if self._count >= self.total or self._open.get(address, 0) >= self.per_address:
-            return False
-        self._open[address] = self._open.get(address, 0) + 1
-        self._count += 1
-        return True
+    def __init__(
+        self,
+        total: int = MAX_HANDSHAKES,
+        per_address: int = MAX_HANDSHAKES_PER_ADDRESS,
+        per_prefix: int = MAX_HANDSHAKES_PER_PREFIX,
+    ) -> None:
+        self.total, self.per_address, self.per_prefix = total, per_address, per_prefix
+        # Each in the order the connections came: the first is the oldest.
+        self._all: dict[Handshake, None] = {}
+        self._by_address: dict[str, dict[Handshake, None]] = {}
+        self._by_prefix: dict[str, dict[Handshake, None]] = {}
+        self.dropped = 0  # connections dropped to make room, for the host's figures
 
-    def leave(self, address: str) -> None:
-        left = self._open[address] - 1
-        if left:
-            self._open[address] = left
-        else:
-            del self._open[address]
-        self._count -= 1
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def enter(self, address: str) -> Handshake:
+        """Admit a new connection, dropping the oldest of a full address, network or host first."""
+        prefix = network_prefix(address)
+        same_address = self._by_address.get(address, {})
+        same_prefix = self._by_prefix.get(prefix, {})
+        if len(same_address) >= self.per_address:
+            self._drop(next(iter(same_address)))
+        elif len(same_prefix) >= self.per_prefix:
+            self._drop(next(iter(same_prefix)))
+        elif len(self._all) >= self.total:
+            self._drop(next(iter(self._all)))
+        handshake = Handshake(address, prefix)
+        self._all[handshake] = None
+        self._by_address.setdefault(address, {})[handshake] = None
+        self._by_prefix.setdefault(prefix, {})[handshake] = None
+        return handshake
+
+    def leave(self, handshake: Handshake) -> None:
+        """The handshake is over (seated, refused or dropped); calling it again does nothing."""
+        if handshake not in self._all:
+            return
+        del self._all[handshake]
+        for groups, key in ((self._by_address, handshake.address), (self._by_prefix, handshake.prefix)):
+            group = groups[key]
+            del group[handshake]
+            if not group:
+                del groups[key]
+
+    def _drop(self, handshake: Handshake) -> None:
+        handshake.dropped = True
+        handshake.scope.cancel()
+        self.leave(handshake)
+        self.dropped += 1
 
 
 class MessageRate:
@@ -66,25 +141,84 @@ class MessageRate:
 
 
 class CodeAttempts:
-    """Wrong join codes per address: each one locks the address out for longer."""
+    """Wrong join codes per address: each one locks the address out for longer.
 
-    def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
+    An entry lasts until CODE_FORGET_AFTER past its last wrong code, and no
+    entry is dropped before that, so a lockout always runs its course.
+    Memory is bounded by aggregation instead: when TRACKED_PER_LEVEL
+    addresses are remembered, a wrong code from another address counts for
+    its whole /24 (IPv4) or /64 (IPv6), then for its /16 or /48, then for
+    everyone.  Whoever guesses from thousands of addresses thereby locks
+    out their networks, never frees a lock.
+    """
+
+    def __init__(self, clock: Callable[[], float] = trio.current_time, tracked_per_level: int = TRACKED_PER_LEVEL) -> None:
         self._clock = clock
-        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (count, locked until)
+        self._capacity = tracked_per_level
+        # One table per level, most specific first; each maps a key to (wrong codes, locked until,
+        # last wrong code) in the order of the last wrong code, so the first entries expire first.
+        self._levels: list[OrderedDict[str, tuple[int, float, float]]] = [OrderedDict() for _ in range(4)]
+
+    @staticmethod
+    def _keys(address: str) -> tuple[str, str, str, str]:
+        return address, network_prefix(address), network_prefix(address, 16, 48), "*"
 
     def wait_for(self, address: str) -> float:
         """Seconds this address must still wait before trying a code again (0 when it may)."""
-        entry = self._failures.get(address)
-        return 0.0 if entry is None else max(0.0, entry[1] - self._clock())
+        if not any(self._levels):
+            return 0.0
+        locked_until = max(
+            (entry[1] for level, key in zip(self._levels, self._keys(address)) if (entry := level.get(key)) is not None),
+            default=None,
+        )
+        return 0.0 if locked_until is None else max(0.0, locked_until - self._clock())
 
     def failed(self, address: str) -> float:
         """Record a wrong code; return the lockout it earned, in seconds."""
-        count = self._failures.pop(address, (0, 0.0))[0] + 1
-        lockout = min(CODE_LOCKOUT_MAX, CODE_LOCKOUT_FIRST * 2 ** (count - 1))
-        self._failures[address] = (count, self._clock() + lockout)
-        while len(self._failures) > TRACKED_ADDRESSES:
-            self._failures.popitem(last=False)  # forget the oldest
-        return lockout
+        now = self._clock()
+        for level, key in zip(self._levels, self._keys(address)):
+            self._forget_expired(level, now)
+            if key in level or len(level) < self._capacity or key == "*":
+                count = level.pop(key, (0, 0.0, 0.0))[0] + 1
+                lockout = min(CODE_LOCKOUT_MAX, CODE_LOCKOUT_FIRST * 2 ** (count - 1))
+                level[key] = (count, now + lockout, now)
+                return lockout
+        raise AssertionError("the last level takes every key")
 
     def succeeded(self, address: str) -> None:
-        self._failures.pop(address, None)
+        self._levels[0].pop(address, None)
+
+    def __len__(self) -> int:
+        return sum(map(len, self._levels))
+
+    @staticmethod
+    def _forget_expired(level: OrderedDict[str, tuple[int, float, float]], now: float) -> None:
+        while level:
+            key, (_, _, last) = next(iter(level.items()))
+            if now - last < CODE_FORGET_AFTER:
+                return
+            del level[key]
+
+
+class WrongCodeBudget:
+    """Wrong codes from everyone together in the last minute; past the budget, the code must change.
+
+    A lockout slows each address; a crowd of addresses guessing at once is
+    answered by replacing the code and telling the host's player, who learns
+    that someone is guessing and passes the new code on by voice or screen.
+    """
+
+    def __init__(self, per_minute: int = WRONG_CODES_PER_MINUTE, clock: Callable[[], float] = trio.current_time) -> None:
+        self.per_minute, self._clock = per_minute, clock
+        self._times: deque[float] = deque()
+
+    def spend(self) -> bool:
+        """Count a wrong code; True when the budget is spent and the code must be replaced (the count starts over)."""
+        now = self._clock()
+        while self._times and now - self._times[0] >= 60.0:
+            self._times.popleft()
+        self._times.append(now)
+        if len(self._times) > self.per_minute:
+            self._times.clear()
+            return True
+        return False

@@ -26,27 +26,33 @@ from ..protocol.errors import (
 from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Ping, Pong
 from ..client.liveness import Liveness
 from .admission import Admission
-from .limits import MessageRate
+from .limits import FIRST_BYTES_TIMEOUT, MessageRate
 from .outbox import Outbox
 from .table import SeatLost, Table, outgoing
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
 FRAME_TIMEOUT = 10.0  # seconds a started frame has to finish
 CLOSE_LINGER = 1.0  # seconds to let a seated peer read its last frame before the socket closes
-# Seconds a refused peer has to close after its error: one that has read it closes at once;
-# short, so that refusals under load (busy, table_full) hold no socket and no task for long.
-REFUSAL_LINGER = 0.1
+REFUSE_SEND_TIMEOUT = 1.0  # seconds to hand a refusal to a peer in its handshake
 RECEIVE_SIZE = 65536
 OUTBOX_SIZE = 64  # messages; a seat that lets more pile up is not reading, and is dropped
 SEND_TIMEOUT = 20.0  # seconds one send (a batch of frames) may wait for the peer to read
 SEND_BATCH = 65536  # bytes of queued frames joined into one send, at most (one frame may exceed it)
 
 
-async def close_gracefully(stream: trio.abc.Stream, linger: float = CLOSE_LINGER) -> None:
-    """Half-close, drain until the peer closes (``linger`` seconds at most), then close, so that a
-    peer reads our last frame instead of a reset."""
-    with trio.move_on_after(linger):
+async def close_gracefully(stream: trio.abc.Stream) -> None:
+    """End our side at once, drain briefly, then close, so a peer reads our last frame instead of a reset.
+
+    The peer sees the end of the stream right after our last frame, over TLS
+    as over plain TCP: TLS has no half-close in trio, so its close_notify goes
+    out by unwrapping, and the bare TCP connection is then half-closed and
+    drained like a plain one.  A client may so rely on the same timing either
+    way (PROTOCOL.md, section 8.2).
+    """
+    with trio.move_on_after(CLOSE_LINGER):
         try:
+            if isinstance(stream, trio.SSLStream):
+                stream, _ = await stream.unwrap()  # sends close_notify, then reads until the peer's
             if isinstance(stream, trio.abc.HalfCloseableStream):
                 await stream.send_eof()
             while await stream.receive_some(RECEIVE_SIZE):
@@ -57,11 +63,18 @@ async def close_gracefully(stream: trio.abc.Stream, linger: float = CLOSE_LINGER
 
 
 async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: ProtocolError) -> None:
-    try:
-        await stream.send_all(connection.send_error(error))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-        pass
-    await close_gracefully(stream, REFUSAL_LINGER)
+    """Send the error and close at once.
+
+    No lingering to drain what the peer sends next: whoever is refused during
+    the handshake has sent its hello and is waiting for the answer, so the
+    error is read before the close; a peer still sending is not one to wait for.
+    """
+    with trio.move_on_after(REFUSE_SEND_TIMEOUT):
+        try:
+            await stream.send_all(connection.send_error(error))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+    await trio.aclose_forcefully(stream)
 
 
 async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) -> Hello | None:
@@ -96,29 +109,53 @@ async def serve_connection(
     """Run one connection from its first byte to its close.
 
     ``admission`` applies to connections from the network (a join code, the
-    handshake limits); the host's own seats come without one.  With ``tls``
-    the connection is TLS, its handshake inside the same deadline as hello's.
+    handshake limits); the host's own seats come without one.  Such a
+    connection must send its first bytes within FIRST_BYTES_TIMEOUT, and
+    until it is seated the gate may drop it to make room for a newer one.
+    With ``tls`` the connection is TLS, its handshake inside the same
+    deadline as hello's.
     """
     connection = HostConnection()
-    if admission is not None and not admission.gate.try_enter(address):
-        if tls is None:
-            await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
-        else:
-            await trio.aclose_forcefully(stream)  # no TLS yet, so no way to say why
-        return
-    try:
-        if tls is not None:
-            stream = await _tls_handshake(stream, tls, handshake_timeout)
+    if admission is None:
+        placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
+    else:
+        waiting = admission.gate.enter(address)
         placed = None
-        if stream is not None:
-            placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
-    finally:
-        if admission is not None:
-            admission.gate.leave(address)  # before a refusal is said: a closing peer holds no handshake slot
-    if isinstance(placed, ProtocolError):
-        await _refuse(stream, connection, placed)
-    elif placed is not None:
+        try:
+            with waiting.scope:
+                if not await _first_bytes(stream):
+                    if tls is None:
+                        await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
+                    return
+                if tls is not None:
+                    secure = await _tls_handshake(stream, tls, handshake_timeout)
+                    if secure is None:
+                        return
+                    stream = secure
+                placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
+        finally:
+            admission.gate.leave(waiting)
+        if waiting.dropped and placed is None:
+            if tls is None:  # over TLS no frame can be sent before TLS is up
+                await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
+            await trio.aclose_forcefully(stream)
+            return
+    if placed is not None:
         await _serve_seat(stream, connection, *placed)
+
+
+async def _first_bytes(stream: trio.abc.Stream) -> bool:
+    """Whether a connection from the network sends something (a ClientHello, or hello) within FIRST_BYTES_TIMEOUT.
+
+    Idle sockets would otherwise hold a place in the handshake for its whole
+    deadline.  Only waits: the bytes stay for the handshake to read.
+    """
+    if not isinstance(stream, trio.SocketStream):
+        return True
+    with trio.move_on_after(FIRST_BYTES_TIMEOUT):
+        await trio.lowlevel.wait_readable(stream.socket)
+        return True
+    return False
 
 
 async def _tls_handshake(stream: trio.abc.Stream, context: ssl.SSLContext, timeout: float) -> trio.SSLStream | None:
@@ -140,16 +177,18 @@ async def _handshake(
     handshake_timeout: float,
     admission: Admission | None,
     address: str,
-) -> tuple[Table, int, Hello, int, int | None] | ProtocolError | None:
+) -> tuple[Table, int, Hello, int, int | None] | None:
     """Hello, version, code, and the seat it takes or resumes: (table, seat, hello, version agreed,
-    stream messages already received when it resumes).  The refusal to send when refused; None when lost."""
+    stream messages already received when it resumes).  None when refused or lost."""
     try:
         with trio.fail_after(handshake_timeout):
             hello = await _receive_hello(stream, connection)
     except trio.TooSlowError:
-        return ProtocolError(TIMEOUT, "no hello within the handshake deadline")
+        await _refuse(stream, connection, ProtocolError(TIMEOUT, "no hello within the handshake deadline"))
+        return None
     except ProtocolError as err:
-        return err
+        await _refuse(stream, connection, err)
+        return None
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         await trio.aclose_forcefully(stream)
         return None
@@ -159,18 +198,22 @@ async def _handshake(
     common = set(hello.versions) & set(PROTOCOL_VERSIONS)
     if not common:
         supported = ", ".join(map(str, PROTOCOL_VERSIONS))
-        return ProtocolError(UNSUPPORTED_VERSION, f"this host speaks version {supported}")
+        await _refuse(stream, connection, ProtocolError(UNSUPPORTED_VERSION, f"this host speaks version {supported}"))
+        return None
     refusal = admission.check(hello, address) if admission is not None else None
     if refusal is not None:
-        return refusal
+        await _refuse(stream, connection, refusal)
+        return None
     if hello.token is not None:
         placement = seating.seat_holding(token=hello.token)
         if placement is None:
-            return ProtocolError(UNKNOWN_TOKEN, "no match here holds a seat for that token: it is over, or the host started afresh")
+            await _refuse(stream, connection, ProtocolError(UNKNOWN_TOKEN, "no match here holds a seat for that token: it is over, or the host started afresh"))
+            return None
         table, seat = placement
         sent = table.sent_to(seat)
         if hello.received is not None and hello.received > sent:
-            return ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}")
+            await _refuse(stream, connection, ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}"))
+            return None
         return table, seat, hello, max(common), hello.received
     # The same hello again: its player was cut off before the welcome reached it.
     placement = seating.seat_holding(hello=hello)
@@ -178,7 +221,8 @@ async def _handshake(
         return (*placement, hello, max(common), 0)
     placement = seating.seat_for(hello, reserved_seat)
     if placement is None:
-        return ProtocolError(TABLE_FULL, "the table is full: both seats are taken")
+        await _refuse(stream, connection, ProtocolError(TABLE_FULL, "the table is full: both seats are taken"))
+        return None
     return (*placement, hello, max(common), None)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import resource
 import socket
 import struct
 import time
@@ -17,8 +18,11 @@ from ..client.join import DEFAULT_PORT
 from ..client.players import BotPlayer, Player
 from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
+from ..files import private_dir
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
+from .announce import announce_host_table, announce_lobby
+from .limits import MAX_HANDSHAKES, HandshakeGate
 from .certificate import server_tls_context
 from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
@@ -47,6 +51,7 @@ class HostSettings:
     grace: float = GRACE
     journal: Path | None = None  # where to journal the match (default: in the data directory)
     resume: Path | None = None  # a journal to continue instead of starting a match
+    announce: bool = False  # announce the table on the LAN (DNS-SD); `basra host` does unless --no-announce
 
 
 class CannotResume(Exception):
@@ -98,9 +103,7 @@ def _local_seat(nursery: trio.Nursery, table: Table, seat: int) -> trio.SocketSt
 
 
 def journal_folder() -> Path:
-    folder = data_dir() / "journals"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return private_dir(data_dir() / "journals")
 
 
 def latest_journal() -> Path:
@@ -168,7 +171,7 @@ async def run_host(
 ) -> HostOutcome:
     """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls)
+    door = _Door(identity, settings.code, settings.tls, say)
     if settings.resume is not None:
         table, path, tokens, resumed_bot = _resumed_table(settings, identity)
         if resumed_bot is not None:
@@ -179,6 +182,7 @@ async def run_host(
     if log is not None:
         table.on_event = log
     accept_scope = trio.CancelScope()
+    announcing = trio.CancelScope()
     try:
         # Opened before any task starts, so that a port in use is a plain OSError for the caller.
         listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
@@ -189,6 +193,11 @@ async def run_host(
                 if table.journal is not None and not tokens:
                     say(f"Journal: {table.journal.path} (after a crash, `basra host --resume` continues the match)")
                 nursery.start_soon(_accept, listeners, table, door, nursery, accept_scope)
+                if settings.announce:
+                    nursery.start_soon(partial(
+                        announce_host_table, table, settings.name, door.fingerprint,
+                        code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say, log=log, scope=announcing,
+                    ))
                 task_status.started(port)
             else:
                 bot_stream = _local_seat(nursery, table, 1)
@@ -206,6 +215,7 @@ async def run_host(
                 _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume
             )
             own_result = await own_session.run(stop)
+            announcing.cancel()  # the host's own player is done: nobody new is to sit down
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
             # waiting for a second player is given a moment, then everything stops.
@@ -227,14 +237,34 @@ async def run_host(
     return HostOutcome(result, own_result, path)
 
 
+def open_files_limit() -> int:
+    """The descriptors this process may open, raised to the hard limit first."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
 class _Door:
     """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
 
-    def __init__(self, identity, code: str | None, tls: bool) -> None:
+    def __init__(self, identity, code: str | None, tls: bool, say: Callable[[str], None]) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
-        self.code = code
         self.tls = server_tls_context(identity, data_dir()) if tls else None
-        self.admission = Admission(code=code)
+        # Connections waiting in their handshake hold a descriptor each: no more of them than half the
+        # descriptors the process may open, so that accepting never fails for want of one.
+        gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
+        self.admission = Admission(
+            code=code, gate=gate, on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")
+        )
+
+    @property
+    def code(self) -> str | None:
+        return self.admission.code
 
     async def serve(self, stream: trio.SocketStream, seating) -> None:
         try:
@@ -335,6 +365,7 @@ class ServeSettings:
     code: str | None = None
     tls: bool = True
     grace: float = GRACE
+    announce: bool = False  # announce the server on the LAN (DNS-SD); `basra serve` does unless --no-announce
 
 
 async def run_serve(
@@ -346,7 +377,7 @@ async def run_serve(
 ) -> None:
     """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls)
+    door = _Door(identity, settings.code, settings.tls, say)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
     port = listeners[0].socket.getsockname()[1]
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"
@@ -367,4 +398,8 @@ async def run_serve(
             await door.serve(stream, lobby)
 
         task_status.started(port)
+        if settings.announce:
+            nursery.start_soon(partial(
+                announce_lobby, lobby, door.fingerprint, code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say
+            ))
         await serve_listeners(handle, listeners, nursery)

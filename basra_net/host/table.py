@@ -387,7 +387,7 @@ class Table:
             # Its connection task sees the close and ends the connection; the seat can resume.
             entry.outbox.close()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the seat's connection is gone; its loss reaches the inbox
+            pass  # the seat's connection is gone; its loss reaches the table
 
     def _announce(self, events: list) -> None:
         turn = self.match.turn

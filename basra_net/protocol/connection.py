@@ -19,7 +19,7 @@ from .errors import (
     UNSUPPORTED_VERSION,
     ProtocolError,
 )
-from .framing import FrameDecoder, encode_frame
+from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
 from .messages import (
     STREAM_TYPES,
     Away,
@@ -77,6 +77,16 @@ class _Connection:
             self._decoder.feed(data)
         else:
             self._eof = True
+
+    @property
+    def max_frame(self) -> int:
+        """The longest frame body the peer may send now."""
+        return self._decoder.max_frame
+
+    @property
+    def max_entries(self) -> int | None:
+        """The most container entries, all together, one frame of the peer may hold."""
+        return self._decoder.max_entries
 
     @property
     def in_partial_frame(self) -> bool:
@@ -142,6 +152,8 @@ class HostConnection(_Connection):
 
     def __init__(self) -> None:
         super().__init__()
+        self._decoder.max_frame = MAX_FRAME_BEFORE_WELCOME  # a hello is all that may come before the welcome
+        self._decoder.max_entries = MAX_CLIENT_FRAME_ENTRIES
         self.hello: Hello | None = None
         self.seat: int | None = None
         self.awaiting_seed: int | None = None  # the game whose commitment awaits the seed
@@ -199,6 +211,7 @@ class HostConnection(_Connection):
             if self.hello is None or self.seated:
                 raise LocalProtocolError("welcome goes once, after hello")
             self.seat = message.seat
+            self._decoder.max_frame = MAX_FRAME
         elif isinstance(message, (Error, Leave, MatchEnd)):
             return
         elif not self.seated:

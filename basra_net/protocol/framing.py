@@ -17,6 +17,18 @@ from basra_net.protocol.errors import BAD_FRAME, BAD_MSGPACK, ProtocolError
 
 MAX_FRAME = 65536
 MAX_DEPTH = 8
+# Before the host's `welcome` only a `hello` may come, and a hello is under
+# 200 bytes: a peer nobody has admitted yet gets no more than this to decode.
+MAX_FRAME_BEFORE_WELCOME = 1024
+# Entries of one container.  The longest array a message has is a
+# `your_turn`'s moves (1024); the largest map, a message's dozen fields.
+MAX_ARRAY_LEN = 1024
+MAX_MAP_LEN = 64
+# Entries of all containers of one frame together, in a frame a client sends:
+# the host's messages can be long (a `your_turn`), a client's never are (a
+# `play` has a dozen), so that a seated peer cannot make each frame cost the
+# host tens of milliseconds either.
+MAX_CLIENT_FRAME_ENTRIES = 1024
 
 _HEADER = struct.Struct(">I")
 
@@ -40,20 +52,21 @@ def encode_frame(message: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def decode_body(body: bytes) -> dict[str, Any]:
+def decode_body(body: bytes, max_frame: int = MAX_FRAME, max_entries: int | None = None) -> dict[str, Any]:
     """Decode one frame body strictly.
 
-    Raises ProtocolError: bad_msgpack for anything outside the subset,
-    bad_frame for a body longer than MAX_FRAME.
+    Raises ProtocolError: bad_msgpack for anything outside the subset
+    (including more than ``max_entries`` container entries in all, when
+    given), bad_frame for a body longer than ``max_frame``.
     """
-    if len(body) > MAX_FRAME:
-        raise ProtocolError(BAD_FRAME, f"body of {len(body)} bytes exceeds {MAX_FRAME}")
-    message = _decode_plain(body)
-    return message if message is not None else _decode_strict(body)
+    if len(body) > max_frame:
+        raise ProtocolError(BAD_FRAME, f"body of {len(body)} bytes exceeds {max_frame}")
+    message = _decode_plain(body, max_entries)
+    return message if message is not None else _decode_strict(body, max_entries)
 
 
-def _decode_strict(body: bytes) -> dict[str, Any]:
-    reader = _BodyReader(body)
+def _decode_strict(body: bytes, max_entries: int | None = None) -> dict[str, Any]:
+    reader = _BodyReader(body, max_entries)
     if not body or body[0] not in _MAP_HEADS:
         raise ProtocolError(BAD_MSGPACK, "frame body is not a msgpack map")
     message = reader.read_value(depth=1)
@@ -79,40 +92,61 @@ class _Irregular(Exception):
     """A body the quick decoding does not vouch for: the strict reader decides, and names the fault."""
 
 
-def _decode_plain(body: bytes) -> dict[str, Any] | None:
+def _decode_plain(body: bytes, max_entries: int | None = None) -> dict[str, Any] | None:
     """The body decoded by msgpack in one call, when it is a well-formed map inside the subset; else None.
 
     Every body goes through here first: what msgpack decodes is then checked
     for everything the strict reader checks (a map at the top with a str
-    "type", str keys without repeats, scalar types, depth), so a body
-    accepted here decodes exactly as the strict reader would decode it.
-    Anything else (malformed, trailing bytes, a forbidden type, a lying
-    length) is left to the strict reader, which rejects it with its reason.
-    The declared lengths are capped at the body's size, so no header makes
-    msgpack allocate more than the body could fill.
+    "type", str keys without repeats, scalar types, depth, the entries of
+    each container and of the whole frame), so a body accepted here decodes
+    exactly as the strict reader would decode it.  Anything else (malformed,
+    trailing bytes, a forbidden type, a lying or too large length) is left
+    to the strict reader, which rejects it with its reason.  msgpack's own
+    limits stop a header from making it allocate more than the subset allows.
     """
     if not body or body[0] not in _MAP_HEADS:
         return None
+    size = len(body)
     try:
         message = msgpack.unpackb(
             body, raw=False, timestamp=0, strict_map_key=False, object_pairs_hook=_unique_keys,
-            max_str_len=len(body), max_bin_len=len(body), max_array_len=len(body), max_map_len=len(body), max_ext_len=0,
+            max_str_len=size, max_bin_len=size, max_array_len=MAX_ARRAY_LEN, max_map_len=MAX_MAP_LEN, max_ext_len=0,
         )
     except (_Irregular, *_MSGPACK_ERRORS):
         return None
-    if type(message.get("type")) is not str or not _plain(message, 1):
+    if type(message.get("type")) is not str:
+        return None
+    entries = _entries_if_plain(message, 1)
+    if entries < 0 or (max_entries is not None and entries > max_entries):
         return None
     return message
 
 
-def _plain(value: Any, depth: int) -> bool:
-    """Inside the subset: str keys, allowed scalar types, containers no deeper than MAX_DEPTH."""
+def _entries_if_plain(value: Any, depth: int) -> int:
+    """The container entries in ``value`` when it is inside the subset (str keys, allowed scalar
+    types, no deeper than MAX_DEPTH); -1 when it is not."""
     kind = type(value)
     if kind is dict:
-        return depth <= MAX_DEPTH and all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+        if depth > MAX_DEPTH:
+            return -1
+        total = len(value)
+        for key, item in value.items():
+            inner = _entries_if_plain(item, depth + 1)
+            if type(key) is not str or inner < 0:
+                return -1
+            total += inner
+        return total
     if kind is list:
-        return depth <= MAX_DEPTH and all(_plain(v, depth + 1) for v in value)
-    return kind in _SCALAR_SET
+        if depth > MAX_DEPTH:
+            return -1
+        total = len(value)
+        for item in value:
+            inner = _entries_if_plain(item, depth + 1)
+            if inner < 0:
+                return -1
+            total += inner
+        return total
+    return 0 if kind in _SCALAR_SET else -1
 
 
 _SCALAR_SET = frozenset(_SCALAR_TYPES)
@@ -126,8 +160,9 @@ class _BodyReader:
     depth limit this keeps memory proportional to the body size.
     """
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, max_entries: int | None = None) -> None:
         self._body = body
+        self._entries_left = max_entries
         self._unpacker = msgpack.Unpacker(
             raw=False,
             timestamp=0,
@@ -159,7 +194,7 @@ class _BodyReader:
     def _read_map(self, depth: int) -> dict[str, Any]:
         self._check_depth(depth)
         count = self._call(self._unpacker.read_map_header)
-        self._check_count(count, 2, "map")
+        self._check_count(count, 2, "map", MAX_MAP_LEN)
         result: dict[str, Any] = {}
         for _ in range(count):
             head = self._peek()
@@ -178,7 +213,7 @@ class _BodyReader:
     def _read_array(self, depth: int) -> list[Any]:
         self._check_depth(depth)
         count = self._call(self._unpacker.read_array_header)
-        self._check_count(count, 1, "array")
+        self._check_count(count, 1, "array", MAX_ARRAY_LEN)
         return [self.read_value(depth + 1) for _ in range(count)]
 
     def _read_scalar(self) -> Any:
@@ -191,7 +226,15 @@ class _BodyReader:
         if depth > MAX_DEPTH:
             raise ProtocolError(BAD_MSGPACK, f"nesting deeper than {MAX_DEPTH}")
 
-    def _check_count(self, count: int, min_bytes_each: int, kind: str) -> None:
+    def _check_count(self, count: int, min_bytes_each: int, kind: str, most: int) -> None:
+        # Checked from the header, before any entry is read: a body of tens of
+        # thousands of small values is refused as cheaply as a short one.
+        if count > most:
+            raise ProtocolError(BAD_MSGPACK, f"{kind} of {count} entries; at most {most} are allowed")
+        if self._entries_left is not None:
+            self._entries_left -= count
+            if self._entries_left < 0:
+                raise ProtocolError(BAD_MSGPACK, "too many entries in one frame for a message of this sender")
         # Each element needs at least one byte, so a larger count is a lie.
         remaining = len(self._body) - self.offset
         if count * min_bytes_each > remaining:
@@ -234,9 +277,11 @@ class FrameDecoder:
     that same error, since the stream can no longer be trusted.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME, max_entries: int | None = None) -> None:
         self._buffer = bytearray()
         self._error: ProtocolError | None = None
+        self.max_frame = max_frame  # the longest body accepted now; a host raises it once it has sent `welcome`
+        self.max_entries = max_entries  # container entries in one frame, all containers together (None: no limit)
 
     @property
     def buffered(self) -> int:
@@ -267,15 +312,15 @@ class FrameDecoder:
         if len(self._buffer) < _HEADER.size:
             return None
         (length,) = _HEADER.unpack_from(self._buffer)
-        if length == 0 or length > MAX_FRAME:
-            self._fail(ProtocolError(BAD_FRAME, f"frame length {length} not in 1..{MAX_FRAME}"))
+        if length == 0 or length > self.max_frame:
+            self._fail(ProtocolError(BAD_FRAME, f"frame length {length} not in 1..{self.max_frame}"))
         end = _HEADER.size + length
         if len(self._buffer) < end:
             return None
         body = bytes(self._buffer[_HEADER.size : end])
         del self._buffer[:end]
         try:
-            return decode_body(body)
+            return decode_body(body, self.max_frame, self.max_entries)
         except ProtocolError as exc:
             self._fail(exc)
 

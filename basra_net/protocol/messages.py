@@ -16,6 +16,7 @@ from ..engine.cards import Card, card_name, parse_card
 from ..engine.events import Move
 from ..engine.scoring import PRESETS, GameScore
 from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
+from .text import is_name, is_printable
 
 PROTOCOL_VERSIONS = (1,)
 MAX_NAME = 32
@@ -55,7 +56,7 @@ def _text(max_len: int, *, allow_empty: bool = True) -> Callable[[str, Any], str
     def check(field: str, value: Any) -> str:
         if type(value) is not str or len(value) > max_len or (not allow_empty and not value):
             raise _bad(field, f"must be a string of {'1' if not allow_empty else '0'} to {max_len} characters")
-        if not value.isprintable():
+        if not is_printable(value):
             # Text reaches the other player's terminal: no control characters, no escape sequences.
             raise _bad(field, "must be printable text")
         return value
@@ -65,7 +66,7 @@ def _text(max_len: int, *, allow_empty: bool = True) -> Callable[[str, Any], str
 
 def _name(field: str, value: Any) -> str:
     name = _text(MAX_NAME, allow_empty=False)(field, value)
-    if not name.isprintable() or name.strip() != name:
+    if not is_name(name, MAX_NAME):
         raise _bad(field, "must be printable, without leading or trailing spaces")
     return name
 

@@ -37,7 +37,8 @@ _U64 = struct.Struct(">Q")
 _BLOCK_WORDS = struct.Struct(">8I")  # one HMAC-SHA256 block = 8 u32 words
 
 
-def _lp(data: bytes) -> bytes:
+def lp(data: bytes) -> bytes:
+    """u32(len(data)) || data: the length-prefixed field of every hashed or signed construction."""
     return _U32.pack(len(data)) + data
 
 
@@ -47,7 +48,7 @@ def _game(game: int) -> bytes:
     return _U32.pack(game)
 
 
-def _sized(name: str, value: bytes, size: int) -> bytes:
+def sized(name: str, value: bytes, size: int) -> bytes:
     if not isinstance(value, bytes) or len(value) != size:
         raise ValueError(f"{name} must be {size} bytes")
     return value
@@ -56,22 +57,22 @@ def _sized(name: str, value: bytes, size: int) -> bytes:
 def commitment(match_id: bytes, game: int, client_nonce: bytes, host_seed: bytes) -> bytes:
     """SHA-256 commitment to host_seed, bound to this match, game and client."""
     return hashlib.sha256(
-        _lp(_COMMIT_LABEL)
-        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        lp(_COMMIT_LABEL)
+        + lp(sized("match_id", match_id, MATCH_ID_SIZE))
         + _game(game)
-        + _lp(_sized("client_nonce", client_nonce, NONCE_SIZE))
-        + _lp(_sized("host_seed", host_seed, SEED_SIZE))
+        + lp(sized("client_nonce", client_nonce, NONCE_SIZE))
+        + lp(sized("host_seed", host_seed, SEED_SIZE))
     ).digest()
 
 
 def deck_key(match_id: bytes, game: int, host_seed: bytes, client_seed: bytes) -> bytes:
     """The HMAC key of the draw stream, fixed by both players' seeds."""
     return hashlib.sha256(
-        _lp(_DECK_KEY_LABEL)
-        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        lp(_DECK_KEY_LABEL)
+        + lp(sized("match_id", match_id, MATCH_ID_SIZE))
         + _game(game)
-        + _lp(_sized("host_seed", host_seed, SEED_SIZE))
-        + _lp(_sized("client_seed", client_seed, SEED_SIZE))
+        + lp(sized("host_seed", host_seed, SEED_SIZE))
+        + lp(sized("client_seed", client_seed, SEED_SIZE))
     ).digest()
 
 
@@ -79,7 +80,7 @@ class DrawStream:
     """HMAC-SHA256(key, u64(i)) for i = 0, 1, ..., read as big-endian u32 words."""
 
     def __init__(self, key: bytes) -> None:
-        self._key = _sized("key", key, KEY_SIZE)
+        self._key = sized("key", key, KEY_SIZE)
         self._block: tuple[int, ...] = ()
         self._position = 0
         self._block_count = 0
@@ -148,7 +149,8 @@ class ShuffleTrace:
     block_count: int
 
 
-def _fisher_yates(stream: Iterator[int], trace: list[Draw] | None) -> tuple[int, ...]:
+def fisher_yates(stream: Iterator[int], trace: list[Draw] | None) -> tuple[int, ...]:
+    """A permutation of 0..51 drawn with `uniform` from the stream's words (section 9.7)."""
     deck = list(range(DECK_SIZE))
     for i in range(DECK_SIZE - 1, 0, -1):
         j = uniform(stream, i + 1, trace)
@@ -161,7 +163,7 @@ def shuffled_deck(
 ) -> tuple[int, ...]:
     """The deck order of one game: 52 card ints, index 0 = top, dealt first."""
     stream = DrawStream(deck_key(match_id, game, host_seed, client_seed))
-    return _fisher_yates(stream, None)
+    return fisher_yates(stream, None)
 
 
 def shuffle_trace(
@@ -171,27 +173,27 @@ def shuffle_trace(
     key = deck_key(match_id, game, host_seed, client_seed)
     stream = DrawStream(key)
     draws: list[Draw] = []
-    deck = _fisher_yates(stream, draws)
+    deck = fisher_yates(stream, draws)
     return ShuffleTrace(key, tuple(draws), deck, stream.words_consumed, stream.block_count)
 
 
 def commit_signed_bytes(match_id: bytes, game: int, commitment: bytes) -> bytes:
     """The exact bytes the host signs when it commits."""
     return (
-        _lp(_COMMIT_SIG_LABEL)
-        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        lp(_COMMIT_SIG_LABEL)
+        + lp(sized("match_id", match_id, MATCH_ID_SIZE))
         + _game(game)
-        + _lp(_sized("commitment", commitment, COMMITMENT_SIZE))
+        + lp(sized("commitment", commitment, COMMITMENT_SIZE))
     )
 
 
 def reveal_signed_bytes(match_id: bytes, game: int, host_seed: bytes) -> bytes:
     """The exact bytes the host signs when it reveals its seed."""
     return (
-        _lp(_REVEAL_SIG_LABEL)
-        + _lp(_sized("match_id", match_id, MATCH_ID_SIZE))
+        lp(_REVEAL_SIG_LABEL)
+        + lp(sized("match_id", match_id, MATCH_ID_SIZE))
         + _game(game)
-        + _lp(_sized("host_seed", host_seed, SEED_SIZE))
+        + lp(sized("host_seed", host_seed, SEED_SIZE))
     )
 
 

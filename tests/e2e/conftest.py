@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import pytest
+
+from .netns import NamespacesUnavailable, namespace_pair
 
 
 @pytest.fixture
@@ -16,3 +19,14 @@ def basra_env(tmp_path: Path) -> dict[str, str]:
     env["NO_COLOR"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+@pytest.fixture
+def two_hosts():
+    """Two network namespaces joined by a veth pair; yields (host ns, join ns, host address)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            pair = stack.enter_context(namespace_pair())
+        except NamespacesUnavailable as why:
+            pytest.skip(str(why))
+        yield pair

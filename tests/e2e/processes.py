@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import queue
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 BASRA = shutil.which("basra") or ""
@@ -37,3 +39,25 @@ def wait_for_line(process: subprocess.Popen, needle: str, timeout: float = 20.0)
         if needle in line:
             return lines
     raise AssertionError(f"no line with {needle!r} within {timeout}s; got: {''.join(lines)}")
+
+
+class TimedLines:
+    """A process's output lines as they come, each with the time it was read (on a thread of its own)."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            self.lines.put((time.monotonic(), line))
+
+    def wait_for(self, needle: str, deadline: float) -> float:
+        """The time the first line containing needle was read; AssertionError when none is by the deadline."""
+        while True:
+            try:
+                read_at, line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line with {needle!r} by the deadline") from None
+            if needle in line:
+                return read_at

@@ -38,7 +38,7 @@ def run_match(env: dict, host_args: list[str], plain: bool = False) -> tuple[sub
     port = free_port()
     plain_flag = ["--plain"] if plain else []
     host = subprocess.Popen(
-        [*host_args, "host", "--auto", "greedy", "--port", str(port), "--target", "60", *plain_flag],
+        [*host_args, "host", "--auto", "greedy", "--port", str(port), "--target", "60", "--no-announce", *plain_flag],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:

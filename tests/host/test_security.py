@@ -12,10 +12,11 @@ from basra_net.client.join import JoinSession, pin_name
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import SessionResult
 from basra_net.host.admission import Admission, make_join_code, normalize_code
-from basra_net.host.limits import CODE_LOCKOUT_MAX, CodeAttempts, HandshakeGate, MessageRate
+from basra_net.host.limits import CODE_LOCKOUT_FIRST, CODE_LOCKOUT_MAX, WRONG_CODES_PER_MINUTE, CodeAttempts, MessageRate
 from basra_net.host.server import HostOutcome, HostSettings, run_host
-from basra_net.protocol.errors import CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
-from basra_net.protocol.messages import Hello
+from basra_net.protocol.errors import BUSY, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
+from basra_net.protocol.framing import encode_frame
+from basra_net.protocol.messages import Error, Hello, to_wire
 
 TEST_DEADLINE = 60
 
@@ -82,6 +83,34 @@ async def test_an_interactive_joiner_is_asked_for_the_code_and_gets_in():
     assert len(asked) == 1 and "join code" in asked[0]
 
 
+async def test_a_crowd_guessing_the_code_gets_it_replaced_and_the_host_is_shown_the_new_one():
+    code = make_join_code()
+    said: list[str] = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            settings = HostSettings(bind="127.0.0.1", port=0, target=20, code=code, tls=False)
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                await run_host(settings, BotPlayer("greedy"), say=said.append, task_status=task_status)
+
+            port = await nursery.start(host)
+            refusals = []
+            for n in range(WRONG_CODES_PER_MINUTE + 1):  # each from an address of its own, so no lockout slows them
+                async with await trio.open_tcp_stream("127.0.0.1", port, local_address=f"127.6.{n}.1") as guesser:
+                    await guesser.send_all(encode_frame(to_wire(Hello((1,), "guesser", bytes(32), code="AAA-AAA"))))
+                    refusals.append((await guesser.receive_some(4096)))
+            changed = [line for line in said if line.startswith("Join code changed to ")]
+            old_code = await _join(port, "friend", code=code, plain=True).run()
+            new_code = changed[0].split()[4].rstrip(":") if changed else None
+            await trio.sleep(CODE_LOCKOUT_FIRST)  # the old code was a wrong code: this address waits it out
+            seated = await _join(port, "friend", code=new_code, plain=True).run()
+            nursery.cancel_scope.cancel()
+    assert all(b"wrong_code" in refusal for refusal in refusals)
+    assert len(changed) == 1 and "wrong join codes within a minute" in changed[0]
+    assert old_code.refusal == WRONG_CODE
+    assert new_code != code and seated.exit_code == 0, seated.reason
+
+
 def test_codes_compare_without_case_spaces_or_dashes_and_are_made_from_unambiguous_characters():
     admission = Admission(code="K7M-2QX")
     hello = Hello((1,), "p", bytes(32), code="k7m 2qx")
@@ -101,16 +130,6 @@ def test_wrong_codes_lock_an_address_out_for_longer_each_time_up_to_a_minute():
     assert attempts.wait_for("a") == 0
     attempts.succeeded("a")
     assert attempts.failed("a") == 1
-
-
-def test_the_handshake_gate_counts_overall_and_per_address():
-    gate = HandshakeGate(total=3, per_address=2)
-    assert gate.try_enter("a") and gate.try_enter("a")
-    assert not gate.try_enter("a")
-    assert gate.try_enter("b")
-    assert not gate.try_enter("c")
-    gate.leave("a")
-    assert gate.try_enter("c")
 
 
 def test_the_message_rate_allows_a_burst_then_a_steady_trickle():
@@ -187,4 +206,98 @@ async def test_a_flood_of_500_half_open_connections_does_not_stop_a_match_in_pro
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert len(strangers) >= 100
     assert result[0].exit_code == 0, result[0].reason
+    assert outcomes[0].table.completed
+
+
+@pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
+async def test_a_first_join_turned_away_as_busy_tries_again_and_sits_down(plain):
+    """The first two connections are turned away as a crowded host does (busy over plain TCP, closed
+    in the TLS handshake); the third reaches the real host."""
+    turned_away: list[int] = []
+
+    async def door(client: trio.SocketStream) -> None:
+        async with client:
+            if len(turned_away) < 2:
+                turned_away.append(len(await client.receive_some(4096)))
+                if plain:
+                    await client.send_all(encode_frame(to_wire(Error(BUSY, "too many connections are joining at once"))))
+                return
+            async with await trio.open_tcp_stream("127.0.0.1", port) as host:
+                async with trio.open_nursery() as pumps:
+                    for source, sink in ((client, host), (host, client)):
+                        pumps.start_soon(_pump, source, sink, pumps.cancel_scope)
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            outcomes: list[HostOutcome] = []
+            host_done = trio.Event()
+            settings = HostSettings(bind="127.0.0.1", port=0, target=20, tls=not plain)
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcomes.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+                host_done.set()
+
+            port = await nursery.start(host)
+            listeners = await nursery.start(trio.serve_tcp, door, 0)
+            door_port = listeners[0].socket.getsockname()[1]
+            notices: list[str] = []
+            player = BotPlayer("greedy")
+            player.notice = lambda state, text: notices.append(text)
+            result = await _join(door_port, "friend", player=player, plain=plain).run()
+            await host_done.wait()
+            nursery.cancel_scope.cancel()  # the door
+    assert len(turned_away) == 2 and all(turned_away)
+    assert result.exit_code == 0, result.reason
+    assert sum("busy" in text for text in notices) == 2
+    assert outcomes[0].table.completed
+
+
+async def _pump(source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope, cut_after: int | None = None) -> None:
+    """Forward until either end closes, or until ``cut_after`` bytes have gone: then both are cut."""
+    carried = 0
+    try:
+        while data := await source.receive_some(65536):
+            await sink.send_all(data)
+            carried += len(data)
+            if cut_after is not None and carried >= cut_after:
+                break
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    scope.cancel()
+
+
+async def test_a_resume_turned_away_as_busy_keeps_trying_and_the_match_finishes():
+    """The seat's connection is cut mid-match; its first resume is told busy, as a crowded host does; the next gets in."""
+    connections: list[str] = []
+
+    async def door(client: trio.SocketStream) -> None:
+        async with client:
+            connections.append("forwarded" if len(connections) != 1 else "busy")
+            if connections[-1] == "busy":
+                await client.receive_some(4096)
+                await client.send_all(encode_frame(to_wire(Error(BUSY, "too many connections are joining at once"))))
+                return
+            cut_after = 3000 if len(connections) == 1 else None
+            async with await trio.open_tcp_stream("127.0.0.1", port) as host:
+                async with trio.open_nursery() as pumps:
+                    pumps.start_soon(_pump, client, host, pumps.cancel_scope)
+                    pumps.start_soon(_pump, host, client, pumps.cancel_scope, cut_after)
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            outcomes: list[HostOutcome] = []
+            host_done = trio.Event()
+            settings = HostSettings(bind="127.0.0.1", port=0, target=20, tls=False)
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcomes.append(await run_host(settings, PacedBot("greedy"), say=lambda line: None, task_status=task_status))
+                host_done.set()
+
+            port = await nursery.start(host)
+            listeners = await nursery.start(trio.serve_tcp, door, 0)
+            result = await _join(listeners[0].socket.getsockname()[1], "friend", plain=True).run()
+            await host_done.wait()
+            nursery.cancel_scope.cancel()
+    assert connections == ["forwarded", "busy", "forwarded"]
+    assert result.exit_code == 0, result.reason
     assert outcomes[0].table.completed

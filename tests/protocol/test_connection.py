@@ -17,7 +17,7 @@ from basra_net.protocol.errors import (
     UNEXPECTED,
     ProtocolError,
 )
-from basra_net.protocol.framing import encode_frame
+from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, encode_frame
 from basra_net.protocol.messages import (
     Commit,
     Deal,
@@ -29,6 +29,7 @@ from basra_net.protocol.messages import (
     MatchStart,
     Message,
     Play,
+    Ping,
     Played,
     Reveal,
     Seed,
@@ -185,6 +186,36 @@ def test_anything_but_hello_first_is_unexpected_at_the_host(message):
     error = refused(HostConnection(), frame(message))
     assert error.code == UNEXPECTED
     assert "before 'hello'" in error.message
+
+
+def test_before_the_welcome_the_host_takes_no_frame_longer_than_a_hello_needs():
+    padded = to_wire(Hello((1,), "Omar", NONCE)) | {"later": "x" * MAX_FRAME_BEFORE_WELCOME}
+    body = encode_frame(padded)
+    assert len(body) - 4 > MAX_FRAME_BEFORE_WELCOME
+    error = refused(HostConnection(), body[:4])  # refused from the length alone
+    assert error.code == BAD_FRAME
+
+
+def test_after_the_welcome_the_host_takes_frames_up_to_the_full_limit():
+    link = seated(1)
+    assert link.host.max_frame == MAX_FRAME
+    link.raw_to_host(Ping(1))
+    assert isinstance(link.host.next_event(), Ping)
+
+
+def test_a_client_frame_with_more_entries_than_a_client_message_needs_is_refused():
+    link = seated(1)
+    junk = [[0] * 300 for _ in range(4)]  # each array within its own limit, together too many
+    assert sum(map(len, junk)) + len(junk) > MAX_CLIENT_FRAME_ENTRIES
+    error = refused(link.host, encode_frame(to_wire(Ping(1)) | {"later": junk}))
+    assert error.code == "bad_msgpack" and "too many entries" in error.message
+
+
+def test_the_host_may_send_a_frame_with_more_entries_than_a_client_may():
+    link = seated(1)
+    wire = to_wire(Ping(1)) | {"later": [[0] * 300 for _ in range(4)]}
+    link.client.receive_data(encode_frame(wire))
+    assert isinstance(link.client.next_event(), Ping)
 
 
 def test_a_message_between_hello_and_welcome_is_unexpected():

@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 
 from basra_net.protocol.errors import ERROR_CODES, FATAL_CODES, ProtocolError
 from basra_net.protocol.framing import (
+    MAX_ARRAY_LEN,
     MAX_DEPTH,
     MAX_FRAME,
+    MAX_MAP_LEN,
     FrameDecoder,
     decode_body,
     encode_frame,
@@ -433,3 +435,50 @@ def test_the_quick_decoding_agrees_with_the_strict_reader_on_damaged_bodies(data
     quick, strict = _both_ways(bytes(body))
     if quick is not None:
         assert quick == strict
+
+
+def test_an_array_longer_than_the_limit_is_refused_from_its_header():
+    assert decode_body(msgpack.packb({"type": "x", "v": [0] * MAX_ARRAY_LEN}))["v"] == [0] * MAX_ARRAY_LEN
+    with pytest.raises(ProtocolError) as info:
+        decode_body(msgpack.packb({"type": "x", "v": [0] * (MAX_ARRAY_LEN + 1)}))
+    assert info.value.code == "bad_msgpack"
+    assert f"at most {MAX_ARRAY_LEN}" in info.value.message
+
+
+def test_a_map_with_more_entries_than_the_limit_is_refused_from_its_header():
+    fields = {f"f{n}": n for n in range(MAX_MAP_LEN - 1)}
+    assert len(decode_body(msgpack.packb({"type": "x", **fields}))) == MAX_MAP_LEN
+    with pytest.raises(ProtocolError) as info:
+        decode_body(msgpack.packb({"type": "x", "inner": {f"f{n}": n for n in range(MAX_MAP_LEN + 1)}}))
+    assert info.value.code == "bad_msgpack"
+    assert f"at most {MAX_MAP_LEN}" in info.value.message
+
+
+def test_a_frame_of_65000_integers_is_refused_without_reading_them():
+    body = msgpack.packb({"type": "hello", "junk": [7] * 65_000})
+    assert len(body) <= MAX_FRAME
+    decoder = FrameDecoder()
+    decoder.feed(frame_of(body))
+    with pytest.raises(ProtocolError) as info:
+        decoder.next_message()
+    assert info.value.code == "bad_msgpack"
+    assert "array of 65000 entries" in info.value.message
+
+
+def test_a_decoder_with_a_smaller_limit_refuses_a_longer_frame_from_its_header():
+    decoder = FrameDecoder(max_frame=1024)
+    decoder.feed(struct.pack(">I", 1025))
+    with pytest.raises(ProtocolError) as info:
+        decoder.next_message()
+    assert info.value.code == "bad_frame"
+    assert "1..1024" in info.value.message
+
+
+def test_the_quick_decoding_counts_a_frame_s_entries_as_the_strict_reader_does():
+    from basra_net.protocol.framing import _decode_plain
+
+    body = msgpack.packb({"type": "x", "v": [[0, 1], {"a": 2}]})  # 2 + 2 + 2 + 1 entries
+    assert _decode_plain(body, max_entries=7) == decode_body(body, max_entries=7)
+    assert _decode_plain(body, max_entries=6) is None
+    with pytest.raises(ProtocolError):
+        decode_body(body, max_entries=6)

@@ -11,6 +11,7 @@ from basra_net.engine.events import Move
 from basra_net.engine.scoring import PRESETS, GameScore
 from basra_net.protocol.errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from basra_net.protocol.framing import FrameDecoder, encode_frame
+from basra_net.protocol.text import is_name, is_printable
 from basra_net.protocol.messages import (
     MATCH_END_REASONS,
     MAX_MOVES,
@@ -56,9 +57,9 @@ def binary(size: int):
 
 
 # Names are 1..32 printable characters with no outer spaces.
-names = st.text(min_size=1, max_size=MAX_NAME).filter(lambda s: s.isprintable() and s.strip() == s)
+names = st.text(min_size=1, max_size=MAX_NAME).filter(lambda s: is_name(s, MAX_NAME))
 # Other text shown to a player: printable, so it is valid however strictly text is checked.
-texts = st.text(max_size=MAX_TEXT).filter(str.isprintable)
+texts = st.text(max_size=MAX_TEXT).filter(is_printable)
 seats = st.integers(0, 1)
 games = st.integers(1, 1 << 31)
 points = st.integers(0, 1 << 31)
@@ -77,7 +78,7 @@ MESSAGE_STRATEGIES = {
         name=names,
         nonce=binary(32),
         table=st.none() | names,
-        code=st.none() | st.text(max_size=32).filter(str.isprintable),
+        code=st.none() | st.text(max_size=32).filter(is_printable),
         token=st.none() | binary(16),
         received=st.none() | st.integers(0, (1 << 31) - 1),
     ).filter(lambda hello: (hello.token is None) == (hello.received is None)),
@@ -133,7 +134,7 @@ MESSAGE_STRATEGIES = {
         totals=st.tuples(points, points),
         reason=st.sampled_from(MATCH_END_REASONS),
     ),
-    Error: st.builds(Error, code=st.text(min_size=1, max_size=64).filter(str.isprintable), message=texts),
+    Error: st.builds(Error, code=st.text(min_size=1, max_size=64).filter(is_printable), message=texts),
     Leave: st.builds(Leave, reason=texts),
     Away: st.builds(Away, seat=seats, grace=st.integers(0, 86_400)),
     Back: st.builds(Back, seat=seats),

@@ -12,17 +12,20 @@ import importlib.util
 import json
 import re
 import sys
+import unicodedata
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
 
 from basra_net.client.verify_file import verify_file
+from basra_net.engine.events import Move
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol import errors, messages
 from basra_net.protocol.connection import ClientConnection, HostConnection
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 from basra_net.protocol.messages import Error, Hello, Message, Welcome, from_wire, to_wire
+from basra_net.protocol.text import REFUSED_CATEGORIES, UNICODE_VERSION, is_name, is_printable
 
 ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "PROTOCOL.md").read_text(encoding="utf-8")
@@ -299,3 +302,172 @@ def test_example_transcript_verifies():
     said: list[str] = []
     assert verify_file(VECTORS / "example_session.basra", say=said.append) == 0, said
     assert "game 1: verified" in said
+
+
+def test_the_dns_sd_txt_keys_are_those_section_16_lists():
+    from basra_net.protocol.dnssd import SERVICE_TYPE, Announcement, txt_properties
+
+    serve = Announcement("serve", "basra serve", "box", (1,), "3f2a 9c01 77be 04d1", False, True, 2, 0)
+    assert set(table_rows(section("16"))) == set(txt_properties(serve))
+    assert f"`{SERVICE_TYPE.removesuffix('.local.')}`" in section("16")
+
+
+# --- points a new implementation got wrong first, kept true --------------------------------------------
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_guest_records_the_hosts_errors_and_notes_a_verification_right_after_its_reveal():
+    assert "every message it received from the host, `error` and `leave` included" in flat(section("11"))
+    decoder = FrameDecoder()
+    decoder.feed((VECTORS / "example_session.basra").read_bytes())
+    frames = []
+    while (frame := decoder.next_message()) is not None:
+        frames.append(frame)
+    errors_recorded = [f["message"]["code"] for f in frames if f["type"] == "record" and f["message"]["type"] == "error"]
+    assert errors_recorded == [errors.ILLEGAL_MOVE]
+    notes = [(i, f) for i, f in enumerate(frames) if f["type"] == "note" and f["kind"] == "verification"]
+    assert notes
+    for i, note in notes:
+        before = frames[i - 1]
+        assert before["type"] == "record" and before["message"]["type"] == "reveal"
+        assert before["message"]["game"] == note["game"]
+
+
+FIRST_FRAMES = [
+    ({"type": "hullo"}, errors.UNKNOWN_TYPE, 'a first frame `{"type": "hullo"}` is `unknown_type`'),
+    ({"type": "play"}, errors.BAD_MESSAGE, 'a first frame `{"type": "play"}` without its fields is `bad_message`'),
+    ({"type": "leave", "reason": "bye"}, errors.UNEXPECTED, "a well-formed first `leave` is `unexpected`"),
+]
+
+
+@pytest.mark.parametrize("wire, code, sentence", FIRST_FRAMES, ids=[c for _, c, _ in FIRST_FRAMES])
+def test_a_first_frame_is_refused_by_the_first_layer_that_fails(wire, code, sentence):
+    assert sentence in flat(section("5"))
+    host = HostConnection()
+    host.receive_data(encode_frame(wire))
+    with pytest.raises(errors.ProtocolError) as refused:
+        host.next_event()
+    assert refused.value.code == code
+
+
+def test_a_refused_play_then_a_cut_walks_through_as_section_5_8_says():
+    """The example of 5.8, rule 7: the repeated refused play is dropped, and the open request is answered."""
+    assert "*Example: a refused play, then a cut.*" in section("5")
+    match_id, key, token = bytes(16), bytes(32), bytes(range(16))
+    host, client = HostConnection(), ClientConnection()
+
+    def host_says(message: Message) -> None:
+        client.receive_data(host.send(message))
+        assert client.next_event() == message
+
+    def client_says(message: Message) -> Message | None:
+        host.receive_data(client.send(message))
+        return host.next_event()
+
+    def raw_play(request: int) -> messages.Play:
+        return messages.Play(request, 1 if request == 41 else 51, ())  # 41: the 2S, which no move lists
+
+    client_says(Hello((1,), "Layla", bytes(32)))
+    host_says(Welcome(1, 1, match_id, key, "egyptian", 101, token, 0))
+    host_says(messages.MatchStart(("Sam", "Layla")))
+    host.awaiting_seed = None
+    client.seed_sent_for = client.commit_for = 1  # game 1's seed exchange is over
+    host_says(messages.Deal(1, 1, 0, (51, 1, 2, 3), (17, 18, 19, 20), 40, (), 1))
+    moves = (Move(51, (), "drop"),)
+    host_says(messages.YourTurn(41, moves))
+    assert client_says(raw_play(41)) == raw_play(41)  # the host takes it, then finds it illegal
+    client.receive_data(host.send_error(errors.ProtocolError(errors.ILLEGAL_MOVE, "not a listed move")))
+    assert client.next_event().code == errors.ILLEGAL_MOVE
+    host_says(messages.YourTurn(42, moves))
+    # The cut: a new connection resumes the seat, the host's end takes over what the old one left open.
+    earlier, host = host, HostConnection()
+    client.begin_resume(token)
+    client_says(Hello((1,), "Layla", bytes(range(32)), token=token, received=client.received))
+    host_says(Welcome(1, 1, match_id, key, "egyptian", 101, token, client.received))
+    host.restore(open_request=earlier.open_request, answered_request=earlier.answered_request, awaiting_seed=None, seed_taken=None)
+    host.receive_data(client.resend())  # step 2: play 41 again
+    assert host.next_event() is None, "the repeated refused play is dropped silently"
+    assert client.open_request == 42, "request 42 stays open through the cut"
+    assert client_says(raw_play(42)) == raw_play(42)  # step 3
+
+
+def test_printable_is_the_unicode_version_and_the_categories_section_6_1_names():
+    text = flat(catalogue_part_6_1())
+    version = re.search(r"Unicode Character Database version (\d+\.\d+\.\d+)", text).group(1)
+    listed = re.search(r"is one of ((?:\w\w, )+\w\w and \w\w);", text).group(1)
+    assert version == UNICODE_VERSION == unicodedata.unidata_version
+    assert set(re.findall(r"\b[A-Z][a-z]\b", listed)) == REFUSED_CATEGORIES
+    for refused in ("\x00", "\x7f", "\u00ad", "\u200b", "\u00a0", "\u3000", "\u2028", "\u2029", "\ue000", "\u0378", "\U000e0001"):
+        assert not is_printable(f"a{refused}b"), f"U+{ord(refused):04X}"
+    for allowed in ("Layla", "Sam & Co.", "é", "ليلى", "😀", "ß", "a\u0301"):
+        assert is_printable(allowed) and is_name(allowed, 32), allowed
+    assert not is_name(" Sam", 32) and not is_name("Sam ", 32) and not is_name("", 32)
+    with pytest.raises(errors.ProtocolError) as refused:
+        from_wire({"type": "hello", "versions": [1], "name": "Sa\u00adm", "nonce": bytes(32)})
+    assert refused.value.code == errors.BAD_MESSAGE
+
+
+def catalogue_part_6_1() -> str:
+    return sections("###", section("6"))["6.1"][1]
+
+
+def test_the_client_state_diagram_draws_every_state_its_table_names():
+    body = sections("###", section("7"))["7.2"][1]
+    diagram = body[: body.index("```", body.index("```") + 3)]
+    header = next(line for line in body.splitlines() if line.startswith("| Received |"))
+    states = [re.sub(r" g(\+1)?$", "", cell.strip()) for cell in header.strip("|").split("|")[1:]]
+    assert "CUT_OFF" in states
+    for state in states:
+        assert re.search(rf"\| {state}\b", diagram), f"{state} has no box in the diagram"
+
+
+def test_the_first_tables_positions_are_numbered_0_to_3_everywhere():
+    rules = flat((ROOT / "RULES.md").read_text(encoding="utf-8"))
+    for text in (rules, flat(DOC)):
+        assert not re.search(r"\bpositions 1\b|\bposition 4\b|\bslots 1 to 4\b", text)
+    assert "in positions 0 to 3" in rules and "table positions 0 to 3 in turn" in rules
+    assert "the table, positions 0 to 3" in flat(section("9"))
+
+
+def field_paths(value, prefix: str = "") -> set[str]:
+    """Every field of a JSON value by its path, "[]" standing for each element of an array."""
+    if isinstance(value, dict):
+        found = set()
+        for key, inner in value.items():
+            path = f"{prefix}.{key}" if prefix else key
+            found |= {path} | field_paths(inner, path)
+        return found
+    if isinstance(value, list):
+        return set().union(*(field_paths(item, prefix + "[]") for item in value)) if value else set()
+    return set()
+
+
+@pytest.mark.parametrize("name", ["fair_deal.json", "example_session.json"])
+def test_each_vector_file_describes_every_field_it_holds(name):
+    data = json.loads((VECTORS / name).read_text())
+    described = data["fields"]
+    held = {p for p in field_paths(data) if not p.startswith(("fields.", "conventions."))}
+    assert held == set(described), f"undescribed: {held - set(described)}; described but absent: {set(described) - held}"
+    assert all(isinstance(text, str) and text for text in described.values())
+    assert "protocol version 1" in data["protocol"]
+
+
+def test_the_files_a_stranger_needs_are_named_and_shipped_with_a_readme():
+    needed = ["fair_deal.json", "example_session.json", "example_session.basra"]
+    text = flat(section("13"))
+    assert "needs these three files" in text
+    readme = (VECTORS / "README.md").read_text(encoding="utf-8")
+    for name in needed:
+        assert f"`{name}`" in text and (VECTORS / name).is_file()
+        assert re.search(rf"^\| `{re.escape(name)}` \|.*\| yes", readme, re.M), name
+    listed = set(re.findall(r"`([\w.]+\.(?:json|basra|py|md))`", readme))
+    assert listed == {p.name for p in VECTORS.iterdir() if p.is_file()}
+
+
+def test_section_8_2_says_both_transports_end_the_stream_at_once():
+    text = flat(section("8"))
+    assert "is the same over TLS and over plain TCP" in text
+    assert "a TLS `close_notify` over TLS" in text

@@ -408,15 +408,41 @@ def session_json(session: Session) -> dict:
     }
 
 
+# What every field of the file is, by its path ("[]" for each element of an array), so that
+# the file can be shipped and read on its own.
+FIELDS = {
+    "protocol": "the basra-net protocol version of these sessions, and where it is specified",
+    "description": "what the file holds",
+    "fields": "this map: every field of the file by its path, [] standing for each element of an array",
+    "sessions": "the example sessions, one object each",
+    "sessions[].name": "a label for the session",
+    "sessions[].section": "the section of PROTOCOL.md that shows this session",
+    "sessions[].inputs": "the fixed inputs the reference host and guest ran the session with, so that it can be reproduced",
+    "sessions[].inputs.host_private_seed": "32 bytes, hex: the host's Ed25519 private key (RFC 8032); its public key is the welcome's host_key",
+    "sessions[].inputs.match_id": "16 bytes, hex: the match id",
+    "sessions[].inputs.client_nonce": "32 bytes, hex: the nonce of the guest's first hello",
+    "sessions[].inputs.host_seeds": "32 bytes each, hex: the host's seed of each game played, in order",
+    "sessions[].inputs.client_seeds": "32 bytes each, hex: the guest's seed of each game played, in order",
+    "sessions[].inputs.tokens": "16 bytes each, hex: the resume tokens of seat 0 and seat 1 (empty when no game was played)",
+    "sessions[].inputs.scoring": "the scoring preset of the match",
+    "sessions[].inputs.target": "the points that win the match",
+    "sessions[].inputs.names": "the names of seat 0 and seat 1",
+    "sessions[].inputs.moves": "how both seats chose their moves, in words",
+    "sessions[].inputs.resume_nonce": "32 bytes, hex, only in a session that resumes: the nonce of the resume's hello",
+    "sessions[].frames": "every frame of the seat-1 connection (of its connections, when it resumed) in the order sent; a hello after the first starts a new connection",
+    "sessions[].frames[].n": "the frame's position in its session, from 1",
+    "sessions[].frames[].from": "who sent the frame: host, or guest (seat 1)",
+    "sessions[].frames[].type": "the type field of the message the frame carries",
+    "sessions[].frames[].hex": "the whole frame in lowercase hex: a 4-byte big-endian length, then the msgpack body",
+}
+
+
 def build_json(sessions: list[Session]) -> dict:
     return {
-        "description": "basra-net example sessions (PROTOCOL.md section 12): every frame of the "
-        "seat-1 connection, in order, as the host and the guest sent them",
-        "format": {
-            "hex": "the whole frame: 4-byte big-endian length, then the msgpack body",
-            "from": "host or guest (seat 1)",
-            "n": "the frame's position in its session, from 1",
-        },
+        "protocol": "basra-net protocol version 1; PROTOCOL.md, section 12, and the messages of section 6",
+        "description": "basra-net example sessions: every frame of the seat-1 connection, in order, as the "
+        "host and the guest sent them",
+        "fields": FIELDS,
         "sessions": [session_json(s) for s in sessions],
     }
 

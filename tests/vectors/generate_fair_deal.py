@@ -30,18 +30,47 @@ SIGNING_PRIVATE_SEED = bytes.fromhex(
 RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 SUITS = ["S", "H", "D", "C"]
 
-FORMAT_NOTES = {
+# What every field of the file is, by its path ("[]" for each element of an array), so that
+# the file can be shipped and read on its own.
+FIELDS = {
+    "protocol": "the basra-net protocol version these vectors belong to, and where it is specified",
+    "description": "what the file holds",
+    "conventions": "how values are written: bytes, words, cards and the notation of the construction",
+    "fields": "this map: every field of the file by its path, [] standing for each element of an array",
+    "cases": "the vectors: one object per case, each from its own inputs",
+    "cases[].name": "a label for the case",
+    "cases[].inputs": "what the two parties bring to one game",
+    "cases[].inputs.match_id": "16 bytes: the match id of the host's welcome",
+    "cases[].inputs.game": "the game number, u32 (1 for a match's first game; the case all-zero uses 0, which no match uses)",
+    "cases[].inputs.client_nonce": "32 bytes: the nonce of seat 1's first hello",
+    "cases[].inputs.host_seed": "32 bytes: the host's secret seed, revealed after the game",
+    "cases[].inputs.client_seed": "32 bytes: seat 1's seed, sent after the host's commitment",
+    "cases[].commitment": "32 bytes: SHA-256(lp('basra-net/v1/commit') || lp(match_id) || u32(game) || lp(client_nonce) || lp(host_seed))",
+    "cases[].deck_key": "32 bytes: K = SHA-256(lp('basra-net/v1/deck-key') || lp(match_id) || u32(game) || lp(host_seed) || lp(client_seed))",
+    "cases[].stream_words": "the first 16 words of the draw stream: block i = HMAC-SHA256(K, u64(i)), each block read as 8 u32 words, blocks 0 and 1",
+    "cases[].draws": "every word the shuffle examined, in order; for i = 51 down to 1, words are drawn until one is accepted",
+    "cases[].draws[].n": "i + 1, the number of positions to choose from (0 to i)",
+    "cases[].draws[].word": "the next u32 word of the stream",
+    "cases[].draws[].masked": "word AND (2^bit_length(n - 1) - 1)",
+    "cases[].draws[].accepted": "masked < n; then j = masked and deck positions i and j are swapped, else the word is rejected",
+    "cases[].words_consumed": "how many words the shuffle took: the length of draws",
+    "cases[].deck": "the deck order after the shuffle of the deck 0..51 (card index = suit * 13 + rank - 1, suits S H D C, ranks A = 1 to K = 13), as card names, index 0 the top card, dealt first",
+    "cases[].signatures": "in one case only: the host's Ed25519 signatures (RFC 8032) of the commitment and of the revealed seed",
+    "cases[].signatures.private_seed": "32 bytes: the RFC 8032 private key (RFC 8032 section 7.1, test 1)",
+    "cases[].signatures.public_key": "32 bytes: its public key, as the host_key of welcome",
+    "cases[].signatures.commit_signed": "the bytes signed for the commit: lp('basra-net/v1/commit-sig') || lp(match_id) || u32(game) || lp(commitment)",
+    "cases[].signatures.commit_signature": "64 bytes: the Ed25519 signature of commit_signed",
+    "cases[].signatures.reveal_signed": "the bytes signed for the reveal: lp('basra-net/v1/reveal-sig') || lp(match_id) || u32(game) || lp(host_seed)",
+    "cases[].signatures.reveal_signature": "64 bytes: the Ed25519 signature of reveal_signed",
+}
+
+CONVENTIONS = {
     "bytes": "lowercase hex strings",
-    "inputs.game": "u32 game number (1-based in play; the all-zero case uses 0)",
-    "commitment": "SHA-256 commitment to host_seed",
-    "deck_key": "SHA-256 deck key K",
-    "stream_words": "first 16 u32 words of the HMAC-SHA256(K, u64(i)) stream (blocks 0 and 1)",
-    "draws": "every word the sampler examined, in order: n = i + 1 for Fisher-Yates step i, "
-    "word = the u32 taken, masked = word & (2^bit_length(n - 1) - 1), "
-    "accepted = masked < n (then j = masked)",
-    "words_consumed": "total stream words the shuffle used (= number of draws)",
-    "deck": "resulting deck order as card names, index 0 = top card, dealt first",
-    "signatures": "Ed25519 over commit_signed and reveal_signed with the private seed shown",
+    "numbers": "JSON integers",
+    "u32(x), u64(x)": "x as 4 or 8 bytes, big-endian",
+    "lp(b)": "u32(length of b) || b; a label in quotes is its ASCII bytes",
+    "||": "concatenation",
+    "cards": "rank then suit letter: A 2 3 4 5 6 7 8 9 10 J Q K, then S H D C (10D is the ten of diamonds)",
 }
 
 
@@ -166,8 +195,12 @@ def build_vectors() -> dict:
         ),
     ]
     return {
-        "description": "basra-net fair deal test vectors (PROTOCOL.md section 9)",
-        "format": FORMAT_NOTES,
+        "protocol": "basra-net protocol version 1; the fair deal of PROTOCOL.md, section 9",
+        "description": "test vectors for the fair deal: from both parties' inputs, every intermediate value "
+        "of the commitment, the deck key, the draw stream and the shuffle, to the deck order; every case "
+        "has at least one rejected draw",
+        "conventions": CONVENTIONS,
+        "fields": FIELDS,
         "cases": cases,
     }
 

@@ -1,0 +1,168 @@
+"""`basra conformance`: both checkers pass our own host, client and minimal client, and name what broken peers get wrong."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from basra_net.client.players import BotPlayer
+from basra_net.conformance.host_check import Target, check_host
+from basra_net.host.limits import CodeAttempts
+from basra_net.host.server import HostSettings, run_host
+from basra_net.host.table import Table
+
+from .processes import basra_command, free_port, wait_for_line
+
+HERE = Path(__file__).parent
+MINIMAL_CLIENT = HERE.parents[1] / "examples" / "minimal_client.py"
+BROKEN_CLIENT = HERE / "broken_client.py"
+CHECK_TIMEOUT = 300
+CODE = "K7M-2QX"
+VERDICT = re.compile(r"^(PASS|FAIL|SKIP)  (\S.*?): ", re.M)
+
+
+def verdicts(output: str) -> dict[str, list[str]]:
+    """Status -> the lines of the report with it."""
+    found: dict[str, list[str]] = {"PASS": [], "FAIL": [], "SKIP": []}
+    for line in output.splitlines():
+        if match := VERDICT.match(line):
+            found[match.group(1)].append(line)
+    return found
+
+
+def check_client(env: dict, client_command: str, *, plain: bool) -> subprocess.CompletedProcess:
+    args = ["conformance", "client", "--port", "0", "--exec", client_command] + (["--plain"] if plain else [])
+    return subprocess.run(basra_command(*args), env=env, capture_output=True, text=True, timeout=CHECK_TIMEOUT)
+
+
+SCRIPTED = [
+    "hello, and the welcome taken",
+    "a ping is answered",
+    "away and back change nothing",
+    *(f"cut after {kind}, and the resume" for kind in ("welcome", "match_start", "ping", "away", "back", "commit", "deal", "your_turn", "played", "game_end", "reveal")),
+    "illegal_move, the new request, a cut",
+    "match_end answered with leave",
+    "the verification of every deal",
+    "a deal other than the one committed to is reported",
+    "an abandoned deal (no reveal) is reported",
+    "a commitment whose signature does not verify gets no seed",
+    "a commitment that does not verify is reported",
+    "a second commitment for a fixed deal, after a resume, gets no seed",
+    "a second commitment for a fixed deal is reported",
+]
+
+
+def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess) -> None:
+    found = verdicts(result.stdout)
+    assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
+    for name in SCRIPTED:
+        assert any(name in line for line in found["PASS"]), f"{name}: {result.stdout}"
+    # The cases that wait for the cards pass or say they did not arise; none is left out.
+    assert len(found["PASS"]) + len(found["SKIP"]) == len(SCRIPTED) + 6
+
+
+@pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
+def test_the_reference_client_passes_every_case(basra_env, plain):
+    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", *(["--plain"] if plain else [])))
+    assert_all_scripted_cases_pass(check_client(basra_env, join, plain=plain))
+
+
+def test_the_minimal_client_passes_every_case(basra_env):
+    assert_all_scripted_cases_pass(check_client(basra_env, f"{sys.executable} {MINIMAL_CLIENT} 127.0.0.1 {{port}}", plain=False))
+
+
+@pytest.mark.parametrize(
+    "flaw, failing",
+    [
+        ("no_pong", "a ping is answered"),
+        ("no_resume", "cut after welcome, and the resume"),
+        ("trusting", "a deal other than the one committed to is reported"),
+    ],
+)
+def test_a_broken_client_fails_the_case_that_names_its_flaw(basra_env, flaw, failing):
+    result = check_client(basra_env, f"{sys.executable} {BROKEN_CLIENT} {flaw} --plain 127.0.0.1 {{port}}", plain=True)
+    failed = verdicts(result.stdout)["FAIL"]
+    assert result.returncode == 1, result.stdout
+    assert failed and failing in failed[0], result.stdout
+
+
+# --- the host checker ------------------------------------------------------------------------------
+
+
+def test_the_reference_host_passes_every_case(basra_env):
+    port = free_port()
+    host = subprocess.Popen(
+        basra_command("host", "--auto", "greedy", "--code", CODE, "--port", str(port), "--target", "30"),
+        env=basra_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        wait_for_line(host, "listening")
+        result = subprocess.run(
+            basra_command("conformance", "host", f"127.0.0.1:{port}", "--code", CODE.lower()),
+            env=basra_env, capture_output=True, text=True, timeout=CHECK_TIMEOUT,
+        )
+    finally:
+        host.kill()
+        host.wait()
+    found = verdicts(result.stdout)
+    assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
+    assert len(found["PASS"]) == 23
+    assert "a whole match verified" in found["PASS"][-1]
+
+
+async def check_broken_host(monkeypatch_flaw) -> list[str]:
+    """The host checker against an in-process host with a flaw; the report's lines."""
+    lines: list[str] = []
+    settings = HostSettings(bind="127.0.0.1", port=0, target=30, code=CODE, tls=False)
+    with trio.fail_after(CHECK_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status)
+
+            port = await nursery.start(host)
+            code = await check_host(Target("127.0.0.1", port, tls=False, code=CODE), say=lines.append)
+            nursery.cancel_scope.cancel()
+    assert code == 1
+    return [line for line in lines if line.startswith("FAIL")]
+
+
+@pytest.fixture(autouse=False)
+def data_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+async def test_a_host_that_never_locks_out_fails_the_lockout_case(data_home, monkeypatch):
+    monkeypatch.setattr(CodeAttempts, "wait_for", lambda self, address: 0.0)
+    failed = await check_broken_host(monkeypatch)
+    assert failed and "locked out" in failed[0], failed
+
+
+async def test_a_host_that_replays_a_resume_out_of_order_fails_the_resume_case(data_home, monkeypatch):
+    honest = Table.seat_resumed
+
+    def reversed_replay(self, *args):
+        welcome, missed, left_open, link, inbox = honest(self, *args)
+        return welcome, missed[::-1], left_open, link, inbox
+
+    monkeypatch.setattr(Table, "seat_resumed", reversed_replay)
+    failed = await check_broken_host(monkeypatch)
+    assert failed and "resume after a cut, with a replay" in failed[0], failed
+
+
+def test_readmes_conformance_commands_are_ones_the_command_line_takes():
+    import shlex
+
+    from basra_net.cli import build_parser
+
+    readme = (HERE.parents[1] / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^basra (conformance .+)$", readme, re.M)
+    assert len(commands) >= 3
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command))
+        assert args.command == "conformance" and args.side in ("client", "host")

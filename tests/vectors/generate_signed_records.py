@@ -1,0 +1,216 @@
+"""Writes signed_records.json: test vectors for version 2's signed records and code exchange (PROTOCOL.md section 14).
+
+The channel context, the running hash and every signed statement are built
+here from the specification with hashlib, hmac and struct alone,
+independently of basra_net.protocol.record, so that the vectors check that
+module rather than echo it.  Ed25519 comes from `cryptography`; the SPAKE2
+run comes from the `spake2` package (the group arithmetic is its own), with
+the fixed entropy function of section 14.12, and its key confirmations are
+computed here.
+
+The stream is the host's stream of session 12.1 (example_session.json: one
+whole game), with the host's signatures added where version 2 puts them.
+
+Run from anywhere: python tests/vectors/generate_signed_records.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import struct
+from pathlib import Path
+
+import msgpack
+import spake2
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+VECTORS_PATH = Path(__file__).with_name("signed_records.json")
+SESSION_PATH = Path(__file__).with_name("example_session.json")
+
+# RFC 8032 section 7.1, TEST 1 (the host, as in section 9.11) and TEST 2 (the guest).
+HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+GUEST_PRIVATE_SEED = bytes.fromhex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")
+
+STREAM_TYPES = {"match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "sig", "match_end"}
+ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6}
+ABSENCE = {
+    "absent_seat": 1,
+    "grace": 120,
+    "events": [["away", 1767225600000, 40], ["resume", 1767225630000, 40], ["grace_over", 1767225720000, 41]],
+}
+CODE = "K7M-2QX"
+PAKE_GUEST_ENTROPY = b"basra-net/v2/pake-vector/guest"
+PAKE_HOST_ENTROPY = b"basra-net/v2/pake-vector/host"
+
+FIELDS = {
+    "bytes": "lowercase hex strings; every *_bytes field is exactly the input that is hashed or signed",
+    "keys": "the Ed25519 private seeds (RFC 8032 section 7.1, TEST 1 for the host, TEST 2 for the guest) and public keys",
+    "context": "inputs of the channel context (14.3) and `bytes`, the 131-byte ctx",
+    "stream.h0": "the running hash before the first stream message (14.4)",
+    "stream.steps": "each stream message in order: n, its type, the whole frame (length prefix and body) and h_n after it",
+    "client_seeds": "the guest's seed for each game, from its `seed` (signed in game_signed)",
+    "game_statements": "for each game: checkpoint c_g, and per signer (host, guest) the game_signed bytes and the signature (14.5)",
+    "result_statement": "the result's fields, and per signer the result_signed bytes and the signature (14.6)",
+    "absence_statement": "an account of an absence (not from session 12.1), the absence_signed bytes and the host's signature (14.6)",
+    "pake": "a SPAKE2 run (14.9) with the fixed entropy of 14.12: code, password, idA, idB, both messages, the shared key k and both confirmations",
+}
+
+
+def u8(value: int) -> bytes:
+    return struct.pack(">B", value)
+
+
+def u16(value: int) -> bytes:
+    return struct.pack(">H", value)
+
+
+def u32(value: int) -> bytes:
+    return struct.pack(">I", value)
+
+
+def u64(value: int) -> bytes:
+    return struct.pack(">Q", value)
+
+
+def lp(data: bytes) -> bytes:
+    return u32(len(data)) + data
+
+
+def sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def public(private: Ed25519PrivateKey) -> bytes:
+    return private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def frame(message: dict) -> bytes:
+    body = msgpack.packb(message, use_bin_type=True)
+    return u32(len(body)) + body
+
+
+def fixed_entropy(label: bytes):
+    """entropy_S(n): the first n bytes of SHA-256(S || u32(0)) || SHA-256(S || u32(1)) || ... (14.12)."""
+
+    def entropy(count: int) -> bytes:
+        blocks = b"".join(sha256(label + u32(i)) for i in range((count + 31) // 32))
+        return blocks[:count]
+
+    return entropy
+
+
+def build_vectors() -> dict:
+    host, guest = Ed25519PrivateKey.from_private_bytes(HOST_PRIVATE_SEED), Ed25519PrivateKey.from_private_bytes(GUEST_PRIVATE_SEED)
+    host_key, guest_key = public(host), public(guest)
+    session = json.loads(SESSION_PATH.read_text())["sessions"][0]
+    inputs = session["inputs"]
+    match_id, nonce = bytes.fromhex(inputs["match_id"]), bytes.fromhex(inputs["client_nonce"])
+    guest_seat = 1
+    ctx = u16(2) + lp(match_id) + lp(host_key) + lp(guest_key) + u8(guest_seat) + lp(nonce)
+    signers = {"host": (0, host), "guest": (1, guest)}
+
+    frames = [(f["from"], bytes.fromhex(f["hex"])) for f in session["frames"]]
+    seeds = {}
+    h = h0 = sha256(lp(b"basra-net/v2/stream") + ctx)
+    steps, games, links = [], [], []
+    names = end = None
+
+    def take(raw: bytes) -> dict:
+        nonlocal h
+        n = len(steps) + 1
+        h = sha256(lp(b"basra-net/v2/stream-step") + h + u32(n) + lp(raw))
+        message = msgpack.unpackb(raw[4:], raw=False)
+        steps.append({"n": n, "type": message["type"], "frame": raw.hex(), "hash": h.hex()})
+        return message
+
+    for sender, raw in frames:
+        message = msgpack.unpackb(raw[4:], raw=False)
+        if sender == "guest" and message["type"] == "seed":
+            seeds.setdefault(message["game"], message["seed"])
+        if sender != "host" or message["type"] not in STREAM_TYPES:
+            continue
+        take(raw)
+        if message["type"] == "match_start":
+            names = message["names"]
+        if message["type"] == "reveal":  # the checkpoint on seat 1's channel
+            game, checkpoint, at = message["game"], len(steps), h
+            statements = {}
+            for role, (signer, key) in signers.items():
+                signed = lp(b"basra-net/v2/game") + ctx + u8(signer) + u32(game) + u32(checkpoint) + lp(at) + lp(seeds[game])
+                statements[role] = {"bytes": signed.hex(), "signature": key.sign(signed).hex()}
+            games.append({"game": game, "checkpoint": checkpoint, "hash": at.hex(), **statements})
+            links.append(u32(game) + u32(checkpoint) + lp(at))
+            take(frame({"type": "sig", "of": "game", "game": game, "count": checkpoint, "signature": bytes.fromhex(statements["host"]["signature"])}))
+        if message["type"] == "match_end":
+            end = message
+            end_count, end_hash = len(steps), h
+            result = {
+                "names": names, "scoring": inputs["scoring"], "target": inputs["target"], "totals": end["totals"],
+                "winner": end["winner"], "reason": end["reason"], "end_count": end_count, "end_hash": end_hash.hex(),
+            }
+            for role, (signer, key) in signers.items():
+                signed = (
+                    lp(b"basra-net/v2/result") + ctx + u8(signer)
+                    + lp(names[0].encode()) + lp(names[1].encode()) + lp(inputs["scoring"].encode()) + u32(inputs["target"])
+                    + u32(end["totals"][0]) + u32(end["totals"][1]) + u8(0xFF if end["winner"] is None else end["winner"])
+                    + lp(end["reason"].encode()) + u32(len(links)) + b"".join(links) + u32(end_count) + lp(end_hash)
+                )
+                result[role] = {"bytes": signed.hex(), "signature": key.sign(signed).hex()}
+            take(frame({"type": "sig", "of": "result", "game": 0, "count": end_count, "signature": bytes.fromhex(result["host"]["signature"])}))
+
+    absence = (
+        lp(b"basra-net/v2/absence") + ctx + u8(0) + u8(ABSENCE["absent_seat"]) + u32(ABSENCE["grace"]) + u32(len(ABSENCE["events"]))
+        + b"".join(u8(ABSENCE_KINDS[kind]) + u64(time) + u32(sent) for kind, time, sent in ABSENCE["events"])
+    )
+
+    return {
+        "description": "basra-net version 2 signed records and code exchange test vectors (PROTOCOL.md section 14)",
+        "fields": FIELDS,
+        "keys": {
+            "host_private_seed": HOST_PRIVATE_SEED.hex(), "host_key": host_key.hex(),
+            "guest_private_seed": GUEST_PRIVATE_SEED.hex(), "guest_key": guest_key.hex(),
+        },
+        "context": {"match_id": match_id.hex(), "guest_seat": guest_seat, "guest_nonce": nonce.hex(), "bytes": ctx.hex()},
+        "stream": {"h0": h0.hex(), "steps": steps},
+        "client_seeds": {str(game): seed.hex() for game, seed in seeds.items()},
+        "game_statements": games,
+        "result_statement": result,
+        "absence_statement": {**ABSENCE, "bytes": absence.hex(), "signature": host.sign(absence).hex()},
+        "pake": pake_run(host_key, guest_key, nonce),
+    }
+
+
+def pake_run(host_key: bytes, guest_key: bytes, nonce: bytes) -> dict:
+    password = CODE.replace("-", "").upper().encode("ascii")
+    id_a = lp(b"basra-net/v2/pake/guest") + lp(guest_key) + lp(nonce)
+    id_b = lp(b"basra-net/v2/pake/host") + u16(2) + lp(host_key)
+    side_a = spake2.SPAKE2_A(password, idA=id_a, idB=id_b, entropy_f=fixed_entropy(PAKE_GUEST_ENTROPY))
+    side_b = spake2.SPAKE2_B(password, idA=id_a, idB=id_b, entropy_f=fixed_entropy(PAKE_HOST_ENTROPY))
+    message_a, message_b = side_a.start(), side_b.start()
+    key_a, key_b = side_a.finish(message_b), side_b.finish(message_a)
+    assert key_a == key_b
+    transcript = lp(message_a) + lp(message_b)
+    return {
+        "code": CODE,
+        "password": password.decode(),
+        "guest_entropy_label": PAKE_GUEST_ENTROPY.decode(),
+        "host_entropy_label": PAKE_HOST_ENTROPY.decode(),
+        "id_a": id_a.hex(),
+        "id_b": id_b.hex(),
+        "message_a": message_a.hex(),
+        "message_b": message_b.hex(),
+        "key": key_a.hex(),
+        "confirm_b": hmac.digest(key_a, lp(b"basra-net/v2/pake/host-confirm") + transcript, "sha256").hex(),
+        "confirm_a": hmac.digest(key_a, lp(b"basra-net/v2/pake/guest-confirm") + transcript, "sha256").hex(),
+    }
+
+
+def main() -> None:
+    VECTORS_PATH.write_text(json.dumps(build_vectors(), indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
