@@ -395,6 +395,11 @@ class Window:
 
     async def measure(self, result: Result) -> None:
         run = self.run
+        late = time.perf_counter() - run.start
+        if late > 0:
+            # Opening the connections took longer than the ramp and warm-up (a busy machine):
+            # the window starts now, and still lasts --seconds.
+            run.start, run.end = run.start + late, run.end + late
         await trio.sleep_until(trio.current_time() + (run.start - time.perf_counter()))
         cpu0 = cpu_seconds(self.pid) if self.pid else None
         gen0 = time.process_time()
@@ -874,7 +879,8 @@ def main() -> int:
         host_cpu = median_per_play(hosts, "server_cpu")
         relay_cpu = median_per_play(relays, "server_cpu") if relays else float("nan")
         print(f"  {hosts[0].tables:>4} {hosts[0].mode:6} {hosts[0].transport:5} | {host_cpu:4.0f} us {relay_cpu:4.0f} us"
-              f" {host_cpu / relay_cpu:10.2f} | {median_per_play(hosts, 'generator_cpu'):13.0f} us"
+              f" {host_cpu / relay_cpu if relay_cpu else float('nan'):10.2f} |"
+              f" {median_per_play(hosts, 'generator_cpu'):13.0f} us"
               f" {median_per_play(relays, 'generator_cpu') if relays else float('nan'):14.0f} us")
     print("load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
