@@ -7,8 +7,10 @@ the table and the other seat carry on.
 
 from __future__ import annotations
 
+import os
 import ssl
-from typing import Protocol
+from functools import partial
+from typing import Awaitable, Callable, Protocol
 
 import trio
 
@@ -336,6 +338,7 @@ async def _relay_inbound(
     # limited is everything else a peer can send: refused messages, error reports, pings.
     unsolicited = MessageRate()
     liveness = Liveness()
+    receive = _receiver(stream)
     frame_deadline: float | None = None  # when the frame that has started must be complete
     while True:
         # One cancel scope for each liveness check (seconds apart), not one for each receive:
@@ -363,7 +366,7 @@ async def _relay_inbound(
                         waiting.deadline = min(waiting.deadline, frame_deadline)
                     table.flush()
                     try:
-                        data = await stream.receive_some(RECEIVE_SIZE)
+                        data = await receive()
                     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                         return "the connection broke", None
                     connection.receive_data(data)
@@ -391,6 +394,30 @@ async def _relay_inbound(
         ping = liveness.ping_due()
         if ping is not None and not _queue(outbox, Ping(ping)):
             return "it stopped reading", None
+
+
+def _receiver(stream: trio.abc.Stream) -> Callable[[], Awaitable[bytes]]:
+    """What the reader receives with: on a plain socket, a wait until it is readable and one read.
+
+    trio's receive_some tries a read first (which finds nothing: the reader
+    has taken all there was), waits, reads, then yields to the scheduler
+    once more; this is one wait and one read.  Other streams (TLS, memory
+    streams in tests) use their own receive_some.
+    """
+    if not isinstance(stream, trio.SocketStream) or os.name != "posix":
+        return partial(stream.receive_some, RECEIVE_SIZE)
+    socket = stream.socket
+    fd = socket.fileno()
+
+    async def receive() -> bytes:
+        while True:
+            await trio.lowlevel.wait_readable(socket)
+            try:
+                return os.read(fd, RECEIVE_SIZE)
+            except BlockingIOError:
+                continue  # woken without data after all
+
+    return receive
 
 
 def _queue(outbox: Outbox, message: Message) -> bool:
