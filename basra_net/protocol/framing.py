@@ -44,9 +44,14 @@ _SCALAR_TYPES = (type(None), bool, int, str, bytes)
 _MSGPACK_ERRORS = (msgpack.UnpackException, ValueError, TypeError, OverflowError)
 
 
+# One packer for every frame: packb would make a new one each time.  pack() runs
+# in C without releasing the GIL, so sharing it is safe.
+_PACKER = msgpack.Packer(use_bin_type=True)
+
+
 def encode_frame(message: dict[str, Any]) -> bytes:
     """Pack one message as a frame. Raises ValueError if the body exceeds MAX_FRAME."""
-    body = msgpack.packb(message, use_bin_type=True)
+    body = _PACKER.pack(message)
     if len(body) > MAX_FRAME:
         raise ValueError(f"message body is {len(body)} bytes, limit is {MAX_FRAME}")
     return _HEADER.pack(len(body)) + body
