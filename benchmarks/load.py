@@ -695,6 +695,76 @@ def measure_host(tables: int, mode: str, tls: bool, args: argparse.Namespace) ->
     return result
 
 
+async def storm_seat(port: int, transport: Transport, name: str, index: int, source: int, waits: list[float],
+                     failures: list[str], all_in: trio.Event) -> None:
+    """One seat of the storm: connect, say hello, and time until its welcome; hold the seat until all are in."""
+    opened = time.perf_counter()
+    try:
+        stream = await transport.connect(port, source)
+    except (OSError, trio.BrokenResourceError) as err:
+        failures.append(f"connect: {err!r}")
+        return
+    try:
+        hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{name}-{index}", nonce=os.urandom(32), table=name)
+        await stream.send_all(encode_frame(to_wire(hello)))
+        buffer = bytearray()
+        while True:
+            data = await stream.receive_some(RECEIVE_SIZE)
+            if not data:
+                failures.append("closed before welcome")
+                return
+            buffer += data
+            kinds = [message["type"] for message in frames_in(buffer)]
+            if "welcome" in kinds:
+                waits.append(time.perf_counter() - opened)
+                break
+            if "error" in kinds:
+                failures.append("refused")
+                return
+        await all_in.wait()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+        failures.append(f"connection: {err!r}")
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+async def drive_storm(port: int, transport: Transport, tables: int, waits: list[float], failures: list[str]) -> None:
+    all_in = trio.Event()
+    with trio.move_on_after(60):
+        async with trio.open_nursery() as nursery:
+            for i in range(tables):
+                for seat in (0, 1):
+                    nursery.start_soon(storm_seat, port, transport, f"t{i + 1}", seat, 2 * i + seat, waits, failures, all_in)
+            while len(waits) + len(failures) < 2 * tables:
+                await trio.sleep(0.01)
+            all_in.set()
+
+
+def measure_storm(tables: int, tls: bool, args: argparse.Namespace) -> None:
+    """Every seat of K tables connects at once to an idle host: how long until each is welcomed."""
+    transport = Transport(tls, not args.one_address)
+    waits: list[float] = []
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
+        server = start_host(tables, args.target, home, tls)
+        try:
+            idle_rss(server.pid)
+            cpu0 = cpu_seconds(server.pid)
+            trio.run(drive_storm, server.port, transport, tables, waits, failures)
+            cpu = cpu_seconds(server.pid) - cpu0
+        finally:
+            server.stop()
+    waits.sort()
+    line = f"storm K={tables} {'TLS' if tls else 'plain'}: {len(waits)} of {2 * tables} seats welcomed"
+    if waits:
+        line += (f"; connect to welcome p50 {waits[len(waits) // 2] * 1000:.1f} ms,"
+                 f" p99 {waits[min(len(waits) - 1, int(len(waits) * 0.99))] * 1000:.1f} ms,"
+                 f" max {waits[-1] * 1000:.1f} ms; host CPU {cpu * 1000:.0f} ms")
+    if failures:
+        line += "; not welcomed: " + ", ".join(f"{why} {failures.count(why)}" for why in sorted(set(failures)))
+    print(line, flush=True)
+
+
 def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, frames: list[bytes]) -> Result:
     interval = 1.0 / args.rate if mode == "paced" else 0.0
     result = Result("relay", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
@@ -790,6 +860,9 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
     parser.add_argument("--retry-pause", type=float, default=20.0,
                         help="with --max-other: seconds to wait before measuring again (default 20)")
     parser.add_argument("--no-relay", action="store_true", help="skip the relay floor")
+    parser.add_argument("--storm", type=int, default=None, metavar="K",
+                        help="instead of the load: a reconnect storm, every seat of K tables connecting at once to an"
+                             " idle host; prints how many were welcomed and connect-to-welcome percentiles")
     parser.add_argument("--profile-host", metavar="DIR",
                         help="run the host under cProfile and write its statistics to DIR/host-K-MODE-LINK.prof"
                              " (profiling slows the host: its figures are then not comparable)")
@@ -821,6 +894,11 @@ def main() -> int:
         print(f"warning: {need} descriptors needed, limit is {limit}", file=sys.stderr)
     frames = sample_played_frames()
     sizes = sorted(len(f) for f in frames)
+    if args.storm is not None:
+        for tls in transports:
+            print(f"[storm K={args.storm} {'TLS' if tls else 'plain'}; CPU check: {cpu_check():,.0f} engine plays/s]")
+            measure_storm(args.storm, tls, args)
+        return 0
     print(f"relay frames: {len(frames)} real `played` frames, {sizes[0]}..{sizes[-1]} bytes,"
           f" median {sizes[len(sizes) // 2]}")
     print()
