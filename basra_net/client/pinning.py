@@ -99,10 +99,11 @@ class KnownHosts:
         self._save(pins)
         return True
 
-    def forget(self, address: str) -> bool:
+    def forget(self, address: str) -> bytes | None:
+        """The key that was pinned for the address, now forgotten; None when there was none."""
         pins = self._load()
         if address not in pins:
-            return False
-        del pins[address]
+            return None
+        key = pins.pop(address)
         self._save(pins)
-        return True
+        return bytes.fromhex(key)

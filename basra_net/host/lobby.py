@@ -1,8 +1,9 @@
 """Many tables in one host process (`basra serve`): where each joining player sits.
 
 A player who names a table sits there (the table opens if there is room for
-another); anyone else takes the first open seat of a table that has not
-started, or opens a new table.  Each table runs in its own task with its own
+another), and a named table is kept for players who name it; anyone else
+takes the first open seat of an unnamed table that has not started, or
+opens a new one.  Each table runs in its own task with its own
 deals, commitments and transcript; a table that fails is logged and closed
 without touching the others.
 
@@ -44,9 +45,10 @@ class Lobby:
         self._grace = grace
         self._log = log
         self.tables: dict[str, Table] = {}  # open tables by name, in opening order
+        self._named: set[str] = set()  # tables opened by a player naming them: reserved for those who name them
         # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.
         self._closing: set[Table] = set()
-        # Tables that may have an open seat, oldest first; one found full or started is dropped when met.
+        # Unnamed tables that may have an open seat, oldest first; one found full or started is dropped when met.
         self._with_room: dict[Table, None] = {}
         self._by_token: dict[bytes, Table] = {}
         self._by_nonce: dict[bytes, Table] = {}
@@ -59,6 +61,11 @@ class Lobby:
         else:
             table = self._table_with_room() or self._open(None)
         return None if table is None else table.seat_for(hello, reserved)
+
+    def full_reason(self, hello: Hello) -> str:
+        if hello.table is not None and hello.table in self.tables:
+            return f"table {hello.table!r} is full: both of its seats are taken"
+        return f"this server is full: all {self.max_tables} tables are in play; try again when a match ends"
 
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None:
         if token is not None:
@@ -84,13 +91,14 @@ class Lobby:
         for index, key in ((self._by_token, token), (self._by_nonce, nonce)):
             if index.get(key) is table:
                 del index[key]
-        if table.open_seats and not table.started:
+        if table.open_seats and not table.started and table.name not in self._named:
             self._with_room[table] = None
 
     def _match_over(self, name: str, table: Table) -> None:
         """The name is free for the next pair; the table stays reachable by its seats' tokens until it closes."""
         if self.tables.get(name) is table:
             del self.tables[name]
+            self._named.discard(name)
             self._release_number(name)
         self._with_room.pop(table, None)
         self._closing.add(table)
@@ -106,6 +114,8 @@ class Lobby:
             while str(self._next_number) in self.tables:
                 self._next_number += 1
             name = str(self._next_number)
+        else:
+            self._named.add(name)
         table = Table(
             scoring=self._scoring,
             target=self._target,
@@ -120,7 +130,8 @@ class Lobby:
         table.on_seat_change = lambda token, nonce, held, table=table: self._seat_changed(table, token, nonce, held)
         table.on_match_over = lambda name=name, table=table: self._match_over(name, table)
         self.tables[name] = table
-        self._with_room[table] = None
+        if name not in self._named:
+            self._with_room[table] = None
         self._nursery.start_soon(self._run, name, table)
         return table
 
