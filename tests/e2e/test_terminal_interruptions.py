@@ -39,6 +39,13 @@ def finish(process: subprocess.Popen) -> tuple[int, str]:
     return process.returncode, out
 
 
+def stopped(process: subprocess.Popen) -> None:
+    """A test that failed early leaves no seat running."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
 def ended(terminal: Terminal) -> tuple[int, str]:
     """The command's exit status and the shell's screen once it has exited."""
     final = terminal.wait_for(EXIT_MARK, timeout=DEADLINE)
@@ -86,9 +93,10 @@ def test_q_at_the_joining_players_own_turn_leaves_and_the_host_is_told(basra_env
         join.wait_for("YOUR TURN")
         leave_with_q(join)
         join_code, join_out = ended(join)
+        host_code, host_out = finish(host)
     finally:
         join.close()
-        host_code, host_out = finish(host)
+        stopped(host)
     assert join_code == 130 and "basra join: you left the match" in join_out, join_out
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
     verified(basra_env, host_file, guest_file)
@@ -98,13 +106,14 @@ def test_ctrl_c_at_the_game_end_screen_leaves_and_the_host_is_told(basra_env, tm
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
     join = Terminal(join_args, terminal_env(basra_env), tmp_path)
     try:
-        result = play_until(join, "Enter: next game")
+        result = play_until(join, "Enter: next game", timeout=90)
         assert "Game 1 " in result and "MATCH OVER" not in result, result
         join.keys("C-c")
         join_code, join_out = ended(join)
+        host_code, host_out = finish(host)
     finally:
         join.close()
-        host_code, host_out = finish(host)
+        stopped(host)
     assert join_code == 130 and "basra join: you left the match" in join_out, join_out
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
     verified(basra_env, host_file, guest_file)
@@ -122,9 +131,10 @@ def test_a_join_killed_at_its_own_turn_is_run_again_and_asks_for_the_same_move(b
         asked_again = request_on_screen(join.wait_for("YOUR TURN"))
         assert asked_again == asked, (asked, asked_again)
         [final] = play_out(join)
+        host_code, host_out = finish(host)
     finally:
         join.close()
-        host_code, host_out = finish(host)
+        stopped(host)
     assert "EXITED WITH 0" in final and "basra join: the match is over" in final, final
     assert host_code == 0 and "Guest resumed seat 1" in host_out, host_out
     verified(basra_env, host_file, guest_file)
@@ -142,10 +152,11 @@ def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tm
         host.wait_for("YOUR TURN")
         leave_with_q(host)
         host_code, host_out = ended(host)
+        join_code, join_out = finish(join)
     finally:
         host.close()
         if join is not None:
-            join_code, join_out = finish(join)
+            stopped(join)
     assert host_code == 130 and "basra host: you left the match" in host_out, host_out
     assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
     verified(basra_env, host_file, guest_file)
