@@ -1,29 +1,27 @@
-"""The terminal cells of README's table of interruptions: a person at `basra join` or `basra host` in a pseudo-terminal.
+"""The terminal cells of README's table of interruptions: a person at `basra join` or `basra host` in a real terminal.
 
-The other side is a headless seat (`--auto greedy`).  Each cell ends with
-both exit statuses and one-line reasons README gives, both transcripts
-verifying, and no traceback in any output.
+The person's side runs in a tmux pane on the full-screen interface and is
+read as the screen shows it; the other side is a headless seat (`--auto
+greedy`).  Each cell ends with both exit statuses and one-line reasons
+README gives, both transcripts verifying, and no traceback in any output
+or on any screen.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-import pexpect
-
 from .processes import basra_command, free_port, wait_for_line
+from .terminals import EXIT_MARK, Terminal, needs_tmux, play_out, play_until, take_turn, terminal_env
 
-PROMPT = re.compile(r"Your move \(1(-\d)?\): |Take which \(a-[a-z]+, Enter to go back\): |Next game \(Enter\): ")
+pytestmark = needs_tmux
 DEADLINE = 30
-
-
-def spawn(env, *args: str) -> pexpect.spawn:
-    command = basra_command(*args)
-    return pexpect.spawn(command[0], command[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=DEADLINE)
+CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")
 
 
 def headless(env, *args: str) -> subprocess.Popen:
@@ -41,21 +39,35 @@ def finish(process: subprocess.Popen) -> tuple[int, str]:
     return process.returncode, out
 
 
-def ended(child: pexpect.spawn) -> tuple[int, str]:
-    child.expect(pexpect.EOF)
-    child.close()
-    assert "Traceback" not in child.before, child.before
-    return child.exitstatus, child.before
+def stopped(process: subprocess.Popen) -> None:
+    """A test that failed early leaves no seat running."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
 
 
-def answer_until(child: pexpect.spawn, wanted: str) -> None:
-    """Answer every prompt (the first card, the first capture, Enter) until the prompt ``wanted`` shows."""
-    for _ in range(200):
-        child.expect(PROMPT)
-        if child.after.startswith(wanted):
-            return
-        child.sendline("" if child.after.startswith("Next") else "a" if child.after.startswith("Take") else "1")
-    raise AssertionError(f"no {wanted!r} prompt")
+def ended(terminal: Terminal) -> tuple[int, str]:
+    """The command's exit status and the shell's screen once it has exited."""
+    final = terminal.wait_for(EXIT_MARK, timeout=DEADLINE)
+    terminal.no_traceback()
+    return int(final.split(EXIT_MARK)[1].split()[0]), final
+
+
+def leave_with_q(terminal: Terminal) -> None:
+    """q, which asks first, then y."""
+    terminal.keys("q")
+    terminal.wait_for("Leave the match?")
+    terminal.keys("y")
+
+
+def request_on_screen(screen: str) -> tuple[str, list[str], list[str]]:
+    """The game and hand, the table's cards and the player's hand, as the screen shows an open turn."""
+    lines = screen.splitlines()
+    table = next(i for i, line in enumerate(lines) if line.startswith(" Table ("))
+    hand = next(i for i, line in enumerate(lines) if line.startswith(" Your hand"))
+    heading = re.search(r"game \d+, hand \d/6", lines[0])
+    assert heading, screen
+    return heading.group(0), CARD.findall("\n".join(lines[table + 1 : hand])), CARD.findall("\n".join(lines[hand + 1 : hand + 4]))
 
 
 def verified(env, *paths: Path) -> None:
@@ -70,62 +82,60 @@ def host_and_join(basra_env, tmp_path, target: str):
     host = headless(basra_env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "20",
                     "--target", target, "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
-    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--transcript", str(guest_file))
+    join_args = ["join", f"127.0.0.1:{port}", "--plain", "--transcript", str(guest_file)]
     return host, join_args, host_file, guest_file
 
 
 def test_q_at_the_joining_players_own_turn_leaves_and_the_host_is_told(basra_env, tmp_path):
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "101")
-    join = spawn(basra_env, *join_args)
+    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
     try:
-        answer_until(join, "Your move")
-        join.sendline("q")
+        join.wait_for("YOUR TURN")
+        leave_with_q(join)
         join_code, join_out = ended(join)
+        host_code, host_out = finish(host)
     finally:
-        join.close(force=True)
-    host_code, host_out = finish(host)
-    assert join_code == 130 and "basra join: the player quit" in join_out, join_out
+        join.close()
+        stopped(host)
+    assert join_code == 130 and "basra join: you left the match" in join_out, join_out
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
     verified(basra_env, host_file, guest_file)
 
 
 def test_ctrl_c_at_the_game_end_screen_leaves_and_the_host_is_told(basra_env, tmp_path):
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
-    join = spawn(basra_env, *join_args)
+    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
     try:
-        answer_until(join, "Next game")
-        join.sendintr()
+        result = play_until(join, "Enter: next game", timeout=90)
+        assert "Game 1 " in result and "MATCH OVER" not in result, result
+        join.keys("C-c")
         join_code, join_out = ended(join)
+        host_code, host_out = finish(host)
     finally:
-        join.close(force=True)
-    host_code, host_out = finish(host)
+        join.close()
+        stopped(host)
     assert join_code == 130 and "basra join: you left the match" in join_out, join_out
-    assert host_code == 1 and "Guest left the match" in host_out, host_out
+    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
     verified(basra_env, host_file, guest_file)
 
 
 def test_a_join_killed_at_its_own_turn_is_run_again_and_asks_for_the_same_move(basra_env, tmp_path):
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "1")
-    first = spawn(basra_env, *join_args)
+    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
     try:
-        answer_until(first, "Your move")
-        first.kill(signal.SIGKILL)
+        take_turn(join)  # one request answered, so the one asked again cannot be the first by chance
+        asked = request_on_screen(join.wait_for("YOUR TURN"))
+        os.kill(join.pid(), signal.SIGKILL)
+        assert "EXITED WITH 137" in join.wait_for(EXIT_MARK, timeout=DEADLINE)
+        join.run(join_args, tmp_path)
+        asked_again = request_on_screen(join.wait_for("YOUR TURN"))
+        assert asked_again == asked, (asked, asked_again)
+        [final] = play_out(join)
+        host_code, host_out = finish(host)
     finally:
-        first.close(force=True)
-    again = spawn(basra_env, *join_args)
-    try:
-        answer_until(again, "Your move")  # the open request, asked again
-        again.sendline("1")
-        found = 0
-        while found == 0:
-            found = again.expect([PROMPT, "basra join: the match is over"])
-            if found == 0:
-                again.sendline("" if again.after.startswith("Next") else "a" if again.after.startswith("Take") else "1")
-        join_code, join_out = ended(again)
-    finally:
-        again.close(force=True)
-    host_code, host_out = finish(host)
-    assert join_code == 0, join_out
+        join.close()
+        stopped(host)
+    assert "EXITED WITH 0" in final and "basra join: the match is over" in final, final
     assert host_code == 0 and "Guest resumed seat 1" in host_out, host_out
     verified(basra_env, host_file, guest_file)
 
@@ -133,28 +143,32 @@ def test_a_join_killed_at_its_own_turn_is_run_again_and_asks_for_the_same_move(b
 def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = spawn(basra_env, "host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--transcript", str(host_file))
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--transcript", str(host_file)],
+                    terminal_env(basra_env), tmp_path)
+    join = None
     try:
-        host.expect("Waiting for the second player")
+        host.wait_for("Waiting for the other player to sit down")
         join = headless(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
-        answer_until(host, "Your move")
-        host.sendline("q")
+        host.wait_for("YOUR TURN")
+        leave_with_q(host)
         host_code, host_out = ended(host)
+        join_code, join_out = finish(join)
     finally:
-        host.close(force=True)
-    join_code, join_out = finish(join)
+        host.close()
+        if join is not None:
+            stopped(join)
     assert host_code == 130 and "basra host: you left the match" in host_out, host_out
     assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
     verified(basra_env, host_file, guest_file)
 
 
 def test_ctrl_c_on_the_host_waiting_for_the_guest_ends_cleanly(basra_env, tmp_path):
-    host = spawn(basra_env, "host", "--open", "--plain", "--bind", "127.0.0.1", "--port", str(free_port()))
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", str(free_port())], terminal_env(basra_env), tmp_path)
     try:
-        host.expect("Waiting for the second player")
+        host.wait_for("Waiting for the other player to sit down")
         time.sleep(0.3)
-        host.sendintr()
+        host.keys("C-c")
         code, out = ended(host)
     finally:
-        host.close(force=True)
+        host.close()
     assert code == 130 and "basra host: you left the match" in out, out
