@@ -46,6 +46,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    kind_of,
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
@@ -156,8 +157,7 @@ class ClientSession:
         # The reader task answers pings while the player thinks: one sender at a time.
         async with self._send_lock:
             data = self.connection.send(message)
-            if not isinstance(message, (Ping, Pong)):
-                self._record(GUEST, message)
+            self._record(GUEST, message)
             try:
                 await self.stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -172,6 +172,8 @@ class ClientSession:
         return self._reconnect is not None and connection.hello_sent and not connection.over
 
     def _record(self, sender: str, message: Message) -> None:
+        if not kind_of(message).recorded:
+            return
         if self.state.seat == 1 and self._transcript is not None:
             self._transcript.record(sender, message)
         elif self.state.seat is None:

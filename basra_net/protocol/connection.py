@@ -21,9 +21,8 @@ from .errors import (
 )
 from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
 from .messages import (
-    STREAM_TYPES,
-    Away,
-    Back,
+    CLIENT,
+    HOST,
     Commit,
     Deal,
     Error,
@@ -33,17 +32,18 @@ from .messages import (
     MatchEnd,
     MatchStart,
     Message,
+    Phase,
     Play,
-    Ping,
     Played,
-    Pong,
     Reveal,
     Seed,
     Welcome,
     YourTurn,
     from_wire,
+    kind_of,
     to_wire,
 )
+
 
 class LocalProtocolError(Exception):
     """This side tried to send something the protocol does not allow here: a bug."""
@@ -173,17 +173,20 @@ class HostConnection(_Connection):
         self.awaiting_seed, self.seed_taken = awaiting_seed, seed_taken
 
     def _check_incoming(self, message: Message) -> bool | None:
-        if isinstance(message, (Error, Leave)) and self.hello is not None:
-            return True
-        if isinstance(message, (Ping, Pong)) and self.seated:
-            return True
+        kind = kind_of(message)
         if self.hello is None:
-            if not isinstance(message, Hello):
+            if kind.phase is not Phase.FIRST:
                 raise _unexpected(message, "cannot come before 'hello'")
             self.hello = message
             return True
+        if CLIENT not in kind.sent_by or kind.phase is Phase.FIRST:
+            raise _unexpected(message, "is not something a client sends here")
+        if kind.phase is Phase.ANY:
+            return True
         if not self.seated:
             raise _unexpected(message, "cannot come before 'welcome'")
+        if kind.phase is Phase.SEATED:
+            return True
         if isinstance(message, Seed):
             if message == self.seed_taken:
                 return False
@@ -202,28 +205,25 @@ class HostConnection(_Connection):
                 )
             self.open_request = None
             self.answered_request = message.request
-        else:
-            raise _unexpected(message, "is not something a client sends")
         return True
 
     def _check_outgoing(self, message: Message) -> None:
-        if isinstance(message, Welcome):
+        kind = kind_of(message)
+        if HOST not in kind.sent_by:
+            raise LocalProtocolError(f"the host does not send {message.TYPE}")
+        if kind.phase is Phase.ANSWER:
             if self.hello is None or self.seated:
                 raise LocalProtocolError("welcome goes once, after hello")
             self.seat = message.seat
             self._decoder.max_frame = MAX_FRAME
-        elif isinstance(message, (Error, Leave, MatchEnd)):
-            return
+        elif kind.phase is Phase.ANY or isinstance(message, MatchEnd):
+            return  # a match abandoned may end before a seat's welcome
         elif not self.seated:
             raise LocalProtocolError(f"{message.TYPE} before the seat is taken")
-        elif isinstance(message, (Ping, Pong, Away, Back)):
-            return
         elif isinstance(message, Commit):
             self.awaiting_seed = message.game
         elif isinstance(message, YourTurn):
             self.open_request = message.request
-        elif not isinstance(message, (MatchStart, Deal, Played, GameEnd, Reveal)):
-            raise LocalProtocolError(f"the host does not send {message.TYPE}")
 
 
 class ClientConnection(_Connection):
@@ -291,27 +291,30 @@ class ClientConnection(_Connection):
         self.replay_until = message.sent
 
     def _check_incoming(self, message: Message) -> bool | None:
-        if isinstance(message, (Error, Leave)):
+        kind = kind_of(message)
+        if HOST not in kind.sent_by:
+            raise _unexpected(message, "is not something a host sends")
+        if kind.phase is Phase.ANY:
             return True
         if not self.hello_sent:
             raise _unexpected(message, "cannot come before 'hello'")
         if self.resuming:
-            if not isinstance(message, Welcome):
+            if kind.phase is not Phase.ANSWER:
                 raise _unexpected(message, "cannot come before the welcome to a resume")
             self._check_resume_welcome(message)
             return True
         if self.welcome is None:
-            if not isinstance(message, Welcome):
+            if kind.phase is not Phase.ANSWER:
                 raise _unexpected(message, "cannot come before 'welcome'")
             if message.version not in self.offered_versions:
                 raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
             self.welcome = message
             self.replay_until = message.sent
             return True
-        if isinstance(message, (Ping, Pong, Away, Back)):
+        if kind.phase is Phase.SEATED:
             return True
-        if not isinstance(message, STREAM_TYPES):
-            raise _unexpected(message, "is not something a host sends")
+        if not kind.stream:
+            raise _unexpected(message, "came again")
         self._check_stream(message)
         self.received += 1
         return True
@@ -391,20 +394,20 @@ class ClientConnection(_Connection):
             self.closed = True
 
     def _check_outgoing(self, message: Message) -> None:
-        if isinstance(message, Hello):
+        kind = kind_of(message)
+        if CLIENT not in kind.sent_by:
+            raise LocalProtocolError(f"a client does not send {message.TYPE}")
+        if kind.phase is Phase.FIRST:
             if self.resuming:
                 if message.token != self.resume_token or message.received != self.received:
                     raise LocalProtocolError("a resume hello gives the token and the count received")
-                self.hello_sent = True
-                self.offered_versions = message.versions
-                return
-            if self.hello_sent:
+            elif self.hello_sent:
                 raise LocalProtocolError("hello goes once")
             self.hello_sent = True
             self.offered_versions = message.versions
-        elif isinstance(message, (Error, Leave)):
+        elif kind.phase is Phase.ANY:
             return
-        elif isinstance(message, (Ping, Pong)):
+        elif kind.phase is Phase.SEATED:
             if self.welcome is None:
                 raise LocalProtocolError(f"{message.TYPE} before welcome")
         elif isinstance(message, Seed):
@@ -417,5 +420,3 @@ class ClientConnection(_Connection):
                 raise LocalProtocolError("a play answers the open request")
             self.open_request = None
             self.unconfirmed_play = message
-        else:
-            raise LocalProtocolError(f"a client does not send {message.TYPE}")

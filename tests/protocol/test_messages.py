@@ -10,6 +10,7 @@ from basra_net.engine.cards import card_name, parse_card
 from basra_net.engine.events import Move
 from basra_net.engine.scoring import PRESETS, GameScore
 from basra_net.protocol.errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
+from basra_net.protocol import messages
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 from basra_net.protocol.text import is_name, is_printable
 from basra_net.protocol.messages import (
@@ -71,76 +72,43 @@ scores = st.builds(
 )
 moves = st.builds(Move, cards, card_tuples(52, sort=True), st.sampled_from(PLAY_KINDS))
 
-MESSAGE_STRATEGIES = {
-    Hello: st.builds(
-        Hello,
-        versions=st.lists(st.integers(1, 0xFFFF), min_size=1, max_size=16).map(tuple),
-        name=names,
-        nonce=binary(32),
-        table=st.none() | names,
-        code=st.none() | st.text(max_size=32).filter(is_printable),
-        token=st.none() | binary(16),
-        received=st.none() | st.integers(0, (1 << 31) - 1),
-    ).filter(lambda hello: (hello.token is None) == (hello.received is None)),
-    Welcome: st.builds(
-        Welcome,
-        version=st.integers(1, 0xFFFF),
-        seat=seats,
-        match_id=binary(16),
-        host_key=binary(32),
-        scoring=st.sampled_from(tuple(PRESETS)),
-        target=st.integers(1, 1_000_000),
-        token=binary(16),
-        sent=st.integers(0, (1 << 31) - 1),
-    ),
-    MatchStart: st.builds(MatchStart, names=st.tuples(names, names)),
-    Commit: st.builds(Commit, game=games, commitment=binary(32), signature=binary(64)),
-    Seed: st.builds(Seed, game=games, seed=binary(32)),
-    Deal: st.builds(
-        Deal,
-        game=games,
-        hand_no=st.integers(1, 6),
-        dealer=seats,
-        hand=card_tuples(4),
-        table=card_tuples(52),
-        stock_left=st.integers(0, 40),
-        moved=card_tuples(5),
-        turn=seats,
-    ),
-    YourTurn: st.builds(YourTurn, request=requests, moves=st.lists(moves, max_size=64).map(tuple)),
-    Play: st.builds(Play, request=requests, card=cards, captures=card_tuples(52, sort=True)),
-    Played: st.builds(
-        Played,
-        game=games,
-        seat=seats,
-        card=cards,
-        captures=card_tuples(52, sort=True),
-        kind=st.sampled_from(PLAY_KINDS),
-        table=card_tuples(52),
-        turn=st.none() | seats,
-    ),
-    GameEnd: st.builds(
-        GameEnd,
-        game=games,
-        last_taker=st.none() | seats,
-        rest=card_tuples(52),
-        scores=st.tuples(scores, scores),
-        totals=st.tuples(points, points),
-    ),
-    Reveal: st.builds(Reveal, game=games, seed=binary(32), signature=binary(64)),
-    MatchEnd: st.builds(
-        MatchEnd,
-        winner=st.none() | seats,
-        totals=st.tuples(points, points),
-        reason=st.sampled_from(MATCH_END_REASONS),
-    ),
-    Error: st.builds(Error, code=st.text(min_size=1, max_size=64).filter(is_printable), message=texts),
-    Leave: st.builds(Leave, reason=texts),
-    Away: st.builds(Away, seat=seats, grace=st.integers(0, 86_400)),
-    Back: st.builds(Back, seat=seats),
-    Ping: st.builds(Ping, id=requests),
-    Pong: st.builds(Pong, id=requests),
-}
+def strategy_for(field_type: messages.FieldType):
+    """Every valid value of a field, from the type the message catalogue gives it."""
+    match field_type:
+        case messages.Nullable(inner):
+            return st.none() | strategy_for(inner)
+        case messages.Int(lo, hi):
+            return st.integers(lo, hi)
+        case messages.Name():
+            return names
+        case messages.Text(max_len, allow_empty):
+            return st.text(min_size=0 if allow_empty else 1, max_size=max_len).filter(is_printable)
+        case messages.Choice(options):
+            return st.sampled_from(options)
+        case messages.Bin(length):
+            return binary(length)
+        case messages.CardField():
+            return cards
+        case messages.Cards(max_len, ordered):
+            return card_tuples(max_len, sort=not ordered)
+        case messages.Pair(inner):
+            return st.tuples(strategy_for(inner), strategy_for(inner))
+        case messages.Score(part):
+            return st.builds(GameScore, **{name: strategy_for(part) for name in messages.SCORE_FIELDS})
+        case messages.Moves(max_len):
+            return st.lists(moves, max_size=min(max_len, 64)).map(tuple)
+        case messages.Versions(max_len):
+            return st.lists(strategy_for(messages.VERSION), min_size=1, max_size=max_len).map(tuple)
+    raise AssertionError(f"no strategy for {field_type!r}: add one")
+
+
+def message_strategy(kind: messages.Kind):
+    built = st.builds(kind.message, **{attr: strategy_for(t) for _, attr, t in kind.fields})
+    together = [attr for wire_name, attr, _ in kind.fields if wire_name in kind.together]
+    return built.filter(lambda m: len({getattr(m, attr) is None for attr in together}) <= 1)
+
+
+MESSAGE_STRATEGIES = {kind.message: message_strategy(kind) for kind in messages.CATALOGUE}
 
 any_message = st.one_of(*MESSAGE_STRATEGIES.values())
 

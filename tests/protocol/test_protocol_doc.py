@@ -149,6 +149,24 @@ def test_every_message_type_has_a_catalogue_entry(cls):
     assert cls.TYPE in table_rows(section("6")), f"{cls.TYPE} is missing from the summary table"
 
 
+def test_the_summary_table_is_the_message_catalogue():
+    """Section 6.2 says of each message what basra_net.protocol.messages.CATALOGUE says, row by row."""
+    rows = table_rows(sections("###", section("6"))["6.2"][1])
+    yes = {True: "yes", False: "no"}
+    for kind in messages.CATALOGUE:
+        versions = ", ".join(map(str, sorted(kind.versions)))
+        expected = [f"`{kind.type}`", kind.direction, kind.when, yes[kind.stream], yes[kind.recorded], versions, kind.section]
+        assert rows.get(kind.type) == expected, f"6.2's row for {kind.type}"
+        assert f"### {kind.section} `{kind.type}`" in DOC
+
+
+@pytest.mark.parametrize("kind", messages.CATALOGUE, ids=lambda k: k.type)
+def test_every_field_in_the_catalogue_is_documented(kind):
+    documented = table_rows(catalogue_entry(kind.type))
+    for wire_name, _, _ in kind.fields:
+        assert wire_name in documented, f"{kind.type}.{wire_name} is not in section {kind.section}"
+
+
 def test_every_field_of_the_examples_is_in_the_catalogue():
     for frame in FRAMES:
         decoder = FrameDecoder()

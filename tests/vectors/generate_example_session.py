@@ -36,11 +36,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.engine.cards import card_name
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
-from basra_net.protocol import shuffle, transcript
+from basra_net.protocol import messages, shuffle, transcript
 from basra_net.protocol.connection import ClientConnection
 from basra_net.protocol.framing import decode_body, encode_frame
 from basra_net.protocol.messages import (
-    STREAM_TYPES,
     Away,
     Back,
     Commit,
@@ -174,6 +173,8 @@ class Session:
     host_seeds_used: int = 0
 
     def add(self, sender: str, message: Message, data: bytes, tag: str = "") -> None:
+        side = messages.HOST if sender == HOST else messages.CLIENT
+        assert side in messages.kind_of(message).sent_by, f"a {sender} does not send '{message.TYPE}'"
         self.frames.append(Frame(len(self.frames) + 1, sender, message, data, tag))
 
 
@@ -237,7 +238,7 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
     await send(Hello(script.versions, GUEST_NAME, script.client_nonce))
     while (received := await receive(reader, connection)) is not None:
         message, data = received
-        tag = "replayed" if isinstance(message, STREAM_TYPES) and connection.received <= connection.replay_until else ""
+        tag = "replayed" if messages.kind_of(message).stream and connection.received <= connection.replay_until else ""
         session.add(HOST, message, data, tag)
         if isinstance(message, Welcome):
             welcome = message
@@ -527,7 +528,7 @@ def stream_frames(session: Session, before: int) -> list[int]:
     return [
         f.number
         for f in session.frames[: before - 1]
-        if f.sender == HOST and isinstance(f.message, STREAM_TYPES)
+        if f.sender == HOST and messages.kind_of(f.message).stream
     ]
 
 
