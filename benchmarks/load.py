@@ -116,6 +116,8 @@ from basra_net.protocol.messages import (  # noqa: E402
     to_wire,
 )
 
+GUEST_KEY = bytes(range(1, 33))  # the identity key a version 2 hello gives
+
 # Protocol versions with liveness checks have a pong to answer the host's ping with.
 Pong = getattr(protocol_messages, "Pong", None)
 
@@ -443,7 +445,7 @@ class HostTable:
 async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run: Run, opened: float) -> str | None:
     """One connection, from hello to its close.  Returns why it was turned away before a seat, or None."""
     conn = ClientConnection()
-    hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{table.name}-{index}", nonce=os.urandom(32), table=table.name)
+    hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{table.name}-{index}", nonce=os.urandom(32), table=table.name, key=GUEST_KEY)
     await stream.send_all(conn.send(hello))
     in_match = False
     try:

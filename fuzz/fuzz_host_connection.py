@@ -84,6 +84,8 @@ from basra_net.protocol.messages import (
     MatchEnd,
     MatchStart,
     Message,
+    Pake,
+    PakeConfirm,
     Phase,
     Play,
     Played,
@@ -114,6 +116,7 @@ class Snapshot:
     """What the host's state machine holds for this seat."""
 
     hello: bool
+    awaiting_confirm: bool
     seat: int | None
     awaiting_seed: int | None
     open_request: int | None
@@ -122,7 +125,7 @@ class Snapshot:
     @classmethod
     def of(cls, connection: HostConnection) -> "Snapshot":
         return cls(
-            connection.hello is not None, connection.seat, connection.awaiting_seed,
+            connection.hello is not None, connection.awaiting_confirm, connection.seat, connection.awaiting_seed,
             connection.open_request, connection.closed,
         )
 
@@ -136,6 +139,8 @@ def expected_answer(state: Snapshot, message: Message) -> str | None:
         return UNEXPECTED
     if kind.phase is Phase.ANY:
         return None
+    if kind.phase is Phase.EXCHANGE:
+        return None if state.awaiting_confirm else UNEXPECTED
     if state.seat is None:
         return UNEXPECTED  # hello taken, welcome not sent yet
     if kind.phase is Phase.SEATED:
@@ -152,16 +157,20 @@ def expected_answer(state: Snapshot, message: Message) -> str | None:
 
 def after_accepting(state: Snapshot, message: Message) -> Snapshot:
     """The state an accepted message leads to."""
-    hello, seat, seed, request, closed = state.hello, state.seat, state.awaiting_seed, state.open_request, state.closed
+    hello, confirm, seat, seed, request, closed = (
+        state.hello, state.awaiting_confirm, state.seat, state.awaiting_seed, state.open_request, state.closed
+    )
     if isinstance(message, Hello):
         hello = True
+    elif isinstance(message, PakeConfirm):
+        confirm = False
     elif isinstance(message, Seed):
         seed = None
     elif isinstance(message, Play):
         request = None
     elif isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
         closed = True
-    return Snapshot(hello, seat, seed, request, closed)
+    return Snapshot(hello, confirm, seat, seed, request, closed)
 
 
 class Harness:
@@ -312,6 +321,10 @@ class Harness:
             return Away(fdp.ConsumeIntInRange(0, 1), 120)
         if cls is Back:
             return Back(fdp.ConsumeIntInRange(0, 1))
+        if cls is Pake:
+            return Pake(b"B" + self.blob(32), self.blob(32))
+        if cls is PakeConfirm:
+            return PakeConfirm(self.blob(32))
         raise AssertionError(f"the harness has no builder for '{cls.TYPE}': add one")
 
     def blob(self, size: int) -> bytes:

@@ -72,6 +72,24 @@ async def ask_join_code(reason: str) -> str | None:
     return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
 
+async def confirm_host_fingerprint(fingerprint: str) -> bool:
+    """Ask the person at the keyboard whether the host's screen shows this fingerprint."""
+
+    def ask() -> bool:
+        print(
+            "basra join: this host is new to you and no join code vouched for its key. Its fingerprint is\n"
+            f"    {fingerprint}\n"
+            "The host's screen shows its own fingerprint: if the two differ, someone is between you.",
+            flush=True,
+        )
+        try:
+            return input("Does the host's screen show the same fingerprint? [y/N] ").strip().lower() in ("y", "yes")
+        except EOFError:
+            return False
+
+    return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
+
+
 def forget_host(host: str, port: int) -> int:
     name = pin_name(host, port)
     pins = KnownHosts(data_dir() / KNOWN_HOSTS_FILE)
@@ -90,6 +108,8 @@ def run_join_command(host: str, port: int, args: argparse.Namespace, announced_f
         host, port, args.name, player, args.transcript,
         table=args.table, code=args.code, plain=args.plain, ask_code=ask_join_code if interactive else None,
         announced_fingerprint=announced_fingerprint,
+        confirm_key=confirm_host_fingerprint if interactive else None,
+        trust_new_key=args.trust_new_key or args.auto is not None,
     )
 
     async def main(stop: trio.Event) -> SessionResult:

@@ -11,15 +11,18 @@ from dataclasses import dataclass
 
 from .errors import (
     BAD_FRAME,
+    BAD_MESSAGE,
     BAD_RESUME,
     FATAL_CODES,
     NOT_YOUR_TURN,
     STALE_REQUEST,
     UNEXPECTED,
     UNSUPPORTED_VERSION,
+    WRONG_CODE,
     ProtocolError,
 )
 from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
+from .shuffle import is_weak_public_key
 from .messages import (
     CLIENT,
     HOST,
@@ -155,6 +158,9 @@ class HostConnection(_Connection):
         self._decoder.max_frame = MAX_FRAME_BEFORE_WELCOME  # a hello is all that may come before the welcome
         self._decoder.max_entries = MAX_CLIENT_FRAME_ENTRIES
         self.hello: Hello | None = None
+        self.version: int | None = None  # agreed once the hello is in (agree())
+        self.pake_sent = False  # version 2: the host's half of the code exchange went out
+        self.awaiting_confirm = False  # and the client's key confirmation has not come yet
         self.seat: int | None = None
         self.awaiting_seed: int | None = None  # the game whose commitment awaits the seed
         self.open_request: int | None = None
@@ -166,6 +172,18 @@ class HostConnection(_Connection):
     def seated(self) -> bool:
         return self.seat is not None
 
+
+    def agree(self, version: int) -> None:
+        """The version the host chose for this connection; the hello must suit it (section 14.7)."""
+        assert self.hello is not None and self.version is None
+        if version >= 2:
+            if self.hello.key is None:
+                raise ProtocolError(BAD_MESSAGE, "a version 2 'hello' gives the guest's identity key in 'key'")
+            if is_weak_public_key(self.hello.key):
+                raise ProtocolError(BAD_MESSAGE, "the 'key' of the hello is a weak key, under which signatures prove nothing")
+            if self.hello.code is not None:
+                raise ProtocolError(BAD_MESSAGE, "version 2 sends no 'code': the code never crosses the network (section 14.9)")
+        self.version = version
 
     def restore(self, *, open_request: int | None, answered_request: int | None, awaiting_seed: int | None, seed_taken: Seed | None) -> None:
         """Take over what the seat's earlier connection left open, before a resumed seat's replay."""
@@ -181,7 +199,14 @@ class HostConnection(_Connection):
             return True
         if CLIENT not in kind.sent_by or kind.phase is Phase.FIRST:
             raise _unexpected(message, "is not something a client sends here")
+        if self.version is not None and self.version not in kind.versions:
+            raise _unexpected(message, f"is not part of version {self.version}")
         if kind.phase is Phase.ANY:
+            return True
+        if kind.phase is Phase.EXCHANGE:
+            if not self.awaiting_confirm:
+                raise _unexpected(message, "answers no code exchange")
+            self.awaiting_confirm = False
             return True
         if not self.seated:
             raise _unexpected(message, "cannot come before 'welcome'")
@@ -211,9 +236,17 @@ class HostConnection(_Connection):
         kind = kind_of(message)
         if HOST not in kind.sent_by:
             raise LocalProtocolError(f"the host does not send {message.TYPE}")
-        if kind.phase is Phase.ANSWER:
+        if self.version is not None and self.version not in kind.versions:
+            raise LocalProtocolError(f"{message.TYPE} is not part of version {self.version}")
+        if kind.phase is Phase.EXCHANGE:
+            if self.hello is None or self.hello.pake is None or self.pake_sent or self.seated:
+                raise LocalProtocolError("pake answers a hello's pake, once")
+            self.pake_sent = self.awaiting_confirm = True
+        elif kind.phase is Phase.ANSWER:
             if self.hello is None or self.seated:
                 raise LocalProtocolError("welcome goes once, after hello")
+            if self.awaiting_confirm:
+                raise LocalProtocolError("welcome goes after the key confirmation")
             self.seat = message.seat
             self._decoder.max_frame = MAX_FRAME
         elif kind.phase is Phase.ANY or isinstance(message, MatchEnd):
@@ -233,6 +266,9 @@ class ClientConnection(_Connection):
         super().__init__()
         self.hello_sent = False
         self.offered_versions: tuple[int, ...] = ()
+        self.exchange_begun = False  # version 2: the hello began a code exchange
+        self.pake_taken = False  # the host's half of it arrived
+        self.confirm_sent = False
         self.welcome: Welcome | None = None
         self.match_started = False
         self.game = 0  # the game in progress or last ended
@@ -303,14 +339,24 @@ class ClientConnection(_Connection):
                 raise _unexpected(message, "cannot come before the welcome to a resume")
             self._check_resume_welcome(message)
             return True
+        if kind.phase is Phase.EXCHANGE:
+            if not self.exchange_begun or self.pake_taken or self.welcome is not None:
+                raise _unexpected(message, "answers no code exchange")
+            self.pake_taken = True
+            return True
         if self.welcome is None:
             if kind.phase is not Phase.ANSWER:
                 raise _unexpected(message, "cannot come before 'welcome'")
             if message.version not in self.offered_versions:
                 raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
+            if self.exchange_begun and not self.confirm_sent:
+                # A host that knows the code answers the exchange; seating without it proves nothing.
+                raise ProtocolError(WRONG_CODE, "the host seated this player without the code exchange its hello began")
             self.welcome = message
             self.replay_until = message.sent
             return True
+        if self.welcome.version not in kind.versions:
+            raise _unexpected(message, f"is not part of version {self.welcome.version}")
         if kind.phase is Phase.SEATED:
             return True
         if not kind.stream:
@@ -403,8 +449,14 @@ class ClientConnection(_Connection):
                     raise LocalProtocolError("a resume hello gives the token and the count received")
             elif self.hello_sent:
                 raise LocalProtocolError("hello goes once")
+            else:
+                self.exchange_begun = message.pake is not None
             self.hello_sent = True
             self.offered_versions = message.versions
+        elif kind.phase is Phase.EXCHANGE:
+            if not self.pake_taken or self.confirm_sent:
+                raise LocalProtocolError("pake_confirm answers the host's pake, once")
+            self.confirm_sent = True
         elif kind.phase is Phase.ANY:
             return
         elif kind.phase is Phase.SEATED:

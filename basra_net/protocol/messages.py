@@ -19,7 +19,7 @@ from ..engine.scoring import PRESETS, GameScore
 from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from .text import is_name, is_printable
 
-PROTOCOL_VERSIONS = (1,)  # the versions this package speaks, the preferred first
+PROTOCOL_VERSIONS = (2, 1)  # the versions this package speaks, the preferred first
 MAX_NAME = 32
 MAX_TEXT = 512
 # Four cards, each with every distinct largest capture.  Play reaches a dozen
@@ -255,6 +255,27 @@ class Hello(Message):
     code: str | None = None  # the table's join code, when it has one
     token: bytes | None = None  # resuming: the seat's resume token from its welcome
     received: int | None = None  # resuming: how many stream messages this seat has received
+    key: bytes | None = None  # version 2: the guest's identity key (section 14.2)
+    pake: bytes | None = None  # version 2: the first message of the code exchange (section 14.9)
+
+
+@dataclass(frozen=True)
+class Pake(Message):
+    """Host -> client, version 2: the host's half of the code exchange and its key confirmation."""
+
+    TYPE = "pake"
+
+    pake: bytes
+    confirm: bytes
+
+
+@dataclass(frozen=True)
+class PakeConfirm(Message):
+    """Client -> host, version 2: the client's key confirmation; the welcome follows only if it holds."""
+
+    TYPE = "pake_confirm"
+
+    confirm: bytes
 
 
 @dataclass(frozen=True)
@@ -461,7 +482,8 @@ class Phase(Enum):
     """When the receiving side allows a message: its words in PROTOCOL.md section 7."""
 
     FIRST = "the first frame of a connection"
-    ANSWER = "the answer to the first frame"
+    EXCHANGE = "between hello and welcome, in the code exchange"
+    ANSWER = "the answer that seats the connection"
     ANY = "at any time once the hello is in"
     SEATED = "at any time once the seat is taken"
     MATCH = "where the match allows it"
@@ -481,7 +503,7 @@ class Kind:
     stream: bool = False  # numbered, kept and replayed for each seat (5.8)
     hashed: bool = False  # in the running hash of a channel (14.4)
     recorded: bool = True  # kept in a transcript (11.3), but for what a resume sends again
-    versions: frozenset[int] = frozenset({1})
+    versions: frozenset[int] = frozenset({1, 2})
     optional: tuple[str, ...] = ()  # wire fields a sender may leave out; absent means None
     together: tuple[str, ...] = ()  # wire fields that come together or not at all
 
@@ -512,9 +534,11 @@ CATALOGUE: tuple[Kind, ...] = (
             ("code", "code", Nullable(Text(MAX_NAME))),
             ("token", "token", Nullable(Bin(16))),
             ("received", "received", Nullable(Int(0, MAX_STREAM))),
+            ("key", "key", Nullable(Bin(32))),
+            ("pake", "pake", Nullable(Bin(33))),
         ),
         _CLIENTS, "client → host", "first frame of a connection", "6.3", Phase.FIRST,
-        optional=("table", "code", "token", "received"),
+        optional=("table", "code", "token", "received", "key", "pake"),
         together=("token", "received"),
     ),
     Kind(
@@ -620,6 +644,16 @@ CATALOGUE: tuple[Kind, ...] = (
     ),
     Kind(Ping, (("id", "id", REQUEST),), _EITHER, "either way", "after a silence, once seated", "6.17", Phase.SEATED, recorded=False),
     Kind(Pong, (("id", "id", REQUEST),), _EITHER, "either way", "answer to `ping`", "6.18", Phase.SEATED, recorded=False),
+    Kind(
+        Pake, (("pake", "pake", Bin(33)), ("confirm", "confirm", Bin(32))),
+        _HOSTS, "host → client", "answer to a `hello` with `pake`", "6.21", Phase.EXCHANGE,
+        recorded=False, versions=frozenset({2}),
+    ),
+    Kind(
+        PakeConfirm, (("confirm", "confirm", Bin(32)),),
+        _CLIENTS, "client → host", "answer to `pake`", "6.22", Phase.EXCHANGE,
+        recorded=False, versions=frozenset({2}),
+    ),
 )
 
 KINDS: dict[type[Message], Kind] = {kind.message: kind for kind in CATALOGUE}

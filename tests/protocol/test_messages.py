@@ -30,6 +30,8 @@ from basra_net.protocol.messages import (
     Leave,
     Ping,
     Pong,
+    Pake,
+    PakeConfirm,
     MatchEnd,
     MatchStart,
     Message,
@@ -168,7 +170,10 @@ def test_captures_arrive_sorted_whatever_order_the_sender_used():
 C = parse_card
 SCORE = GameScore(cards=30, most_cards=30, basras=1, jack_basras=0, basra_points=10, card_bonus=0, total=40)
 SAMPLES: dict[type[Message], Message] = {
-    Hello: Hello(versions=(1,), name="Samira", nonce=bytes(range(32)), table="main", token=bytes(range(16)), received=7),
+    Hello: Hello(
+        versions=(2, 1), name="Samira", nonce=bytes(range(32)), table="main", token=bytes(range(16)), received=7,
+        key=bytes(range(1, 33)), pake=b"A" + bytes(32),
+    ),
     Welcome: Welcome(version=1, seat=1, match_id=bytes(16), host_key=bytes(32), scoring="egyptian", target=101, token=bytes(range(16)), sent=0),
     MatchStart: MatchStart(names=("Hoda", "Omar")),
     Commit: Commit(game=1, commitment=bytes(32), signature=bytes(64)),
@@ -192,11 +197,13 @@ SAMPLES: dict[type[Message], Message] = {
     Back: Back(seat=0),
     Ping: Ping(id=1),
     Pong: Pong(id=1),
+    Pake: Pake(pake=b"B" + bytes(32), confirm=bytes(32)),
+    PakeConfirm: PakeConfirm(confirm=bytes(32)),
 }
 
 # Fields whose value may be nil on the wire.
 # Fields a sender may leave out altogether.
-ABSENT_ALLOWED = {("hello", "table"), ("hello", "code"), ("hello", "token"), ("hello", "received")}
+ABSENT_ALLOWED = {("hello", f) for f in ("table", "code", "token", "received", "key", "pake")}
 OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner")} | ABSENT_ALLOWED
 
 # One value of each wire type; a field must refuse every one whose type differs from its own.

@@ -139,7 +139,7 @@ SCRIPTS = (
         client_nonce=counting(0x50),
         host_seeds=(),
         client_seeds=(),
-        versions=(2,),
+        versions=(3,),
     ),
     Script(
         name="guest-resumes",
