@@ -9,10 +9,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import __version__
+from .client.address import DEFAULT_PORT
+
 EXIT_USAGE = 2
-# Copies of client.join.DEFAULT_PORT and client.players.BOT_LEVELS / DEFAULT_BOT, which import
-# trio and are too heavy to load for --help; tests/test_cli.py keeps them in step.
-DEFAULT_PORT = 5252
+EXIT_CRASH = 1
+EXIT_INTERRUPTED = 130  # a copy of client.session.EXIT_LEFT: Ctrl-C, as shells report an interrupt
+# Copies of client.players.BOT_LEVELS / DEFAULT_BOT, which import trio and are too heavy to load
+# for --help; tests/test_cli.py keeps them in step.
 BOT_LEVELS = ("search", "greedy", "random")
 DEFAULT_BOT = "search"
 GRACE = 120.0  # a copy of host.table.GRACE
@@ -68,14 +72,22 @@ def _strong_code(text: str) -> str:
     return code
 
 
+def _examples(*lines: str) -> str:
+    return "example" + ("s" if len(lines) > 1 else "") + ":\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="basra",
         description="Egyptian Basra for two players over a LAN, with a deal neither player can fake.",
+        epilog="examples:\n  basra host            (then, on the other machine, the command it prints)\n"
+        "  basra host --bot      (play the built-in bot)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    host = commands.add_parser("host", help="open a table and play seat 0", description="Open a table and wait for the second player.")
+    host = commands.add_parser("host", help="open a table and play seat 0", description="Open a table and wait for the second player.", epilog=_examples("basra host                      open a table; the screen shows what the other player types", "basra host --bot greedy --target 51   a short match against the bot"), formatter_class=argparse.RawDescriptionHelpFormatter)
     host.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
     host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     host.add_argument("--name", type=_name, default="Host", help="your name at the table")
@@ -96,7 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="continue the match a crash cut off, from its journal (default: the latest)")
     host.add_argument("--no-announce", action="store_true", help="do not announce the table on the LAN (`basra join` must be given the address)")
 
-    join = commands.add_parser("join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.")
+    join = commands.add_parser(
+        "join", help="take the second seat at a host's table", description="Join a table opened with `basra host`.",
+        epilog=_examples(
+            "basra join                                 find the tables announced on the LAN",
+            "basra join 192.168.1.20 --code K7M-2QX",
+            "basra join myhost.local:6000 --table friday   at a table of `basra serve`",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     join.add_argument("address", nargs="?", metavar="HOST[:PORT]",
                       help=f"the host's address (port {DEFAULT_PORT} unless given; without it, the tables announced on the LAN are looked for)")
     join.add_argument("--name", type=_name, default="Guest", help="your name at the table")
@@ -110,8 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve", help="run many tables at once, both seats remote",
-        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.",
-    )
+        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.", epilog=_examples("basra serve --tables 20 --code club-night",), formatter_class=argparse.RawDescriptionHelpFormatter)
     serve.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--tables", type=_positive, default=10, metavar="N", help="tables open at once at most (default 10)")
@@ -126,25 +145,31 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-announce", action="store_true", help="do not announce the server on the LAN")
 
     listing = commands.add_parser(
-        "list", help="list the tables announced on the LAN", description="Look for the tables announced on the LAN for about two seconds, print them and exit."
+        "list", help="list the tables announced on the LAN", description="Look for the tables announced on the LAN for about two seconds, print them and exit.",
+        epilog=_examples("basra list", "basra list --json"), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     listing.add_argument("--json", action="store_true", help="print a JSON array, for scripts")
 
     forget = commands.add_parser(
-        "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed."
-    )
+        "forget", help="forget a host's pinned key", description="Forget the key pinned for a host, after it really changed.", epilog=_examples("basra forget 192.168.1.20",), formatter_class=argparse.RawDescriptionHelpFormatter)
     forget.add_argument("address", metavar="HOST[:PORT]")
 
     conformance = commands.add_parser(
         "conformance", help="check another implementation against PROTOCOL.md, case by case",
         description="Check another implementation of the client or the host against PROTOCOL.md, case by case, "
         "printing PASS or FAIL and the section each case tests. Exit status 0 when no case fails.",
+        epilog=_examples(
+            "basra conformance client --port 0 --exec 'python examples/minimal_client.py 127.0.0.1 {port}'",
+            "basra conformance host 127.0.0.1:5252 --code K7M-2QX",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sides = conformance.add_subparsers(dest="side", required=True, metavar="SIDE")
     as_host = sides.add_parser(
         "client", help="run a scripted host for a client to join",
-        description="Run a host that puts the client joining it through scripted cases. "
-        "Example: basra conformance client --plain --exec 'python examples/minimal_client.py --plain 127.0.0.1 {port}'",
+        description="Run a host that puts the client joining it through scripted cases.",
+        epilog=_examples("basra conformance client --plain --exec 'python examples/minimal_client.py --plain 127.0.0.1 {port}'"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     as_host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     as_host.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
@@ -155,20 +180,49 @@ def build_parser() -> argparse.ArgumentParser:
     as_client = sides.add_parser(
         "host", help="check a host, playing a client against it",
         description="Play a client against a host: refusals, limits, out-of-turn, stale and illegal plays, resume, "
-        "and a whole match verified. Example: basra conformance host 127.0.0.1:5252 --plain",
+        "and a whole match verified.",
+        epilog=_examples("basra conformance host 127.0.0.1:5252 --plain"), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     as_client.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
     as_client.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
     as_client.add_argument("--code", type=_code, metavar="CODE", help="the host's join code, to check its refusals and lockout")
 
-    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.")
+    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)",), formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("file", type=Path, metavar="FILE")
     verify.add_argument("--verbose", "-v", action="store_true", help="print the intermediate values of every shuffle")
+    replay = commands.add_parser(
+        "replay", help="step through a saved match on screen",
+        description="Step through a transcript as its seat saw it: forward and back, game by game, every hand once a game is over.",
+        epilog=_examples("basra replay 20261130-162032-d2a3079e059e-guest.basra"), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    replay.add_argument("file", type=Path, metavar="FILE")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"basra {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # a bug: one line for the user, the traceback kept in a file for a report
+        from .crash import write_crash_report
+
+        print(f"basra {args.command}: {write_crash_report(err, argv if argv is not None else sys.argv[1:])}", file=sys.stderr)
+        return EXIT_CRASH
+    except BaseExceptionGroup as group:  # a Ctrl-C that reached a task of trio's, with nothing else wrong
+        if group.split(KeyboardInterrupt)[1] is not None:
+            raise
+        print(f"basra {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "replay":
+        from .client.replay import replay_file
+
+        return replay_file(args.file)
     if args.command == "verify":
         from .client.verify_file import verify_file
 
@@ -178,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return list_tables(args.json) if args.command == "list" else join_announced_table(args)
     if args.command in ("join", "forget"):
-        from .client.join import parse_address
+        from .client.address import parse_address
 
         try:
             host, port = parse_address(args.address)

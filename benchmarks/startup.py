@@ -17,6 +17,11 @@ untimed runs), round-robin so that a busy neighbour hurts them all alike:
 It prints the median and the minimum of each.  With hyperfine installed
 (--hyperfine) the timing is left to it instead.
 
+Then the full-screen interface, in a pseudo-terminal of 80x24 (pexpect):
+from starting `basra host --bot random` until its first screen is drawn
+(the title line), and until the game screen is (the score table, after the
+bot has sat down and the first deal has come).
+
 Reproduce the README figures with:
 
     python benchmarks/startup.py --runs 20
@@ -90,6 +95,28 @@ def time_with_hyperfine(commands: dict[str, list[str]], runs: int, warmup: int, 
     return {name: result["times"] for name, result in zip(names, results)}
 
 
+def time_first_screen(basra: Path, runs: int, env: dict[str, str]) -> dict[str, list[float]]:
+    import pexpect
+
+    times: dict[str, list[float]] = {"first screen": [], "game screen": []}
+    screen_env = dict(env, TERM="xterm-256color")
+    screen_env.pop("NO_COLOR", None)
+    for _ in range(runs):
+        start = time.perf_counter()
+        child = pexpect.spawn(str(basra), ["host", "--bot", "random", "--name", "Tess"], env=screen_env,
+                              dimensions=(24, 80), encoding="utf-8", timeout=30)
+        try:
+            child.expect("BASRA")
+            times["first screen"].append(time.perf_counter() - start)
+            child.expect("taken/27")
+            times["game screen"].append(time.perf_counter() - start)
+            child.sendcontrol("c")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="timed runs of each command (default 20)")
@@ -121,9 +148,13 @@ def main() -> int:
         else:
             times = time_round_robin(commands, args.runs, args.warmup, env)
             how = "subprocess, round-robin"
+        screens = time_first_screen(basra, args.runs, env)
     print(f"basra: {basra}")
     print(f"{args.runs} timed runs each after {args.warmup} untimed ({how}):")
     for name, values in times.items():
+        print(f"  {name:28} median {statistics.median(values) * 1000:6.1f} ms   min {min(values) * 1000:6.1f} ms")
+    print(f"{args.runs} runs of `basra host --bot random` in an 80x24 pseudo-terminal:")
+    for name, values in screens.items():
         print(f"  {name:28} median {statistics.median(values) * 1000:6.1f} ms   min {min(values) * 1000:6.1f} ms")
     return 0
 

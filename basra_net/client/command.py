@@ -1,40 +1,63 @@
-"""Running a seat from the command line: choosing its player, Ctrl-C, the closing lines."""
+"""Running a seat from the command line: choosing its player, Ctrl-C, the closing lines.
+
+The session and its connection are imported inside the match's own
+coroutine, so that on a terminal the first screen is drawn while they load.
+"""
 
 from __future__ import annotations
 
 import argparse
 import signal
 import sys
-from typing import Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 import trio
 
-from .join import JoinSession, pin_name
-from .pinning import KNOWN_HOSTS_FILE, KnownHosts, resolved_pin_addresses
-from .storage import data_dir
-from .players import BotPlayer, Player
-from .session import EXIT_LEFT, SessionResult
+if TYPE_CHECKING:
+    from .players import Player
+    from .session import SessionResult
+    from .tui import ScreenPlayer
 
 T = TypeVar("T")
 
 
+def wants_screen(auto_level: str | None) -> bool:
+    """The full-screen interface for a person at a terminal; the line prompt when input or output is not one."""
+    return auto_level is None and sys.stdin.isatty() and sys.stdout.isatty()
+
+
 def make_player(auto_level: str | None, label: str) -> Player:
-    """The bot when --auto is given, else the terminal player."""
+    """The bot when --auto is given, else the line prompt (the full screen is run by run_seat_on_screen)."""
     if auto_level is not None:
+        from .players import BotPlayer
+
         return BotPlayer(auto_level, log=lambda line: print(f"[{label}] {line}", flush=True))
     from .terminal import TerminalPlayer
 
     return TerminalPlayer()
 
 
-async def run_until_interrupted(main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0) -> T | None:
+def run_seat_on_screen(main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]], *, fingerprint: bool) -> T | None:
+    """Run a seat behind the full-screen interface, with Ctrl-C (or SIGTERM) handled as run_until_interrupted does."""
+    from .tui import run_on_screen
+
+    async def interruptible(player: ScreenPlayer, leave: trio.Event) -> T | None:
+        return await run_until_interrupted(lambda stop: main(player, stop), stop=leave)
+
+    return run_on_screen(interruptible, fingerprint=fingerprint)
+
+
+async def run_until_interrupted(
+    main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0, stop: trio.Event | None = None
+) -> T | None:
     """Run main(stop); the first Ctrl-C sets stop so the seat can leave politely.
 
     A second Ctrl-C, or the grace period running out, cancels main: then the
-    result is None.
+    result is None.  ``stop`` may be given, for something else to set too.
     """
-    stop = trio.Event()
+    stop = trio.Event() if stop is None else stop
     result = None
+    failure: Exception | None = None
     async with trio.open_nursery() as nursery:
 
         async def watch() -> None:
@@ -47,8 +70,13 @@ async def run_until_interrupted(main: Callable[[trio.Event], Awaitable[T]], grac
                     nursery.cancel_scope.deadline = trio.current_time() + grace
 
         nursery.start_soon(watch)
-        result = await main(stop)
+        try:
+            result = await main(stop)
+        except Exception as err:  # re-raised below, outside the nursery, so callers see it bare (a port in use, say)
+            failure = err
         nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return result
 
 
@@ -91,32 +119,47 @@ async def confirm_host_fingerprint(fingerprint: str) -> bool:
 
 
 def forget_host(host: str, port: int) -> int:
+    from ..protocol.fingerprint import key_fingerprint
+    from .address import pin_name
+    from .pinning import KNOWN_HOSTS_FILE, KnownHosts, resolved_pin_addresses
+    from .storage import data_dir
+
     name = pin_name(host, port)
     pins = KnownHosts(data_dir() / KNOWN_HOSTS_FILE)
-    forgotten = [address for address in [name, *resolved_pin_addresses(host, port)] if pins.forget(address)]
+    forgotten = [(address, key) for address in [name, *resolved_pin_addresses(host, port)] if (key := pins.forget(address)) is not None]
     if forgotten:
-        print(f"basra forget: the key pinned for {', '.join(forgotten)} is forgotten; the next join pins the key it meets")
+        said = ", ".join(f"{address} (fingerprint {key_fingerprint(key)})" for address, key in forgotten)
+        print(f"basra forget: the key pinned for {said} is forgotten; the next join pins the key it meets")
     else:
         print(f"basra forget: no key was pinned for {name}")
     return 0
 
 
 def run_join_command(host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None) -> int:
-    player = make_player(args.auto, args.name)
-    interactive = args.auto is None and sys.stdin.isatty()
-    join = JoinSession(
-        host, port, args.name, player, args.transcript,
-        table=args.table, code=args.code, plain=args.plain, ask_code=ask_join_code if interactive else None,
-        announced_fingerprint=announced_fingerprint,
-        confirm_key=confirm_host_fingerprint if interactive else None,
-        trust_new_key=args.trust_new_key or args.auto is not None,
-    )
+    def join(player: Player, ask_code, confirm_key):
+        from .join import JoinSession
 
-    async def main(stop: trio.Event) -> SessionResult:
-        return await join.run(stop)
+        return JoinSession(
+            host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code,
+            announced_fingerprint=announced_fingerprint, confirm_key=confirm_key,
+            trust_new_key=args.trust_new_key or args.auto is not None,
+        )
 
-    result = trio.run(run_until_interrupted, main)
+    if wants_screen(args.auto):
+        result = run_seat_on_screen(
+            lambda player, stop: join(player, player.ask_code, player.confirm_fingerprint).run(stop), fingerprint=not args.plain
+        )
+    else:
+        interactive = args.auto is None and sys.stdin.isatty()
+        session = join(
+            make_player(args.auto, args.name),
+            ask_join_code if interactive else None,
+            confirm_host_fingerprint if interactive else None,
+        )
+        result = trio.run(run_until_interrupted, session.run)
     if result is None:
+        from .session import EXIT_LEFT
+
         print("basra join: interrupted", file=sys.stderr)
         return EXIT_LEFT
     report(result, "basra join")

@@ -8,6 +8,7 @@ again to resume.
 
 from __future__ import annotations
 
+import os
 import random
 import ssl
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..protocol.errors import BUSY, CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Welcome
 from ..identity import GUEST_KEY_FILE, IdentityError, load_or_create_key
+from .address import pin_name
 from .pinning import (
     CONFIRMED,
     FIRST_USE,
@@ -45,35 +47,8 @@ from .session import (
 from .state import ClientState
 from .storage import RESUME_FILE, ResumeTicket, ResumeTickets, data_dir
 
-DEFAULT_PORT = 5252
 CONNECT_TIMEOUT = 10.0
 CODE_TRIES = 3
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """'HOST', 'HOST:PORT' or '[IPv6]:PORT' -> (host, port); ValueError when malformed."""
-    host, port = text, DEFAULT_PORT
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0:
-            raise ValueError(f"unclosed '[' in {text!r}")
-        host, rest = text[1:end], text[end + 1 :]
-        if rest:
-            if not rest.startswith(":"):
-                raise ValueError(f"expected ':PORT' after the address in {text!r}")
-            port = _port(rest[1:])
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-        port = _port(port_text)
-    if not host:
-        raise ValueError("no host given")
-    return host, port
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"{text!r} is not a port number (1-65535)")
-    return int(text)
 
 
 def _not_tls(err: BaseException) -> bool:
@@ -82,9 +57,13 @@ def _not_tls(err: BaseException) -> bool:
     return isinstance(cause, ssl.SSLError) and not isinstance(cause, (ssl.SSLEOFError, ssl.SSLZeroReturnError))
 
 
-def pin_name(host: str, port: int) -> str:
-    """How a host is named in the pin file and in `basra forget`."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+def _first_cause(err: OSError) -> str:
+    """'Connection refused' rather than trio's 'all attempts to connect to ... failed'."""
+    cause = err.__cause__
+    while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+        cause = cause.exceptions[0]
+    found = cause if isinstance(cause, OSError) else err
+    return os.strerror(found.errno) if found.errno else str(found)
 
 
 class JoinSession:
@@ -121,6 +100,7 @@ class JoinSession:
         self.confirm_key = confirm_key
         self.trust_new_key = trust_new_key
         self._unpinned: str | None = None  # the pin address of a key met for the first time, until it is pinned
+        self._fingerprint_told = False
 
     def _failure(self, reason: str, refusal: str | None = None) -> SessionResult:
         return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None, refusal)
@@ -207,10 +187,11 @@ class JoinSession:
         elif self.confirm_key is None:
             raise PeerGone(
                 f"the host's key {fingerprint} is new and no join code vouched for it: join with the code, "
-                "answer the fingerprint question at a terminal, or pass --trust-new-key"
+                "answer the fingerprint question at a terminal, or pass --trust-new-key",
+                resumable=False,
             )
         else:
-            raise PeerGone("the host's fingerprint was not confirmed; nothing was pinned")
+            raise PeerGone("the host's fingerprint was not confirmed; nothing was pinned", resumable=False)
         KnownHosts(data_dir() / KNOWN_HOSTS_FILE).pin(self._unpinned, self.host_key, how)
         self._unpinned = None
         return f"host key fingerprint {fingerprint} (new host, pinned: {how})"
@@ -224,17 +205,21 @@ class JoinSession:
             return self._failure(str(changed))
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as err:
             if isinstance(err, trio.TooSlowError):
-                why = "timed out"
+                why = f"no answer within {CONNECT_TIMEOUT:.0f} s"
             elif isinstance(err, OSError) and not isinstance(err, ssl.SSLError):
-                why = err.strerror or str(err)
+                why = _first_cause(err)
             elif _not_tls(err):
                 return self._failure(f"no TLS connection with {where}: the host does not speak TLS (a host started with --plain needs --plain here too)")
             else:
                 # Closed in the handshake: a host drops the oldest handshakes when too many connect at once.
                 return self._failure(f"no TLS connection with {where}: the host closed it during the handshake", BUSY)
-            return self._failure(f"cannot connect to {where}: {why}")
+            return self._failure(
+                f"cannot connect to {where}: {why}. Is `basra host` running there, on port {self.port}?"
+                f" A firewall on either machine may be blocking TCP port {self.port}."
+            )
         notices: list[str] = []
-        if not self.plain and self._unpinned is None:
+        if not self.plain and self._unpinned is None and not self._fingerprint_told:  # once, however many attempts it takes
+            self._fingerprint_told = True
             notices.append(f"host key fingerprint {key_fingerprint(self.host_key)} (matches the pinned key)")
         try:
             identity = load_or_create_key(data_dir() / GUEST_KEY_FILE)
@@ -257,7 +242,7 @@ class JoinSession:
             identity=identity,
         )
         result = await session.run(stop)
-        if result.exit_code != EXIT_FAILURE or result.state.end_reason is not None or result.refusal is not None:
+        if not result.cut_off:
             # Over, left or refused: nothing left to resume.  A connection that could
             # not be had again keeps its ticket, so that running `basra join` again resumes.
             self._tickets.drop(self._where)

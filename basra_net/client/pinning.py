@@ -119,10 +119,11 @@ class KnownHosts:
         pinned = self._load().get(address)
         return pinned["how"] if pinned else None
 
-    def forget(self, address: str) -> bool:
+    def forget(self, address: str) -> bytes | None:
+        """The key that was pinned for the address, now forgotten; None when there was none."""
         pins = self._load()
         if address not in pins:
-            return False
-        del pins[address]
+            return None
+        entry = pins.pop(address)
         self._save(pins)
-        return True
+        return bytes.fromhex(entry["key"])

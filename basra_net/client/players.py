@@ -1,9 +1,19 @@
-"""Who decides a seat's moves: the interface every seat's player fills, and the built-in bot."""
+"""Who decides a seat's moves: the interface every seat's player fills, and the built-in bot.
+
+A player does not answer the session's questions: it acts, through its
+seat's Controls, whenever it likes (a move for the open request, leaving),
+and the session reads those actions alongside the host's messages.  So the
+opponent's doings, a dropped connection or a notice show while a person
+is still making up their mind, and a stale action (one for a request no
+longer open) is dropped rather than played.
+"""
 
 from __future__ import annotations
 
+import math
 import random
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 import trio
@@ -23,15 +33,70 @@ class PlayerLeft(Exception):
     """The player chose to leave the match (quit key, Ctrl-C, closed input); the text says why."""
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The player's move for a request; played only if that request is still the open one."""
+
+    request: int
+    move: Move
+
+
+@dataclass(frozen=True)
+class Quit:
+    """The player leaves the match; the text says why."""
+
+    reason: str
+
+
+class Controls:
+    """What a player can do at its seat, and when it is asked to.
+
+    ``requests`` yields each request to act as the host opens it.  ``play``
+    and ``leave`` never block, so they may be called from any callback on
+    the session's trio thread.
+    """
+
+    def __init__(self) -> None:
+        self._opened, self.requests = trio.open_memory_channel[int](math.inf)
+        self._actions, self.actions = trio.open_memory_channel[Choice | Quit](math.inf)
+
+    def request_opened(self, request: int) -> None:
+        self._opened.send_nowait(request)
+
+    def play(self, request: int, move: Move) -> None:
+        self._actions.send_nowait(Choice(request, move))
+
+    def leave(self, reason: str) -> None:
+        self._actions.send_nowait(Quit(reason))
+
+
 class Player(Protocol):
-    async def choose(self, state: ClientState) -> Move:
-        """One of state.moves (never empty when called)."""
+    async def act(self, state: ClientState, controls: Controls) -> None:
+        """Turn the player's decisions into actions on ``controls`` for as long as the session runs."""
 
     def show(self, state: ClientState, message: Message) -> None:
         """The state has just taken this message from the host."""
 
     def notice(self, state: ClientState, text: str) -> None:
         """Something to tell the player that is not a game message (a refusal, a check result)."""
+
+
+class MoveChooser(Protocol):
+    async def choose(self, state: ClientState) -> Move:
+        """One of state.moves (never empty when called)."""
+
+
+async def choose_each_turn(player: MoveChooser, state: ClientState, controls: Controls) -> None:
+    """Answer each request in turn with ``player.choose``; a PlayerLeft from it leaves the match."""
+    async for request in controls.requests:
+        if state.request != request:
+            continue  # answered already, on a connection before a resume
+        try:
+            move = await player.choose(state)
+        except PlayerLeft as left:
+            controls.leave(str(left))
+            return
+        controls.play(request, move)
 
 
 class BotPlayer:
@@ -46,6 +111,9 @@ class BotPlayer:
         self._rng = rng or random.Random()
         self._log = log  # a callable taking a line of text, or None for silence
         self._search_seconds = search_seconds
+
+    async def act(self, state: ClientState, controls: Controls) -> None:
+        await choose_each_turn(self, state, controls)
 
     async def choose(self, state: ClientState) -> Move:
         view = state.seat_view()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -33,7 +34,6 @@ from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
-    STREAM_TYPES,
     Away,
     Back,
     Commit,
@@ -56,7 +56,7 @@ from ..protocol.messages import (
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from .liveness import Liveness
-from .players import Player, PlayerLeft
+from .players import Choice, Controls, Player, PlayerLeft, Quit
 from .state import ClientState
 from .storage import TranscriptFile, default_transcript_path
 
@@ -83,15 +83,6 @@ class Resume:
     transcript: Path | None = None  # None: nothing kept, the host replays the whole stream
 
 
-@dataclass(frozen=True)
-class _Delivery:
-    """A message for the handler; ``replayed`` when the host sent it before the welcome it follows."""
-
-    message: object
-    replayed: bool = False
-    last_replayed: bool = False
-
-
 @dataclass
 class SessionResult:
     exit_code: int
@@ -99,14 +90,19 @@ class SessionResult:
     state: ClientState
     transcript_path: Path | None
     refusal: str | None = None  # the error code, when the host refused this connection
+    cut_off: bool = False  # the connection was lost with the match still on: the seat can be resumed later
 
 
 class PeerGone(Exception):
-    """The connection ended or broke before the match did; ``refusal`` is the host's fatal error code, if any."""
+    """The connection ended or broke before the match did; ``refusal`` is the host's fatal error code, if any.
 
-    def __init__(self, reason: str, refusal: str | None = None) -> None:
+    ``resumable`` is False when a later resume could not help: the host left, or the seat cannot be taken up.
+    """
+
+    def __init__(self, reason: str, refusal: str | None = None, resumable: bool = True) -> None:
         super().__init__(reason)
         self.refusal = refusal
+        self.resumable = resumable and refusal is None
 
 
 class CodeRefused(Exception):
@@ -167,12 +163,16 @@ class ClientSession:
         # A seat resumed from nothing (the host's own, after a restart) lacks the seeds it sent: it checks no deal.
         self._verifying = resume is None or resume.transcript is not None
         self.reconnects = 0
+        self._controls = Controls()
+        self._left = False  # this seat said leave: a connection closing now is not resumed
 
     # --- the channel ---------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
         # The reader task answers pings while the player thinks: one sender at a time.
         async with self._send_lock:
+            if isinstance(message, Play) and self.connection.open_request != message.request:
+                return  # the request closed while the player chose (the match ended): nothing to answer
             data = self.connection.send(message)
             self._record(GUEST, message)
             try:
@@ -186,7 +186,7 @@ class ClientSession:
     @property
     def _resumable(self) -> bool:
         connection = self.connection
-        return self._reconnect is not None and connection.hello_sent and not connection.over
+        return self._reconnect is not None and connection.hello_sent and not connection.over and not self._left
 
     def _record(self, sender: str, message: Message) -> None:
         if not kind_of(message).recorded:
@@ -213,8 +213,13 @@ class ClientSession:
         try:
             kept = transcript_format.parse(path.read_bytes())
         except (OSError, transcript_format.TranscriptError) as err:
-            raise PeerGone(f"cannot resume from the transcript {path}: {err}") from None
-        for sender, message in kept.records:
+            raise PeerGone(f"cannot resume from the transcript {path}: {err}", resumable=False) from None
+        records = kept.records
+        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd)):
+            # A request, a commitment or the match's end the seat stopped before answering is not
+            # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
+            records = records[:-1]
+        for sender, message in records:
             if sender == GUEST:
                 self.connection.send(message)
             else:
@@ -222,9 +227,9 @@ class ClientSession:
                 self.state.apply(message)
             self.verifier.observe(sender, message)
         if self.connection.welcome is None or self.connection.welcome.seat != 1:
-            raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume")
+            raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume", resumable=False)
         self._transcript = TranscriptFile(path, "guest")
-        for sender, message in kept.records:
+        for sender, message in records:
             self._transcript.record(sender, message)
         for note in kept.notes:
             self._transcript.note(note.kind, note.game, note.text)
@@ -260,6 +265,7 @@ class ClientSession:
             else:
                 if self._resume.transcript is not None:
                     self._take_up_transcript(self._resume.transcript)
+                    self.player.notice(self.state, "back in the match where this seat's transcript ends; what it missed follows")
                 await self.stream.send_all(self._resume_hello(self._resume.token))
             reason = await self._receive_until_over()
             await self.leave("the match is over")  # the answer to match_end (PROTOCOL.md, section 7.3)
@@ -268,6 +274,7 @@ class ClientSession:
                 self._transcript.note("connection", None, str(gone))  # why the record stops here
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
+            result.cut_off = gone.resumable and not self.connection.over
             return result
         except CodeRefused as refused:
             await self._try_send_raw(self.connection.send_error(ProtocolError(WRONG_CODE, "the host's key confirmation is wrong")))
@@ -283,7 +290,9 @@ class ClientSession:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            return self._cut_short(f"connection lost: {err.__class__.__name__}")
+            result = self._cut_short(f"connection lost: {err.__class__.__name__}")
+            result.cut_off = not self.connection.over
+            return result
         except DealRefused as refused:
             self._fail_deal(None, str(refused), note="verification")
             await self.leave(str(refused))
@@ -308,7 +317,12 @@ class ClientSession:
         with trio.move_on_after(2) as scope:
             scope.shield = True
             async with self._send_lock:
-                await self._try_send_raw(self.connection.send(Leave(reason)))
+                leave = Leave(reason)
+                data = self.connection.send(leave)
+                self._left = True
+                if not self.connection.over:
+                    self._record(GUEST, leave)  # the record shows that this seat ended the match
+                await self._try_send_raw(data)
 
     async def _try_send_raw(self, data: bytes) -> None:
         try:
@@ -374,23 +388,29 @@ class ClientSession:
         await self._send(PakeConfirm(confirm))
 
     async def _receive_until_over(self) -> str:
-        """Handle the host's messages in order until the match is over.
+        """Handle the host's messages and the player's actions, in the order they come, until the match is over.
 
         A reader task takes bytes off the connection, so that pings are
-        answered and a dead host is noticed even while the player thinks.
+        answered and a dead host is noticed even while the player thinks;
+        the player acts in a task of its own, through its Controls.
         """
         messages, inbound = trio.open_memory_channel[object](INBOUND_BUFFER)
         outcome: str | None = None
         failure: Exception | None = None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._read, messages)
+            nursery.start_soon(self._read, messages.clone())
+            nursery.start_soon(self._pass_actions, messages)
+            nursery.start_soon(self.player.act, self.state, self._controls)
             try:
                 async for item in inbound:
                     if isinstance(item, Exception):
                         raise item
-                    if isinstance(item.message, ConnectionClosed):
+                    if isinstance(item, (Choice, Quit)):
+                        await self._act(item)
+                        continue
+                    if isinstance(item, ConnectionClosed):
                         raise PeerGone("the host closed the connection before the match ended")
-                    outcome = await self._handle(item.message, item)
+                    outcome = await self._handle(item)
                     if outcome is not None:
                         break
             except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
@@ -398,9 +418,18 @@ class ClientSession:
             nursery.cancel_scope.cancel()
         if failure is not None:
             raise failure
-        if outcome is None:
-            raise PeerGone("the connection ended")
+        assert outcome is not None  # the reader's last item is always the end or a failure
         return outcome
+
+    async def _pass_actions(self, messages: trio.MemorySendChannel) -> None:
+        async with messages:
+            async for action in self._controls.actions:
+                await messages.send(action)
+
+    async def _act(self, action: Choice | Quit) -> None:
+        if isinstance(action, Quit):
+            raise PlayerLeft(action.reason)
+        await self._send(Play(action.request, action.move.card, action.move.captures))  # dropped there if the request closed
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
         """Bytes in, messages out to the handler; pings answered; a lost connection resumed or given up on."""
@@ -441,7 +470,7 @@ class ClientSession:
                     continue
                 if isinstance(event, ConnectionClosed) and self._resumable:
                     raise PeerGone("the host closed the connection")
-                await messages.send(self._delivery(event))
+                await messages.send(event)
                 if isinstance(event, ConnectionClosed) or (isinstance(event, Error) and self.connection.closed):
                     return  # the end, or a refusal: the handler tells the player
             with trio.move_on_after(liveness.seconds_to_next_check()):
@@ -454,11 +483,6 @@ class ClientSession:
             if ping is not None and self.connection.welcome is not None:
                 await self._send(Ping(ping))
 
-    def _delivery(self, event: object) -> _Delivery:
-        if isinstance(event, STREAM_TYPES) and self.connection.received <= self.connection.replay_until:
-            return _Delivery(event, True, self.connection.received == self.connection.replay_until)
-        return _Delivery(event)
-
     async def _resume_connection(self, why: str) -> None:
         """Reach the host again and resume the seat; PeerGone when it cannot be done.
 
@@ -467,6 +491,7 @@ class ClientSession:
         """
         welcome = self.connection.welcome
         assert self._reconnect is not None
+        self.state.reconnecting_until = time.monotonic() + RECONNECT_FOR
         self.player.notice(self.state, f"lost the connection to the host ({why}); reconnecting...")
         give_up = trio.current_time() + RECONNECT_FOR
         delay = RECONNECT_FIRST_DELAY
@@ -498,11 +523,12 @@ class ClientSession:
                 await trio.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, RECONNECT_MAX_DELAY)
         self.reconnects += 1
+        self.state.reconnecting_until = None
         if welcome is None:
             self.player.notice(self.state, "connected again; the hello went again")
             return
         missed = self.connection.replay_until - self.connection.received
-        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on"
+        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on, shown below"
         self.player.notice(self.state, text)
         if self._transcript is not None:
             self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")
@@ -531,10 +557,11 @@ class ClientSession:
         self.stream = stream
         await stream.send_all(self.connection.resend())
 
-    async def _handle(self, message: Message, delivery: _Delivery) -> str | None:
+    async def _handle(self, message: Message) -> str | None:
         """Act on one message; return the end-of-session reason when the session is over."""
         state = self.state
         if isinstance(message, (Away, Back)):
+            state.note_presence(message)
             name = state.names[message.seat] or f"seat {message.seat}"
             if isinstance(message, Away):
                 text = f"{name} lost the connection; waiting up to {message.grace} s for them to come back..."
@@ -546,7 +573,11 @@ class ClientSession:
             await self._answer_exchange(message)
             return None
         if isinstance(message, Welcome) and state.seat is not None:
-            return None  # the welcome to a resume from a transcript: the seat is already set up
+            # The welcome to a resume from a transcript: the seat is already set up, and the
+            # answers the host may not have had go again before any replayed message is acted on.
+            async with self._send_lock:
+                await self._try_send_raw(self.connection.resend())
+            return None
         self._record(HOST, message)
         if isinstance(message, Error):
             if self.connection.closed:
@@ -554,11 +585,12 @@ class ClientSession:
             self.player.notice(state, f"the host refused that: {message.message}")
             return None
         if isinstance(message, Leave):
-            raise PeerGone(f"the host left the match: {message.reason}" if message.reason else "the host left the match")
+            text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"
+            raise PeerGone(text, resumable=False)
         state.apply(message)
         if isinstance(message, Welcome):
             if self._expected_host_key is not None and message.host_key != self._expected_host_key:
-                raise PeerGone("the host's welcome names a key other than the one its TLS certificate holds")
+                raise PeerGone("the host's welcome names a key other than the one its TLS certificate holds", resumable=False)
             if self._vouch_host_key is not None and (notice := await self._vouch_host_key(message, self._exchange is not None)):
                 self.player.notice(state, notice)
             self._open_transcript(message)
@@ -573,12 +605,10 @@ class ClientSession:
             self._show_check(message)
         elif isinstance(message, MatchEnd):
             self._record_problems(self.verifier.finish())
-        if not delivery.replayed or delivery.last_replayed:
-            self.player.show(state, message)  # a long replay is shown once, caught up
+        self.player.show(state, message)  # replayed ones too: what happened while this seat was away
         if isinstance(message, YourTurn) and self.connection.open_request == message.request:
             # Still open: a request earlier in a replay was answered by an earlier connection.
-            move = await self.player.choose(state)
-            await self._send(Play(message.request, move.card, move.captures))
+            self._controls.request_opened(message.request)
         if isinstance(message, MatchEnd):
             return "the match is over"
         return None

@@ -6,11 +6,12 @@ legal moves arrive in each request to act).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from ..engine import Move, SeatView
 from ..engine.scoring import GameScore
-from ..protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
+from ..protocol.messages import Away, Back, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
 
 
 @dataclass
@@ -51,6 +52,8 @@ class ClientState:
     results: list[GameSummary] = field(default_factory=list)
     winner: int | None = None
     end_reason: str | None = None
+    away: dict[int, float] = field(default_factory=dict)  # seat -> when (time.monotonic) the host stops waiting
+    reconnecting_until: float | None = None  # this seat's own connection is being sought again until then
 
     @property
     def opponent(self) -> int:
@@ -101,6 +104,13 @@ class ClientState:
             self.results.append(GameSummary(message.game, message.scores, message.totals))
         elif isinstance(message, MatchEnd):
             self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
+
+    def note_presence(self, message: Away | Back) -> None:
+        """A seat lost its connection (the host waits ``grace`` seconds for it) or came back."""
+        if isinstance(message, Away):
+            self.away[message.seat] = time.monotonic() + message.grace
+        else:
+            self.away.pop(message.seat, None)
 
     def seat_view(self) -> SeatView:
         """The engine's view type, for the built-in bots."""

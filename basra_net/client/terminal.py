@@ -15,9 +15,10 @@ import trio
 
 from ..engine import Move
 from ..engine.cards import rank
-from ..protocol.messages import Commit, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome, YourTurn
-from .players import PlayerLeft
-from .screen import ANNOUNCEMENT, CardStyle, is_terminal, render
+from ..protocol.messages import Commit, GameEnd, Message, YourTurn
+from .players import Controls, PlayerLeft, choose_each_turn
+from .narration import describe
+from .screen import CardStyle, is_terminal, render
 from .state import ClientState, GameSummary
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
@@ -47,6 +48,9 @@ class TerminalPlayer:
         self.log: list[str] = []
 
     # --- the Player protocol -------------------------------------------------------------
+
+    async def act(self, state: ClientState, controls: Controls) -> None:
+        await choose_each_turn(self, state, controls)
 
     def show(self, state: ClientState, message: Message) -> None:
         self._add(describe(state, message, self.style))
@@ -168,68 +172,3 @@ def _takes(move: Move, style: CardStyle) -> str:
 def _taken(cards: tuple[int, ...], style: CardStyle) -> str:
     # Captures arrive in card-number order; by rank reads better (3H 3D 4S).
     return style.names(sorted(cards, key=rank))
-
-
-def _player(state: ClientState, seat: int) -> str:
-    return "You" if seat == state.seat else state.names[seat] or "Your opponent"
-
-
-def describe(state: ClientState, message: Message, style: CardStyle) -> list[str]:
-    """Log lines for one message, worded for this seat; the state has already taken the message."""
-    you = state.seat or 0
-    them = 1 - you
-    if isinstance(message, Welcome):
-        return [f"Seated at the table: {message.scoring} scoring, first to {message.target} points"]
-    if isinstance(message, MatchStart):
-        return [f"Match start: you against {state.opponent_name}"]
-    if isinstance(message, Deal):
-        if message.hand_no == 1:
-            dealer = "you deal" if message.dealer == you else f"{_player(state, message.dealer)} deals"
-            lines = [f"Game {message.game}: new deal, {dealer}"]
-            if message.moved:
-                lines.append(f"{style.names(message.moved)} from the first table went to the bottom of the stock")
-            return lines
-        stock = f"{message.stock_left} cards left in the stock" if message.stock_left else "the last hand of the game"
-        return [f"Hand {message.hand_no} dealt; {stock}"]
-    if isinstance(message, Played):
-        return [_describe_play(state, message, style)]
-    if isinstance(message, GameEnd):
-        lines = []
-        if message.last_taker is not None and message.rest:
-            taken = f"{len(message.rest)} cards" if len(message.rest) > 1 else "card"
-            lines.append(f"{_player(state, message.last_taker)} took the last {taken} from the table")
-        mine, theirs = message.scores[you].total, message.scores[them].total
-        lines.append(
-            f"Game {message.game} over: you scored {mine}, {state.opponent_name} {theirs};"
-            f" match: you {message.totals[you]}, {state.opponent_name} {message.totals[them]}"
-        )
-        return lines
-    if isinstance(message, Reveal):
-        summary = next((r for r in state.results if r.game == message.game), None)
-        if summary is None or summary.verified is None:
-            return []
-        return [f"Game {message.game}: deal verified" if summary.verified else f"Game {message.game}: DEAL CHECK FAILED"]
-    if isinstance(message, MatchEnd):
-        score = f"{message.totals[you]} to {message.totals[them]}"
-        if message.reason == "abandoned":
-            return [f"Match abandoned at {score}"]
-        if message.winner is None:
-            return [f"Match over: no winner, {score}"]
-        if message.winner == you:
-            return [f"Match over: you win, {score}"]
-        return [f"Match over: {_player(state, message.winner)} wins, {score}"]
-    return []
-
-
-def _describe_play(state: ClientState, played: Played, style: CardStyle) -> str:
-    who = _player(state, played.seat)
-    card = style.name(played.card)
-    if played.kind == "drop":
-        return f"{who} played {card} onto the table"
-    took = "swept the table:" if played.kind == "sweep" else "took"
-    text = f"{who} played {card} and {took} {_taken(played.captures, style)}"
-    if played.kind == "basra":
-        return f"{ANNOUNCEMENT} BASRA! {ANNOUNCEMENT} {text}"
-    if played.kind == "jack_basra":
-        return f"{ANNOUNCEMENT} JACK BASRA! {ANNOUNCEMENT} {text}"
-    return text

@@ -7,6 +7,7 @@ from typing import Callable
 
 from ..engine.cards import card_name
 from ..protocol import shuffle, transcript
+from ..protocol.fingerprint import key_fingerprint
 
 EXIT_VERIFIED = 0
 EXIT_FAILED = 1
@@ -31,13 +32,15 @@ def verify_file(path: Path, *, verbose: bool = False, say: Callable[[str], None]
     report = transcript.verify(parsed)
     verifier = report.verifier
     if verifier.welcome is not None:
-        say(f"match {verifier.welcome.match_id.hex()}  host key {verifier.welcome.host_key.hex()}")
+        say(f"match {verifier.welcome.match_id.hex()}  host key fingerprint {key_fingerprint(verifier.welcome.host_key)}")
     if verifier.names is not None:
         say(f"players: {verifier.names[0]} (seat 0, host) v {verifier.names[1]} (seat 1)")
     for check in report.checks:
         say(f"game {check.game}: {'verified' if check.ok else 'FAILED'}")
         if verbose and check.deck:
             _print_details(check, verifier.welcome.match_id if verifier.welcome else b"", say)
+    for game, why in verifier.unchecked:
+        say(f"game {game}: not checked: {why}")
     for note in parsed.notes:
         if note.kind != "verification":
             say(f"note ({note.kind}{'' if note.game is None else f', game {note.game}'}): {note.text}")

@@ -9,7 +9,7 @@ import trio
 
 def run_conformance_command(args: argparse.Namespace) -> int:
     if args.side == "host":
-        from ..client.join import parse_address
+        from ..client.address import parse_address
         from .host_check import Target, check_host
 
         try:

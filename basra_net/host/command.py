@@ -1,22 +1,29 @@
-"""`basra host` from the command line: settings from the arguments, the closing lines, the exit code."""
+"""`basra host` from the command line: settings from the arguments, the closing lines, the exit code.
+
+The host and its session are imported inside the match's own coroutine, so
+that on a terminal the first screen is drawn while they load.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
-from ..client.command import make_player, run_until_interrupted
-from ..client.players import BotPlayer
-from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
-from .admission import make_join_code
 from ..cli import LATEST
-from .server import CannotResume, HostOutcome, HostSettings, ServeSettings, latest_journal, run_host, run_serve
+from ..client.command import run_seat_on_screen, run_until_interrupted, wants_screen
+
+if TYPE_CHECKING:
+    from ..client.players import Player
+    from .server import HostOutcome
 
 
 def _join_code(args: argparse.Namespace) -> str | None:
     """An interactive table gets a fresh code; a headless one (--auto) is open unless given --code."""
+    from .admission import make_join_code
+
     if args.open:
         return None
     if args.code:
@@ -24,7 +31,14 @@ def _join_code(args: argparse.Namespace) -> str | None:
     return None if args.auto is not None else make_join_code()
 
 
-def run_host_command(args: argparse.Namespace) -> int:
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+async def _host(args: argparse.Namespace, own_player: Player, say: Callable[[str], None], stop: trio.Event) -> HostOutcome:
+    from ..client.players import BotPlayer
+    from .server import HostSettings, latest_journal, run_host
+
     settings = HostSettings(
         bind=args.bind,
         port=args.port,
@@ -38,32 +52,34 @@ def run_host_command(args: argparse.Namespace) -> int:
         journal=args.journal,
         announce=not args.no_announce,
     )
-    try:
-        if args.resume is not None:
-            settings.resume = latest_journal() if args.resume == LATEST else args.resume
-    except CannotResume as err:
-        print(f"basra host: {err}", file=sys.stderr)
-        return EXIT_FAILURE
-    own_player = make_player(args.auto, args.name)
+    if args.resume is not None:
+        settings.resume = latest_journal() if args.resume == LATEST else args.resume
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
+    return await run_host(settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop)
 
-    def say(line: str) -> None:
-        print(line, flush=True)
 
-    async def main(stop: trio.Event) -> HostOutcome:
-        return await run_host(
-            settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop
-        )
-
+def run_host_command(args: argparse.Namespace) -> int:
     try:
-        outcome = trio.run(run_until_interrupted, main)
-    except CannotResume as err:
+        if wants_screen(args.auto):
+            # The fingerprint means something only to a second person comparing it over TLS.
+            outcome = run_seat_on_screen(lambda player, stop: _host(args, player, player.say, stop), fingerprint=not (args.bot or args.plain))
+        else:
+            from ..client.command import make_player
+
+            own_player = make_player(args.auto, args.name)
+            outcome = trio.run(run_until_interrupted, lambda stop: _host(args, own_player, _say, stop))
+    except Exception as err:
+        from .server import CannotListen, CannotResume
+
+        if not isinstance(err, (CannotListen, CannotResume)):
+            raise
         print(f"basra host: {err}", file=sys.stderr)
+        from ..client.session import EXIT_FAILURE
+
         return EXIT_FAILURE
-    except OSError as err:
-        print(f"basra host: cannot open the table: {err.strerror or err}", file=sys.stderr)
-        return EXIT_FAILURE
+    from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
+
     if outcome is None:
         print("basra host: interrupted", file=sys.stderr)
         return EXIT_LEFT
@@ -80,6 +96,9 @@ def run_host_command(args: argparse.Namespace) -> int:
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
+    from ..client.session import EXIT_FAILURE, EXIT_OK
+    from .server import CannotListen, ServeSettings, run_serve
+
     settings = ServeSettings(
         bind=args.bind,
         port=args.port,
@@ -93,19 +112,13 @@ def run_serve_command(args: argparse.Namespace) -> int:
         announce=not args.no_announce,
     )
 
-    def say(line: str) -> None:
-        print(line, flush=True)
-
     async def main(stop: trio.Event) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: run_serve(settings, say=say, log=(lambda line: None) if args.quiet else say))
-            await stop.wait()
-            nursery.cancel_scope.cancel()
+        await run_serve(settings, say=_say, log=(lambda line: None) if args.quiet else _say, stop=stop)
 
     try:
         trio.run(run_until_interrupted, main)
-    except OSError as err:
-        print(f"basra serve: cannot open the port: {err.strerror or err}", file=sys.stderr)
+    except CannotListen as err:
+        print(f"basra serve: {err}", file=sys.stderr)
         return EXIT_FAILURE
     print("basra serve: stopped", flush=True)
     return EXIT_OK

@@ -1,8 +1,9 @@
 """Many tables in one host process (`basra serve`): where each joining player sits.
 
 A player who names a table sits there (the table opens if there is room for
-another); anyone else takes the first open seat of a table that has not
-started, or opens a new table.  Each table runs in its own task with its own
+another), and a named table is kept for players who name it; anyone else
+takes the first open seat of an unnamed table that has not started, or
+opens a new one.  Each table runs in its own task with its own
 deals, commitments and transcript; a table that fails is logged and closed
 without touching the others.
 """
@@ -39,6 +40,7 @@ class Lobby:
         self._grace = grace
         self._log = log
         self.tables: dict[str, Table] = {}  # open tables by name, in opening order
+        self._named: set[str] = set()  # tables opened by a player naming them: reserved for those who name them
         # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.
         self._closing: set[Table] = set()
         self.matches_finished = 0
@@ -48,11 +50,18 @@ class Lobby:
             if table.result is not None:
                 self._closing.add(table)
                 del self.tables[name]
+                self._named.discard(name)
         if hello.table is not None:
             table = self.tables.get(hello.table) or self._open(hello.table)
         else:
-            table = next((t for t in self.tables.values() if t.open_seats and not t.started), None) or self._open(None)
+            free = (t for name, t in self.tables.items() if name not in self._named and t.open_seats and not t.started)
+            table = next(free, None) or self._open(None)
         return None if table is None else table.seat_for(hello, reserved)
+
+    def full_reason(self, hello: Hello) -> str:
+        if hello.table is not None and hello.table in self.tables:
+            return f"table {hello.table!r} is full: both of its seats are taken"
+        return f"this server is full: all {self.max_tables} tables are in play; try again when a match ends"
 
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None:
         tables = [*self.tables.values(), *self._closing]
@@ -63,6 +72,8 @@ class Lobby:
             return None
         if name is None:
             name = str(next(n for n in range(1, self.max_tables + 2) if str(n) not in self.tables))
+        else:
+            self._named.add(name)
         table = Table(
             scoring=self._scoring,
             target=self._target,
@@ -89,6 +100,7 @@ class Lobby:
                 table.transcript.close()
             if self.tables.get(name) is table:
                 del self.tables[name]
+                self._named.discard(name)
             self._closing.discard(table)
 
 

@@ -261,7 +261,7 @@ async def _handshake(
         return (*placement, hello, version, 0)
     placement = seating.seat_for(hello, reserved_seat)
     if placement is None:
-        await _refuse(stream, connection, ProtocolError(TABLE_FULL, "the table is full: both seats are taken"))
+        await _refuse(stream, connection, ProtocolError(TABLE_FULL, seating.full_reason(hello)))
         return None
     return (*placement, hello, version, None)
 

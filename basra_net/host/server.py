@@ -14,7 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
-from ..client.join import DEFAULT_PORT
+from ..client.address import DEFAULT_PORT
 from ..client.players import BotPlayer, Player
 from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
@@ -52,6 +52,27 @@ class HostSettings:
     journal: Path | None = None  # where to journal the match (default: in the data directory)
     resume: Path | None = None  # a journal to continue instead of starting a match
     announce: bool = False  # announce the table on the LAN (DNS-SD); `basra host` does unless --no-announce
+
+
+class CannotListen(Exception):
+    """The port cannot be listened on; the text says which, the likely cause and what to do."""
+
+
+async def open_listeners(bind: str, port: int) -> list[trio.SocketListener]:
+    try:
+        return await trio.open_tcp_listeners(port, host=bind or None)
+    except OSError as err:
+        where = f"{bind}, port {port}" if bind else f"port {port}"
+        if err.errno == errno.EADDRINUSE:
+            why = ("it is already in use (another basra host or serve, or another program, holds it); stop that program,"
+                   " or choose another port with --port N (--port 0 picks a free one)")
+        elif err.errno == errno.EACCES:
+            why = "permission denied (ports below 1024 need privileges); choose a port above 1024 with --port N"
+        elif err.errno == errno.EADDRNOTAVAIL:
+            why = f"{bind} is not an address of this machine; give one of its addresses with --bind, or leave --bind out"
+        else:
+            why = err.strerror or str(err)
+        raise CannotListen(f"cannot listen on {where}: {why}") from None
 
 
 class CannotResume(Exception):
@@ -185,7 +206,7 @@ async def run_host(
     announcing = trio.CancelScope()
     try:
         # Opened before any task starts, so that a port in use is a plain OSError for the caller.
-        listeners = [] if bot_player else await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+        listeners = [] if bot_player else await open_listeners(settings.bind, settings.port)
         async with trio.open_nursery() as nursery:
             if listeners:
                 port = listeners[0].socket.getsockname()[1]
@@ -218,8 +239,9 @@ async def run_host(
             announcing.cancel()  # the host's own player is done: nobody new is to sit down
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
-            # waiting for a second player is given a moment, then everything stops.
-            if table.result is None:
+            # waiting for a second player, or one the host's player left (Ctrl-C,
+            # which must end soon), is given a moment, then everything stops.
+            if table.result is None or (stop is not None and stop.is_set()):
                 with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
                     await table.finished.wait()
             else:
@@ -349,16 +371,21 @@ def _announce_listening(settings: HostSettings, port: int, say: Callable[[str], 
     where = settings.bind or "all interfaces"
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP, no encryption"
     say(f"basra host: listening on {where}, port {port} ({security})")
-    suffix = "" if port == DEFAULT_PORT else f":{port}"
-    addresses = [settings.bind] if settings.bind not in ("", "0.0.0.0", "::") else lan_addresses()
-    for address in addresses or ["<this machine's address>"]:
-        say(f"The other player types:  basra join {address}{suffix}{door.join_options()}")
+    for command in _join_commands(settings.bind, port, door):
+        say(f"The other player types:  {command}")
     if resuming:
         say("Waiting for the second player to resume (`basra join` again, if it has stopped trying)...")
         return
     if door.code:
         say(f"Join code: {door.code}")
     say("Waiting for the second player...")
+
+
+def _join_commands(bind: str, port: int, door: _Door) -> list[str]:
+    """The exact `basra join` command for each address this host can be reached at."""
+    suffix = "" if port == DEFAULT_PORT else f":{port}"
+    addresses = [bind] if bind not in ("", "0.0.0.0", "::") else lan_addresses()
+    return [f"basra join {address}{suffix}{door.join_options()}" for address in addresses or ["<this machine's address>"]]
 
 
 @dataclass
@@ -380,15 +407,20 @@ async def run_serve(
     *,
     say: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda line: None,
+    stop: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve up to ``settings.tables`` tables at once until cancelled; both seats of each are remote."""
+    """Serve up to ``settings.tables`` tables at once until cancelled or ``stop`` is set; both seats of each are remote."""
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls, say)
-    listeners = await trio.open_tcp_listeners(settings.port, host=settings.bind or None)
+    listeners = await open_listeners(settings.bind, settings.port)
     port = listeners[0].socket.getsockname()[1]
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"
     say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables ({security})")
+    for command in _join_commands(settings.bind, port, door):
+        say(f"Players type:  {command}   (add --table NAME to sit at a table kept for those who name it)")
+    if door.code:
+        say(f"Join code: {door.code}")
     async with trio.open_nursery() as nursery:
         lobby = Lobby(
             nursery,
@@ -404,6 +436,13 @@ async def run_serve(
         async def handle(stream: trio.SocketStream) -> None:
             await door.serve(stream, lobby)
 
+        if stop is not None:
+
+            async def stop_serving() -> None:
+                await stop.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_serving)
         task_status.started(port)
         if settings.announce:
             nursery.start_soon(partial(

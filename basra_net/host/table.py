@@ -177,6 +177,10 @@ class Table:
         seat = self.claim_seat(reserved)
         return None if seat is None else (self, seat)
 
+    def full_reason(self, hello: Hello) -> str:
+        """What a player turned away because seat_for found no seat is told."""
+        return "the table is full: both seats are taken"
+
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple["Table", int] | None:
         """The seat a resume token names, or the one taken by this very hello (its player never got the
         welcome, and says hello again), while the match can still be resumed."""

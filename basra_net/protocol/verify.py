@@ -22,6 +22,7 @@ from .messages import (
     Deal,
     GameEnd,
     Hello,
+    Leave,
     MatchEnd,
     MatchStart,
     Message,
@@ -96,6 +97,8 @@ class MatchVerifier:
         self.pending: dict[int, _PendingGame] = {}
         self.checks: list[GameCheck] = []
         self.match_end: MatchEnd | None = None
+        self.left: tuple[str, Leave] | None = None  # the first leave on record, with its sender, before any match_end
+        self.unchecked: list[tuple[int, str]] = []  # fixed deals the guest's own absence left unrevealed, and why (after finish())
         self.failed = False  # after a failed game the replay cannot go on
         self._current: int | None = None
 
@@ -123,16 +126,21 @@ class MatchVerifier:
             return self._check_game(message)
         elif isinstance(message, MatchEnd):
             self.match_end = message
+        elif isinstance(message, Leave) and self.left is None and self.match_end is None:
+            self.left = (sender, message)
         return None
 
     def finish(self) -> list[Discrepancy]:
         """Checks that need the whole match: every fixed deal revealed, the announced result."""
         problems: list[Discrepancy] = []
+        self.unchecked = []
         for game, pending in sorted(self.pending.items()):
             if pending.client_seed is not None and not any(c.game == game for c in self.checks):
-                problems.append(
-                    Discrepancy(game, "reveal", "the host seed after the seed exchange", "none: the host abandoned a fixed deal")
-                )
+                guest_absent = self._guest_absent()
+                if guest_absent is not None:
+                    self.unchecked.append((game, guest_absent))
+                else:
+                    problems.append(Discrepancy(game, "reveal", "the host seed after the seed exchange", self._why_unrevealed()))
         end = self.match_end
         for check in self.checks:
             if check.ok and not check.complete and not (check is self.checks[-1] and end is not None and end.reason == "abandoned"):
@@ -148,6 +156,28 @@ class MatchVerifier:
             elif end.totals != tuple(self.match.totals):
                 problems.append(Discrepancy(None, "totals when the match was abandoned", str(tuple(self.match.totals)), str(end.totals)))
         return problems
+
+    def _guest_absent(self) -> str | None:
+        """Why a reveal could not come, when the record shows it was the guest that went (no failure of the host)."""
+        end = self.match_end
+        if end is None and self.left is not None and self.left[0] == GUEST:
+            return "the guest left the match before the host revealed its seed, so this record cannot show the deal"
+        if end is not None and end.reason == "abandoned" and end.winner == 0:
+            # A host reveals a game cut off when it took the seed (section 7.3); the seed may have been lost with the connection.
+            return "the host ended the match as abandoned by the guest (away past the grace period, or gone) before any reveal"
+        return None
+
+    def _why_unrevealed(self) -> str:
+        """Who left a fixed deal unrevealed, as far as the record shows it."""
+        end = self.match_end
+        if end is not None and end.reason == "abandoned" and end.winner == 1:
+            # The host's own seat left: it may have done so before this seat's seed reached it.
+            return "none: the host left the match after this seat's seed went out, without revealing it (an abandoned fixed deal, unless the seed never reached the host)"
+        if end is not None:
+            return "none: the host ended the match without revealing it (it abandoned a fixed deal)"
+        if self.left is not None:
+            return "none: the host left the match without revealing it (it abandoned a fixed deal)"
+        return "none: the record stops after the seed exchange (the connection ended and was not resumed), so the deal cannot be checked"
 
     # --- one game ----------------------------------------------------------------------------
 

@@ -132,5 +132,6 @@ def test_forgetting_a_name_forgets_the_pin_of_its_address(data_home, capsys):
     pins = KnownHosts(private_dir(data_home) / KNOWN_HOSTS_FILE)
     pins.pin("127.0.0.1:7777", b"\x01" * 32, FIRST_USE)
     assert forget_host("localhost", 7777) == 0
-    assert "127.0.0.1:7777 is forgotten" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "the key pinned for 127.0.0.1:7777 (fingerprint 72cd 6e84 22c4 07fb) is forgotten" in said
     assert json.loads((data_home / KNOWN_HOSTS_FILE).read_text()) == {}

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from basra_net.client.players import BotPlayer
+from basra_net.client.players import BotPlayer, Controls
 from basra_net.client.session import EXIT_DEAL_FAILED, EXIT_FAILURE, ClientSession
 from basra_net.host.identity import public_key_bytes
+from basra_net.host.seat_link import serve_connection
+from basra_net.host.table import GRACE, Table
 from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.connection import ConnectionClosed, HostConnection
 from basra_net.protocol.messages import Commit, Hello, Leave, MatchStart, Seed, Welcome
@@ -88,7 +91,7 @@ async def test_a_weak_host_key_is_refused_before_any_deal(tmp_path):
     assert isinstance(host.received[-1], Leave)
 
 
-async def test_a_host_that_vanishes_after_the_seed_is_recorded_as_abandoning_a_fixed_deal(tmp_path):
+async def test_a_host_that_vanishes_after_the_seed_leaves_a_deal_recorded_as_unchecked(tmp_path):
     async def script(host: ScriptedHost) -> None:
         hello = await host.seat_guest()
         await host.send(_signed_commit(1, hello.nonce, bytes(32)))
@@ -98,7 +101,8 @@ async def test_a_host_that_vanishes_after_the_seed_is_recorded_as_abandoning_a_f
 
     result, _ = await _run_client(script, tmp_path)
     assert result.exit_code == EXIT_DEAL_FAILED
-    assert "abandoned a fixed deal" in result.reason
+    # The record shows the seed went out and nothing came back; not why, so it blames no one.
+    assert "the record stops after the seed exchange" in result.reason and "cannot be checked" in result.reason
     record = transcript.parse((tmp_path / "guest.basra").read_bytes())
     notes = [n for n in record.notes if n.kind == "abandoned_deal"]
     assert [n.game for n in notes] == [1]
@@ -125,3 +129,60 @@ async def test_a_version_the_client_did_not_offer_is_refused(tmp_path):
     result, host = await _run_client(script, tmp_path)
     assert result.exit_code == EXIT_FAILURE
     assert "unsupported_version" in result.reason
+
+
+
+class WaitsForNews(BotPlayer):
+    """At its first turn, sends a move for a request that is not open, then thinks until it is told something."""
+
+    def __init__(self) -> None:
+        super().__init__("greedy")
+        self.turn_started = trio.Event()
+        self.told = trio.Event()
+        self.events: list[str] = []
+
+    def notice(self, state, text: str) -> None:
+        self.events.append(f"notice: {text}")
+        self.told.set()
+
+    async def act(self, state, controls: Controls) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(super().act, state, controls)
+            await self.turn_started.wait()
+            controls.play(state.request + 1, state.moves[0])  # for a request the host never opened
+            self.events.append("stale move sent")
+
+    async def choose(self, state):
+        if not self.turn_started.is_set():
+            self.turn_started.set()
+            await self.told.wait()
+        self.events.append("played")
+        return await super().choose(state)
+
+
+async def test_news_reaches_a_player_still_thinking_and_a_move_for_no_open_request_is_dropped(autojump_clock):
+    table = Table(scoring="egyptian", target=40, identity=KEY)
+    thinker = WaitsForNews()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        streams = []
+        for seat in (0, 1):
+            client_end, host_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(partial(serve_connection, host_end, table, reserved_seat=seat))
+            streams.append(client_end)
+        nursery.start_soon(ClientSession(streams[1], "Guest", BotPlayer("greedy"), keep_transcript=False).run)
+
+        async def drop_the_guest_during_the_turn() -> None:
+            await thinker.turn_started.wait()
+            await trio.aclose_forcefully(streams[1])
+
+        nursery.start_soon(drop_the_guest_during_the_turn)
+        with trio.fail_after(3 * GRACE):
+            result = await ClientSession(streams[0], "Host", thinker, keep_transcript=False).run()
+        nursery.cancel_scope.cancel()
+    # The Guest's drop was told during the turn, before the move; the stale move went nowhere.
+    assert thinker.events[0] == "stale move sent"
+    assert thinker.events[1].startswith("notice: Guest lost the connection"), thinker.events
+    assert thinker.events[2] == "played"
+    assert not any("refused" in event for event in thinker.events), thinker.events
+    assert result.state.end_reason == "abandoned" and result.state.winner == 0

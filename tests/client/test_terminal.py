@@ -223,7 +223,7 @@ def test_show_logs_what_happened_in_words():
         "Game 1: new deal, Sam deals",
         "JC from the first table went to the bottom of the stock",
         "You played QD and took QC",
-        "*** BASRA! *** Sam played 10D and took 3H 3D 4S",
+        "*** BASRA! *** Sam played 10D and took 4S+3H+3D",
         "You played 9C onto the table",
         "Sam played JH and swept the table: 9C",
         "You played 2H onto the table",

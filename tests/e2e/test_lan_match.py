@@ -64,3 +64,29 @@ def test_a_match_across_a_real_network_interface(two_hosts, basra_env, tmp_path)
     assert f"basra join {host_addr}" in host_out
     for transcript in (host_transcript, join_transcript):
         assert _verify(basra_env, transcript).returncode == 0
+
+
+def test_basra_serve_prints_the_exact_join_command_and_the_code(basra_env):
+    port = free_port()
+    serve = subprocess.Popen(
+        basra_command("serve", "--bind", "127.0.0.1", "--port", str(port), "--code", "club-night"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env,
+    )
+    try:
+        lines = "".join(wait_for_line(serve, "Join code: club-night"))
+    finally:
+        serve.terminate()
+        serve.communicate(timeout=30)
+    assert f"Players type:  basra join 127.0.0.1:{port} --code club-night" in lines
+    assert "--table NAME" in lines
+
+
+def test_join_with_nobody_listening_says_so_once_with_what_to_check(basra_env):
+    port = free_port()
+    done = subprocess.run(basra_command("join", f"127.0.0.1:{port}", "--auto", "greedy"), capture_output=True, text=True,
+                          env=basra_env, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"basra join: cannot connect to 127.0.0.1:{port}: Connection refused. Is `basra host` running there, on port {port}?"
+        f" A firewall on either machine may be blocking TCP port {port}."
+    )

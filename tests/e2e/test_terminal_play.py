@@ -1,68 +1,191 @@
-"""The real terminal client through a pseudo-terminal: a person playing the bot by keystrokes."""
+"""The full-screen interface in real terminals (tmux panes): a game against the bot, two players, a resume.
+
+Everything is asserted on what the pane shows, as a person would read it,
+and no screen read along the way may hold a traceback.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
+import time
 
 import pexpect
 
 from .processes import basra_command, free_port, wait_for_line
+from .terminals import Terminal, needs_tmux, play_when_asked, take_turn
 
-PROMPT = re.compile(r"Your move \(1(-\d)?\): |Take which \(a-[a-z]+, Enter to go back\): |Next game \(Enter\): ")
+FINGERPRINT = re.compile(r"key ([0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4})")
+MATCH_TIMEOUT = 240
 
 
-def test_a_person_plays_a_whole_match_against_the_bot_by_keystrokes(basra_env, tmp_path):
-    basra_env.pop("NO_COLOR")
-    basra_env["TERM"] = "xterm-256color"
+def _terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
+    env = dict(basra_env, TERM="xterm-256color", LANG="C.UTF-8")
+    env.pop("NO_COLOR")
+    return env
+
+
+def _play_out(*terminals: Terminal) -> list[str]:
+    """Press Enter whenever a terminal asks, until every one's command has exited; their last screens."""
+    deadline = time.monotonic() + MATCH_TIMEOUT
+    running = list(terminals)
+    while running:
+        assert time.monotonic() < deadline, "the match did not end in time:\n" + "\n".join(t.screen() for t in running)
+        running = [t for t in running if play_when_asked(t) is not None]
+        time.sleep(0.15)
+    for terminal in terminals:
+        terminal.no_traceback()
+    return [terminal.screen() for terminal in terminals]
+
+
+@needs_tmux
+def test_a_whole_game_against_the_bot_on_a_full_screen(basra_env, tmp_path):
     transcript = tmp_path / "host.basra"
-    command = basra_command("host", "--bot", "random", "--target", "40", "--name", "Tess", "--transcript", str(transcript))
-    child = pexpect.spawn(command[0], command[1:], env=basra_env, dimensions=(24, 80), encoding="utf-8", timeout=30)
+    args = ["host", "--bot", "random", "--target", "1", "--name", "Tess", "--transcript", str(transcript)]
+    terminal = Terminal(args, _terminal_env(basra_env), tmp_path)
     try:
-        child.expect("Your move")
-        screen = child.before
-        # The screen shows the table, the numbered hand and the opponent.
-        assert "Table" in screen and "Your hand:" in screen and "Bot" in screen
-        assert re.search(r"1\) \S+", screen)
-        # Bad keys re-prompt instead of crashing.
-        for bad in ("x", "9", "", "-1", "1.5"):
-            child.sendline(bad)
-            child.expect(PROMPT)
-        # Answer the prompt that is showing, then every later one, until the match ends.
-        moves, breakdowns, found, prompt = 0, 0, 0, child.after
-        while found == 0:
-            if prompt.startswith("Next game"):
-                # Between games the breakdown stays up until Enter.
-                assert "Most cards" in child.before, child.before[-2000:]
-                child.sendline("")
-                breakdowns += 1
-            else:
-                child.sendline("a" if prompt.startswith("Take") else "1")
-                moves += 1
-            found = child.expect([PROMPT, "basra host: the match is over", pexpect.EOF], timeout=60)
-            prompt = child.after if found == 0 else ""
-        assert found == 1, child.before
-        child.expect(pexpect.EOF)
+        first = terminal.wait_for("YOUR TURN")
+        assert "taken/27" in first and "Bot:" in first and "Your hand" in first and "? help  q leave" in first
+        assert not FINGERPRINT.search(first)  # a bot game: nobody to compare a fingerprint with
+        terminal.keys("?")
+        assert "The Jack takes the whole table" in terminal.wait_for("Basra in short")
+        terminal.keys("Escape")
+        terminal.wait_for("YOUR TURN")
+        seen_result = False
+        deadline = time.monotonic() + MATCH_TIMEOUT
+        while (text := play_when_asked(terminal)) is not None:
+            seen_result = seen_result or ("Most cards" in text and "27 cards or more" in text)
+            assert time.monotonic() < deadline, text
+            time.sleep(0.1)
+        final = terminal.screen()
+        terminal.no_traceback()
     finally:
-        child.close(force=True)
-    assert child.exitstatus == 0
-    assert moves >= 24  # at least one whole game of our own plays
-    # Every game but the last is followed by its breakdown (the last one's stays on the final screen).
-    assert breakdowns >= 1 or moves == 24
+        terminal.close()
+    assert seen_result, "the game's score was never explained on screen"
+    assert "basra host: the match is over" in final and "EXITED WITH 0" in final
     assert transcript.exists()
 
 
-def test_q_leaves_the_match_and_says_so(basra_env, tmp_path):
-    command = basra_command("host", "--bot", "random", "--name", "Tess", "--transcript", str(tmp_path / "h.basra"))
-    child = pexpect.spawn(command[0], command[1:], env=basra_env, dimensions=(24, 80), encoding="utf-8", timeout=30)
+@needs_tmux
+def test_q_asks_before_leaving_and_the_shell_gets_its_screen_back(basra_env, tmp_path):
+    args = ["host", "--bot", "random", "--name", "Tess", "--transcript", str(tmp_path / "h.basra")]
+    terminal = Terminal(args, _terminal_env(basra_env), tmp_path)
     try:
-        child.expect("Your move")
-        child.sendline("q")
-        child.expect("you left the match")
-        child.expect(pexpect.EOF)
+        terminal.wait_for("YOUR TURN")
+        terminal.keys("q")
+        assert "Leave the match?" in terminal.wait_for("Leave the match?")
+        terminal.keys("n")
+        time.sleep(0.3)
+        assert "Leave the match?" not in terminal.wait_for("YOUR TURN")
+        terminal.keys("q")
+        terminal.wait_for("Leave the match?")
+        terminal.keys("y")
+        final = terminal.wait_for("EXITED WITH")
+        terminal.no_traceback()
     finally:
-        child.close(force=True)
-    assert child.exitstatus == 130
+        terminal.close()
+    assert "basra host: you left the match" in final and "EXITED WITH 130" in final
+    assert "YOUR TURN" not in final  # the alternate screen is gone: the shell's own lines are back
+
+
+@needs_tmux
+def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(basra_env, tmp_path):
+    env = _terminal_env(basra_env)
+    port = str(free_port())
+    host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
+    guest = None
+    try:
+        waiting = host.wait_for("Join code: tulip-42")
+        assert f"basra join 127.0.0.1:{port} --code tulip-42" in waiting
+        assert "Waiting for the other player to sit down" in waiting
+        time.sleep(1.0)
+        assert f"basra join 127.0.0.1:{port} --code tulip-42" in host.screen()  # still there while nobody sits
+        guest = Terminal(["join", f"127.0.0.1:{port}", "--code", "tulip-42", "--name", "Omar"], env, tmp_path)
+        host_screen = host.wait_for("taken/27")
+        guest_screen = guest.wait_for("taken/27")
+        assert "Omar" in host_screen and "Hoda" in guest_screen
+        host_key, guest_key = FINGERPRINT.search(host_screen), FINGERPRINT.search(guest_screen)
+        assert host_key and guest_key and host_key.group(1) == guest_key.group(1)
+        host_final, guest_final = _play_out(host, guest)
+    finally:
+        host.close()
+        if guest is not None:
+            guest.close()
+    assert "basra host: the match is over" in host_final and "EXITED WITH 0" in host_final
+    assert "basra join: the match is over" in guest_final and "EXITED WITH 0" in guest_final
+
+
+@needs_tmux
+def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_was(basra_env, tmp_path):
+    env = _terminal_env(basra_env)
+    port = str(free_port())
+    host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--open", "--target", "1", "--name", "Hoda"], env, tmp_path)
+    join = ["join", f"127.0.0.1:{port}", "--name", "Omar"]
+    host.wait_for("Waiting for the other player to sit down")
+    guest = Terminal(join, env, tmp_path, size=(100, 40))  # room in the log for all that is caught up on
+    try:
+        # Play a few turns, then kill the guest while the host is to move (not on the guest's own turn).
+        for _ in range(3):  # the host deals the first game: the guest leads
+            take_turn(guest)
+            take_turn(host)
+        take_turn(guest)
+        host.wait_for("YOUR TURN")
+        played_before = guest.screen().count("You played")
+        assert played_before >= 1
+        os.kill(guest.pid(), signal.SIGKILL)
+        away = host.wait_for("Omar is away")
+        assert re.search(r"Omar is away: waiting \d+ s more", away)
+        take_turn(host)  # the host plays on while the guest is away
+        host_play = re.findall(r"You played (\S+)", host.wait_for("waiting for Omar to come back"))[-1]
+        guest.run(join, tmp_path)
+        back = guest.wait_for("YOUR TURN")
+        assert "game 1" in back and "what it missed follows" in back
+        assert f"Hoda played {host_play}" in back  # what happened while it was away
+        host.wait_for("Omar is back")
+        host_final, guest_final = _play_out(host, guest)
+    finally:
+        host.close()
+        guest.close()
+    assert "basra host: the match is over" in host_final
+    assert "basra join: the match is over" in guest_final and "EXITED WITH 0" in guest_final
+
+
+def _hues(styled: str) -> set[str]:
+    """The colour escapes on screen that are not a shade of grey."""
+    found = set()
+    for params in re.findall(r"\x1b\[([0-9;]*)m", styled):
+        numbers = [int(n) for n in params.split(";") if n]
+        for i, n in enumerate(numbers):
+            if n in (38, 48) and numbers[i + 1 : i + 2] == [5]:
+                index = numbers[i + 2]
+                if not (index in (0, 7, 8, 15, 16, 231) or 232 <= index <= 255):
+                    found.add(f"{n};5;{index}")
+            elif n in (38, 48) and numbers[i + 1 : i + 2] == [2]:
+                red, green, blue = numbers[i + 2 : i + 5]
+                if not red == green == blue:
+                    found.add(f"{n};2;{red};{green};{blue}")
+            elif 31 <= n <= 36 or 41 <= n <= 46 or 91 <= n <= 96 or 101 <= n <= 106:
+                found.add(str(n))
+    return found
+
+
+@needs_tmux
+def test_no_color_draws_in_shades_of_grey_and_colour_otherwise(basra_env, tmp_path):
+    screens = {}
+    for no_color in (False, True):
+        env = _terminal_env(basra_env)
+        if no_color:
+            env["NO_COLOR"] = "1"
+        terminal = Terminal(["host", "--bot", "random", "--name", "Tess"], env, tmp_path)
+        try:
+            terminal.wait_for("YOUR TURN")
+            screens[no_color] = terminal.styled_screen()
+        finally:
+            terminal.close()
+    assert _hues(screens[False])  # the check can see colour when there is some
+    assert not _hues(screens[True]), _hues(screens[True])
 
 
 def test_ctrl_c_in_basra_join_leaves_cleanly_and_the_host_is_told(basra_env, tmp_path):
@@ -76,7 +199,7 @@ def test_ctrl_c_in_basra_join_leaves_cleanly_and_the_host_is_told(basra_env, tmp
         command = basra_command("join", f"127.0.0.1:{port}", "--name", "Zed", "--transcript", str(tmp_path / "j.basra"))
         child = pexpect.spawn(command[0], command[1:], env=basra_env, dimensions=(24, 80), encoding="utf-8", timeout=30)
         try:
-            child.expect("Your move")
+            child.expect("taken/27")
             child.sendintr()
             child.expect(pexpect.EOF)
         finally:
@@ -87,5 +210,17 @@ def test_ctrl_c_in_basra_join_leaves_cleanly_and_the_host_is_told(basra_env, tmp
             host.kill()
             host.wait()
     assert child.exitstatus == 130
+    assert "Traceback" not in child.before
     assert "Zed left the match" in host_out
     assert host.returncode == 1
+
+
+def test_input_that_is_not_a_terminal_gets_the_line_prompt(basra_env, tmp_path):
+    """Piped input (a script, a screen reader's pipe) plays through the numbered line prompt."""
+    command = basra_command("host", "--bot", "random", "--target", "1", "--name", "Tess", "--transcript", str(tmp_path / "h.basra"))
+    answers = "\n".join(["1", "a", ""] * 200) + "\n"
+    done = subprocess.run(command, input=answers, capture_output=True, text=True, env=basra_env, timeout=120)
+    assert "Your move (1-4): " in done.stdout
+    assert "basra host: the match is over" in done.stdout, done.stdout[-2000:] + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.returncode == 0

@@ -85,6 +85,9 @@ async def _serve_once(admission: Admission, host_end: trio.SocketStream, seating
         def seat_holding(self, token=None, hello=None):
             return None
 
+        def full_reason(self, hello):
+            return "the table is full: both seats are taken"
+
     await serve_connection(host_end, seating or NoSeat(), admission=admission, address="10.0.0.1")
 
 

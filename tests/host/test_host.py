@@ -376,3 +376,24 @@ async def test_when_the_hosts_player_leaves_seat_1_gets_match_end_abandoned(tmp_
     for path in (guest.transcript_path, tmp_path / "host.basra"):
         parsed = transcript.parse(path.read_bytes())
         assert transcript.verify(parsed).ok
+
+
+async def test_when_the_hosts_player_leaves_while_seat_1_chooses_its_move_seat_1_stops_choosing_and_learns_it(tmp_path):
+    # The guest's player never answers by itself (a person who has not typed yet); the host's
+    # player leaves (Ctrl-C) meanwhile.  The guest must stop asking and end with the reason.
+    stop = trio.Event()
+
+    class NeverDecides(BotPlayer):
+        async def choose(self, state):
+            stop.set()
+            await trio.sleep_forever()
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, outcomes = await start_host(nursery, tmp_path, stop=stop)
+            guest = await join_as_bot(port, tmp_path, NeverDecides("greedy"))
+    assert guest.exit_code == 1 and guest.reason == "the match was abandoned: Hoda left", guest.reason
+    assert guest.state.end_reason == "abandoned" and guest.state.winner == 1
+    assert outcomes[0].own_seat.exit_code == 130 and "left the match" in outcomes[0].table.reason
+    for path in (guest.transcript_path, tmp_path / "host.basra"):
+        assert verify(path).ok, verify(path).problems

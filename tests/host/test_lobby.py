@@ -77,7 +77,24 @@ async def test_a_player_beyond_the_table_limit_is_told_the_host_is_full():
         refused = await _join(port, "third", BotPlayer("greedy"), table="another")
         nursery.cancel_scope.cancel()
     assert refused.exit_code == 1
-    assert "table_full" in refused.reason
+    assert "table_full" in refused.reason and "this server is full: all 1 tables are in play" in refused.reason
+
+
+async def test_a_named_table_is_kept_for_players_who_name_it():
+    async with trio.open_nursery() as nursery:
+        port = await _serve(nursery, tables=1)
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        nursery.start_soon(ClientSession(stream, "vip-a", StallingPlayer("greedy"), keep_transcript=False, table="vip").run)
+        await trio.sleep(0.2)  # the named table is open, one seat free
+        unnamed = await _join(port, "walk-in", BotPlayer("greedy"))
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        nursery.start_soon(ClientSession(stream, "vip-b", StallingPlayer("greedy"), keep_transcript=False, table="vip").run)
+        await trio.sleep(0.2)
+        third = await _join(port, "vip-c", BotPlayer("greedy"), table="vip")
+        nursery.cancel_scope.cancel()
+    # The walk-in did not take the free seat at "vip": with no room for another table it was turned away.
+    assert unnamed.exit_code == 1 and "this server is full" in unnamed.reason
+    assert third.exit_code == 1 and "table 'vip' is full: both of its seats are taken" in third.reason
 
 
 async def test_a_table_that_fails_leaves_the_other_tables_playing(monkeypatch):

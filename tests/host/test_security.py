@@ -8,7 +8,8 @@ import resource
 import pytest
 import trio
 
-from basra_net.client.join import JoinSession, pin_name
+from basra_net.client.address import pin_name
+from basra_net.client.join import JoinSession
 from basra_net.client.pinning import CONFIRMED, VERIFIED
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import SessionResult

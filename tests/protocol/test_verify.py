@@ -10,7 +10,7 @@ import pytest
 
 from basra_net.engine.cards import card_name
 from basra_net.protocol import shuffle, transcript
-from basra_net.protocol.messages import Commit, Deal, GameEnd, Hello, MatchEnd, Played, Reveal, Seed, Welcome
+from basra_net.protocol.messages import Commit, Deal, GameEnd, Hello, Leave, MatchEnd, Played, Reveal, Seed, Welcome
 from basra_net.protocol.transcript import TranscriptError
 from basra_net.protocol.verify import Discrepancy
 
@@ -258,13 +258,58 @@ def cut_after(match, predicate) -> transcript.Transcript:
     [in_game(Seed), in_game(Deal, hand_no=4), in_game(GameEnd)],
     ids=["after-the-seed", "mid-game", "after-game-end"],
 )
-def test_a_transcript_cut_after_the_seed_and_before_the_reveal_reports_an_abandoned_deal(honest_match, last_kept):
+def test_a_transcript_cut_after_the_seed_and_before_the_reveal_reports_an_unchecked_deal(honest_match, last_kept):
     report = transcript.verify(cut_after(honest_match, last_kept))
     assert [c.game for c in report.checks] == list(range(1, TAMPERED_GAME))
     assert len(report.problems) == 1
     problem = report.problems[0]
     assert (problem.game, problem.field) == (TAMPERED_GAME, "reveal")
-    assert "abandoned a fixed deal" in str(problem)
+    # Nothing on record says who ended it: the message blames no one.
+    assert "the record stops after the seed exchange" in str(problem) and "abandoned" not in str(problem)
+
+
+def parsed_totals(parsed: transcript.Transcript) -> tuple[int, int]:
+    ends = [m for _, m in parsed.records if isinstance(m, GameEnd)]
+    return ends[-1].totals if ends else (0, 0)
+
+
+def test_a_match_end_with_a_fixed_deal_unrevealed_is_the_host_abandoning_it(honest_match):
+    parsed = cut_after(honest_match, in_game(Deal, hand_no=2))
+    parsed.records.append(("host", MatchEnd(winner=1, totals=parsed_totals(parsed), reason="abandoned")))
+    (problem,) = transcript.verify(parsed).problems
+    assert problem.game == TAMPERED_GAME and "the host left the match after this seat's seed went out, without revealing it" in str(problem)
+    parsed.records[-1] = ("host", MatchEnd(winner=0, totals=parsed_totals(parsed), reason="target"))
+    problem = next(p for p in transcript.verify(parsed).problems if p.field == "reveal")
+    assert "the host ended the match without revealing it" in str(problem)
+
+
+def test_a_match_ended_as_abandoned_by_the_guest_before_the_reveal_is_no_failure_of_the_host(honest_match):
+    # The guest's seed went out and the connection dropped past the grace: the host may never have taken it.
+    parsed = cut_after(honest_match, in_game(Seed))
+    parsed.records.append(("host", MatchEnd(winner=0, totals=parsed_totals(parsed), reason="abandoned")))
+    report = transcript.verify(parsed)
+    assert report.ok, report.problems
+    assert report.verifier.unchecked == [(TAMPERED_GAME, "the host ended the match as abandoned by the guest (away past the grace period, or gone) before any reveal")]
+
+
+def test_the_hosts_leave_with_a_fixed_deal_unrevealed_is_the_host_abandoning_it(honest_match):
+    parsed = cut_after(honest_match, in_game(Deal, hand_no=2))
+    parsed.records.append(("host", Leave("gone")))
+    (problem,) = transcript.verify(parsed).problems
+    assert "the host left the match without revealing it" in str(problem)
+
+
+def test_the_guests_own_leave_before_the_reveal_is_no_failure_of_the_host(honest_match, basra_command, tmp_path):
+    parsed = cut_after(honest_match, in_game(Deal, hand_no=2))
+    parsed.records.append(("guest", Leave("the player left (Ctrl-C)")))
+    report = transcript.verify(parsed)
+    assert report.ok and [game for game, _ in report.verifier.unchecked] == [TAMPERED_GAME]
+    path = tmp_path / "left.basra"
+    path.write_bytes(encode(parsed))
+    result = run_verify(basra_command, path)
+    assert result.returncode == 0, result.stdout
+    assert f"game {TAMPERED_GAME}: not checked: the guest left the match before the host revealed its seed" in result.stdout
+    assert "the transcript ends before the match did" in result.stdout and "abandon" not in result.stdout
 
 
 def test_a_transcript_cut_between_games_holds_no_abandoned_deal(honest_match):
@@ -325,13 +370,13 @@ def test_basra_verify_exits_1_and_names_a_wrong_score(honest_match, basra_comman
     assert f"game {TAMPERED_GAME}: FAILED" in result.stdout and "game 1: verified" in result.stdout
 
 
-def test_basra_verify_exits_1_and_names_a_deal_the_host_abandoned(honest_match, basra_command, tmp_path):
+def test_basra_verify_exits_1_and_names_a_deal_left_unrevealed(honest_match, basra_command, tmp_path):
     path = tmp_path / "cut.basra"
     path.write_bytes(encode(cut_after(honest_match, in_game(Deal, hand_no=2))))
     result = run_verify(basra_command, path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"FAILED: game {TAMPERED_GAME}: reveal" in result.stdout
-    assert "abandoned a fixed deal" in result.stdout
+    assert "cannot be checked" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,11 @@
 
 It forwards frames whole in both directions and reads each one's type, so a
 test can cut the player off just before (or in the middle of) the n-th
-message of a kind, in either direction, as a dropped Wi-Fi link would.
+message of a kind, in either direction, as a dropped Wi-Fi link would.  A
+Mark instead tells the test when the n-th message of a kind has gone
+through, and can hold the traffic after it for a moment, so that a test
+acts on the processes at a chosen moment of the match; cut_now() drops the
+link at once, for as long as the test says.
 """
 
 from __future__ import annotations
@@ -30,9 +34,21 @@ class Cut:
 
 
 @dataclass
+class Mark:
+    """Set ``reached`` once the ``nth`` frame of type ``kind`` going ``direction`` has been forwarded."""
+
+    direction: str
+    kind: str
+    nth: int = 1
+    hold: float = 0.0  # seconds during which nothing more is forwarded, either way
+    reached: trio.Event = field(default_factory=trio.Event)
+
+
+@dataclass
 class CuttingProxy:
     upstream_port: int
     cuts: list[Cut] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
     seen: dict[tuple[str, str], int] = field(default_factory=dict)
     connections: int = 0
     cuts_made: int = 0
@@ -55,11 +71,13 @@ class CuttingProxy:
             await player.aclose()
             return
         cut = trio.Event()
+        self._links.add(cut)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._pump, player, host, TO_HOST, cut)
             nursery.start_soon(self._pump, host, player, TO_PLAYER, cut)
             await cut.wait()
             nursery.cancel_scope.cancel()
+        self._links.discard(cut)
         for stream in (player, host):
             if self._reset_next:
                 stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -67,6 +85,17 @@ class CuttingProxy:
 
     _reset_next = False
     _dark_until = 0.0
+    _held_until = 0.0
+
+    def __post_init__(self) -> None:
+        self._links: set[trio.Event] = set()
+
+    def cut_now(self, blackout: float) -> None:
+        """Drop every connection now, and refuse new ones for ``blackout`` seconds (the network is down)."""
+        self._dark_until = trio.current_time() + blackout
+        self.cuts_made += 1
+        for link in list(self._links):
+            link.set()
 
     async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, cut: trio.Event) -> None:
         buffer = b""
@@ -93,6 +122,12 @@ class CuttingProxy:
                             await sink.send_all(frame[: len(frame) // 2])
                         cut.set()
                         return
+                    await trio.sleep_until(self._held_until)
                     await sink.send_all(frame)
+                    mark = next((m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])), None)
+                    if mark is not None:
+                        self.marks.remove(mark)
+                        self._held_until = trio.current_time() + mark.hold
+                        mark.reached.set()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             cut.set()

@@ -1,0 +1,118 @@
+"""`basra replay FILE`: step through a saved match as the seat that recorded it saw it.
+
+A transcript is seat 1's channel, so the replay shows seat 1's screen, one
+event at a time (each deal, play and game end).  Once a game is over its
+deal is public (the reveal fixes the deck order, which `basra verify` checks),
+so every hand of both seats can be shown; `basra verify`'s verdict is on the
+title line throughout.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine.game import Game
+from ..engine.scoring import PRESETS
+from ..protocol import transcript
+from ..protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome
+from ..protocol.verify import HOST
+from .narration import describe
+from .screen import CardStyle
+from .state import ClientState
+from .verify_file import EXIT_UNREADABLE, EXIT_VERIFIED, MAX_TRANSCRIPT
+
+SHOWN = (Welcome, MatchStart, Deal, Played, GameEnd, MatchEnd)  # the messages a step stops at
+HAND_SIZE = 4
+
+
+@dataclass
+class Frame:
+    """The recording seat's view just after one message, and the log up to it."""
+
+    state: ClientState
+    log: list[str]
+    game: int
+
+
+@dataclass
+class Replay:
+    frames: list[Frame]
+    verdict: str  # basra verify's, in a few words
+    ok: bool
+    decks: dict[int, tuple[tuple[int, ...], int]] = field(default_factory=dict)  # game -> (deck order, dealer), once revealed
+    game_ends: dict[int, int] = field(default_factory=dict)  # game -> the frame of its end
+
+    def game_start(self, game: int) -> int | None:
+        return next((i for i, frame in enumerate(self.frames) if frame.game == game), None)
+
+    def every_hand(self, game: int, scoring: str) -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+        """(hand number, seat 0's cards, seat 1's cards) for each of the game's six hands."""
+        deck, dealer = self.decks[game]
+        dealt = Game(game, deck, dealer, PRESETS[scoring])
+        first = 1 - dealer
+        hands = [(1, tuple(dealt.hands[0]), tuple(dealt.hands[1]))]
+        stock = list(dealt.stock)
+        for hand_no in range(2, 7):
+            cards: list[tuple[int, ...]] = [(), ()]
+            cards[first], cards[dealer] = tuple(stock[:HAND_SIZE]), tuple(stock[HAND_SIZE : 2 * HAND_SIZE])
+            del stock[: 2 * HAND_SIZE]
+            hands.append((hand_no, cards[0], cards[1]))
+        return hands
+
+
+def load_replay(path: Path, style: CardStyle) -> Replay:
+    """The frames of a transcript; OSError or TranscriptError when it cannot be read."""
+    if path.stat().st_size > MAX_TRANSCRIPT:
+        raise transcript.TranscriptError(f"larger than any transcript ({MAX_TRANSCRIPT} bytes at most)")
+    parsed = transcript.parse(path.read_bytes())
+    report = transcript.verify(parsed)
+    verdict = "verified" if report.ok else f"FAILED: {report.problems[0]}"
+    replay = Replay([], verdict, report.ok)
+    state = ClientState(name="")
+    log: list[str] = []
+    for sender, message in parsed.records:
+        if sender != HOST:
+            continue
+        state.apply(message)
+        if isinstance(message, Welcome):
+            state.name = "seat 1"
+        if isinstance(message, MatchStart):
+            state.name = message.names[1]
+        log.extend(describe(state, message, style))
+        if isinstance(message, SHOWN):
+            _step(replay, state, log, message)
+    for check in report.checks:
+        if check.deck:
+            deal = next(m for s, m in parsed.records if isinstance(m, Deal) and m.game == check.game and m.hand_no == 1)
+            replay.decks[check.game] = (check.deck, deal.dealer)
+    return replay
+
+
+def _step(replay: Replay, state: ClientState, log: list[str], message: Message) -> None:
+    replay.frames.append(Frame(copy.deepcopy(state), list(log), state.game))
+    if isinstance(message, GameEnd):
+        replay.game_ends[message.game] = len(replay.frames) - 1
+
+
+def replay_file(path: Path) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("basra replay: needs a terminal to show the match in (basra verify checks a transcript anywhere)", file=sys.stderr)
+        return EXIT_UNREADABLE
+    from .tui import ReplayApp, screen_style
+
+    try:
+        replay = load_replay(path, screen_style())
+    except OSError as err:
+        print(f"basra replay: cannot read {path}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except transcript.TranscriptError as err:
+        print(f"basra replay: {path} is not a readable transcript: {err}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    if not replay.frames:
+        print(f"basra replay: {path} holds no match to show", file=sys.stderr)
+        return EXIT_UNREADABLE
+    ReplayApp(replay, path.name).run()
+    return EXIT_VERIFIED

@@ -1,0 +1,820 @@
+"""The full-screen interface: Textual draws and reads the keyboard and mouse, trio plays the match.
+
+Textual owns the asyncio event loop; the match (the session, its connection,
+the host's table) runs on trio in guest mode (`trio.lowlevel.start_guest_run`),
+its ticks scheduled as callbacks on that loop.  So both run on one thread:
+the session hands the screen what happened through `App.call_later` (in
+the app's own message order), and the screen hands the session the player's
+actions through the trio token, never touching trio's state itself.
+
+A key counts only on the player's own turn and only if it was pressed after
+the turn was drawn: nothing typed while the opponent thinks is ever played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Awaitable, Callable, Generic, TypeVar
+
+import trio
+from rich.text import Text
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, RichLog, Static
+
+from ..engine import Move
+from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
+from ..engine.scoring import PRESETS
+from ..protocol.fingerprint import key_fingerprint
+from ..protocol.messages import Commit, GameEnd, MatchEnd, Message, Welcome, YourTurn
+from .narration import describe
+from .players import Controls
+from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode
+from .state import ClientState, GameSummary
+
+if TYPE_CHECKING:
+    from .replay import Replay
+
+T = TypeVar("T")
+CARDS_TO_WIN_MOST = 27  # of the 52, more than the other player can have
+TILE_CELLS = 8  # a card tile's width with its margin
+NAME_CELLS = 14
+KEEP_LOG = 500
+
+HELP = """\
+[b]Basra in short[/b]
+Play one card a turn. A numeral (A=1 to 10) takes every card of its own rank, and as many other numerals as split into groups that each add up to it. A Queen takes Queens, a King takes Kings. A card that takes nothing stays on the table. One card taking the whole table is a [b]basra[/b]: 10 points.
+
+[b]The Jack[/b] takes the whole table. That is a plain sweep, except a Jack on a lone Jack: a [b]jack basra[/b], 30 points.
+[b]The 7{d}[/b] (marked *) takes the whole table too: a basra when some rank could have taken it all, else a plain sweep. A lone 7{d} on the table is a basra for whatever card takes it.
+
+After a game's 48 plays the last player to capture takes what is left. Taking 27 or more of the 52 cards scores 30 ("most cards"). The first to the target wins the match.
+
+[b]Keys[/b] left/right, a digit or a card's name (7d, 10h, qs) picks a card; Enter plays it; a click plays the card clicked. With several equal captures the table shows one: left/right or its letter picks another, Enter takes it, Esc goes back. ? this help, q leave (asks first; q then a suit letter is a Queen).
+
+Any key closes this help."""
+
+
+# --- the player ----------------------------------------------------------------------------
+
+
+class ScreenPlayer:
+    """The Player behind the screen, on trio's side: it forwards what happens and carries the actions back."""
+
+    def __init__(self, app: BasraApp) -> None:
+        self.app = app
+
+    async def act(self, state: ClientState, controls: Controls) -> None:
+        token = trio.lowlevel.current_trio_token()
+        self.app.call_later(self.app.seat_taken, state, controls, token)
+        async for request in controls.requests:
+            self.app.call_later(self.app.turn_opened, request)
+
+    def show(self, state: ClientState, message: Message) -> None:
+        lines = describe(state, message, self.app.style)
+        self.app.call_later(self.app.match_changed, state, message, lines)
+
+    def notice(self, state: ClientState, text: str) -> None:
+        self.app.call_later(self.app.match_changed, state, None, [text])
+
+    def say(self, line: str) -> None:
+        """A line the person at the host must see before the match (addresses, the join command, the code)."""
+        self.app.call_later(self.app.lobby_line, line)
+
+    async def ask_code(self, reason: str) -> str | None:
+        answered = trio.Event()
+        answer: list[str | None] = [None]
+        token = trio.lowlevel.current_trio_token()
+
+        def given(code: str | None) -> None:
+            answer[0] = code
+            token.run_sync_soon(answered.set)
+
+        self.app.call_later(self.app.push_screen, CodeScreen(reason), given)
+        await answered.wait()
+        return answer[0]
+
+
+    async def confirm_fingerprint(self, fingerprint: str) -> bool:
+        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for)."""
+        answered = trio.Event()
+        answer = [False]
+        token = trio.lowlevel.current_trio_token()
+
+        def given(same: bool | None) -> None:
+            answer[0] = bool(same)
+            token.run_sync_soon(answered.set)
+
+        self.app.call_later(self.app.push_screen, FingerprintScreen(fingerprint), given)
+        await answered.wait()
+        return answer[0]
+
+
+# --- widgets -------------------------------------------------------------------------------
+
+
+class Tile(Static):
+    """One card, as a small bordered tile; clicking it acts on it."""
+
+    def __init__(self, card: Card, label: str, style: CardStyle, **kwargs) -> None:
+        name = style.name(card) + ("*" if card == SEVEN_OF_DIAMONDS else "")
+        super().__init__(name, **kwargs)
+        self.card = card
+        self.label = label
+        self.add_class("red" if suit(card) in ("H", "D") else "black")
+        if card == SEVEN_OF_DIAMONDS:
+            self.add_class("komi")
+
+    def on_mount(self) -> None:
+        self.border_title = self.label
+
+    def on_click(self, event: events.Click) -> None:
+        self.app.tile_clicked(self)  # type: ignore[attr-defined]
+
+
+class ResultScreen(ModalScreen[None]):
+    """A game's score, line by line with what each line means; Enter goes on."""
+
+    def __init__(self, body: Text) -> None:
+        super().__init__()
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.body, id="result")
+
+    def on_key(self, event: events.Key) -> None:
+        event.stop()  # the key that closes it is not also a move
+        if self.is_current and event.key in ("enter", "space", "escape"):
+            self.dismiss()
+
+
+class HelpScreen(ModalScreen[None]):
+    def compose(self) -> ComposeResult:
+        yield Static(HELP.format(d="♦" if self.app.style.symbols else "D"), id="help")  # type: ignore[attr-defined]
+
+    def on_key(self, event: events.Key) -> None:
+        event.stop()
+        if self.is_current:  # a key already on its way after the first one closed it
+            self.dismiss()
+
+
+class LeaveScreen(ModalScreen[str]):
+    """Asks before leaving; answers with the key pressed (a suit letter after q names a Queen)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("Leave the match?  The other player is told and the match ends.\n\n[b]y[/b] leave    [b]n[/b] stay", id="leave")
+
+    def on_key(self, event: events.Key) -> None:
+        event.stop()
+        if self.is_current:
+            self.dismiss((event.character or "").lower())
+
+
+class CodeScreen(ModalScreen[str | None]):
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="code"):
+            yield Static(f"{self.reason}\nType the join code shown on the host's screen (Esc gives up):")
+            yield Input(id="code-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            self.dismiss(None)
+
+
+class FingerprintScreen(ModalScreen[bool]):
+    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned."""
+
+    def __init__(self, fingerprint: str) -> None:
+        super().__init__()
+        self.fingerprint = fingerprint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="code"):
+            yield Static(
+                "This host is new to you and no join code vouched for its key. Its fingerprint is\n\n"
+                f"    {self.fingerprint}\n\n"
+                "The host's screen shows its own fingerprint: if the two differ, someone is between you.\n"
+                "Does the host's screen show the same fingerprint? (y / n)"
+            )
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in ("y", "n", "escape"):
+            self.dismiss(event.key == "y")
+
+
+# --- the app -------------------------------------------------------------------------------
+
+
+@dataclass
+class CaptureChoice:
+    """The equal captures one card could make, and the one now shown on the table."""
+
+    options: list[Move]
+    shown: int = 0
+
+
+class TableView(App):
+    """The match screen, drawn from a ClientState: the live game and the replay both show it."""
+    CSS = """
+    Screen { layout: vertical; }
+    #title { height: 1; background: $primary; color: $text; }
+    #board { height: 3; }
+    #lobby { height: auto; padding: 0 1; display: none; }
+    #table-label, #hand-label { height: 1; }
+    #table { layout: grid; grid-size: 8; grid-columns: 7; grid-gutter: 0 1; height: auto; max-height: 9; padding-left: 1; }
+    #hand { height: 3; padding-left: 1; }
+    Tile { width: 7; height: 3; border: round $secondary; content-align: center middle; text-style: bold; }
+    #hand Tile { margin-right: 1; }
+    Tile.red { color: red; }
+    Tile.komi { border: double $warning; }
+    Tile.selected { border: heavy $accent; background: $boost; }
+    Tile.option { border: heavy $accent; background: $boost; }
+    #prompt { height: auto; max-height: 2; padding: 0 1; }
+    #log { height: 1fr; min-height: 2; padding: 0 1; }
+    #status { height: 1; background: $panel; padding: 0 1; }
+    #result, #help, #leave, #code { width: auto; max-width: 78; height: auto; border: round $accent; padding: 0 1; background: $surface; }
+    ResultScreen, HelpScreen, LeaveScreen, CodeScreen { align: center middle; }
+    #code { width: 76; max-width: 100%; }
+    #code Static { height: auto; }
+    """
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self, *, fingerprint: bool, ascii: bool | None = None) -> None:
+        super().__init__(ansi_color=False)
+        self.show_fingerprint = fingerprint
+        self.style = screen_style(ascii, colour=not self.no_color)  # Textual itself honours NO_COLOR
+        self.state = ClientState(name="")
+        self.lobby: list[str] = []
+        self.cursor = 0
+        self.typed = ""
+        self.hint = ""
+        self.choice: CaptureChoice | None = None
+
+    # --- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        yield Static(id="lobby")
+        yield Static(id="board")
+        yield Static(id="table-label")
+        yield Container(id="table")
+        yield Static(id="hand-label")
+        yield Horizontal(id="hand")
+        yield Static(id="prompt")
+        yield RichLog(id="log", wrap=True, markup=False, max_lines=KEEP_LOG)
+        yield Static(id="status")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one("#table").styles.grid_size_columns = max(1, (event.size.width - 2) // TILE_CELLS)
+
+    def _my_turn(self, event: events.Event | None = None) -> bool:
+        return False
+
+    def tile_clicked(self, tile: Tile) -> None:
+        """A card clicked: only the live match acts on it."""
+
+    # --- drawing ------------------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        self._draw_title()
+        self._draw_board()
+        self._draw_cards()
+        self._draw_prompt()
+        self._draw_status()
+        # The log's height changes with the table's: keep its newest lines in view once laid out again.
+        self.call_after_refresh(self.query_one("#log", RichLog).scroll_end, animate=False)
+
+    def _draw_title(self) -> None:
+        state = self.state
+        left = "BASRA"
+        if state.game:
+            left += f"  game {state.game}, hand {state.hand_no}/6"
+        right = f"first to {state.target}, {state.scoring}" if state.target else ""
+        if self.show_fingerprint and state.host_key:
+            right += f"  key {key_fingerprint(state.host_key)}"
+        width = self.size.width - 2
+        gap = max(2, width - len(left) - len(right))
+        self.query_one("#title", Static).update(Text(f" {left}{' ' * gap}{right}"[: self.size.width]))
+
+    def _draw_board(self) -> None:
+        state = self.state
+        in_match = bool(all(state.names) and state.seat is not None)
+        lobby = self.query_one("#lobby", Static)
+        lobby.display = not in_match
+        if not in_match:
+            waiting = "Connecting to the table..." if state.seat is None else "Waiting for the other player to sit down..."
+            lobby.update(Text("\n".join([*self.lobby, "", waiting]).strip()))
+        board = self.query_one("#board", Static)
+        board.display = in_match and state.game > 0
+        if board.display:
+            board.update(scoreboard(state))
+
+    def _draw_cards(self) -> None:
+        state = self.state
+        playing = state.game > 0 and state.end_reason is None
+        for part in ("#table-label", "#table", "#hand-label", "#hand"):
+            self.query_one(part).display = playing
+        if not playing:
+            return
+        option = set(self.choice.options[self.choice.shown].captures) if self.choice else set()
+        stock = f"stock {state.stock_left}" if state.stock_left else "stock empty: last hand"
+        cards = {0: "empty", 1: "1 card"}.get(len(state.table), f"{len(state.table)} cards")
+        label = f" Table ({cards})   {stock}   {state.opponent_name}: {state.opponent_hand_size} in hand"
+        self.query_one("#table-label", Static).update(Text(label, style="dim"))
+        self._fill("#table", state.table, lambda i, card: "", lambda card: card in option)
+        turn = "  YOUR TURN" if self._my_turn() else ""
+        self.query_one("#hand-label", Static).update(Text(f" Your hand{turn}", style="bold green" if turn else "bold"))
+        self._fill("#hand", state.hand, lambda i, card: str(i + 1), lambda card: state.hand.index(card) == self.cursor)
+
+    def _fill(self, where: str, cards, label, marked) -> None:
+        container = self.query_one(where)
+        container.remove_children()
+        tiles = []
+        for index, card in enumerate(cards):
+            tile = Tile(card, label(index, card), self.style)
+            if not self.style.symbols:
+                tile.styles.border = ("ascii", "white")
+            if marked(card):
+                tile.add_class("option" if where == "#table" else "selected")
+            tiles.append(tile)
+        container.mount_all(tiles)
+
+    def _draw_prompt(self) -> None:
+        state = self.state
+        prompt = self.query_one("#prompt", Static)
+        if self.choice is not None:
+            card = self.style.name(self.choice.options[0].card)
+            listing = "  ".join(
+                f"{'>' if i == self.choice.shown else ' '}{chr(ord('a') + i)}) {self.style.names(move.captures)}"
+                for i, move in enumerate(self.choice.options)
+            )
+            prompt.update(Text(f"{card} can take (Enter takes the one marked, Esc goes back): {listing}"))
+            return
+        text = self.hint
+        if not text and self._my_turn():
+            text = "Pick a card (left/right, 1-4 or its name) and press Enter.  ? help"
+        elif not text and state.game and state.turn is not None and state.end_reason is None:
+            text = f"waiting for {state.opponent_name} to come back..." if state.opponent in state.away else f"{state.opponent_name} is thinking..."
+        if self.typed:
+            text = f"typed: {self.typed}   {text}"
+        prompt.update(Text(text))
+
+    def _draw_status(self) -> None:
+        state = self.state
+        now = time.monotonic()
+        parts = []
+        if state.reconnecting_until is not None:
+            parts.append(f"connection lost: reconnecting ({max(0, int(state.reconnecting_until - now))} s left)")
+        for seat, until in sorted(state.away.items()):
+            name = "You" if seat == state.seat else state.names[seat] or f"seat {seat}"
+            parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
+        if not parts:
+            parts.append("connected" if state.seat is not None else "connecting...")
+        totals = ""
+        if state.seat is not None and all(state.names):
+            totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
+        text = "   ".join(parts)
+        right = f"{totals}   ? help  q leave"
+        gap = max(2, self.size.width - 2 - len(text) - len(right))
+        self.query_one("#status", Static).update(Text(f"{text}{' ' * gap}{right}"))
+
+
+
+class BasraApp(TableView, Generic[T]):
+    """The live match: the session runs on trio in guest mode; keys and clicks become the seat's actions."""
+
+    BINDINGS = [
+        Binding("question_mark", "help", "help", priority=True),
+        Binding("ctrl+c", "leave_now", "leave", priority=True),
+        Binding("ctrl+q", "leave_now", "leave", priority=True),
+    ]
+
+    def __init__(self, main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]], *, fingerprint: bool, ascii: bool | None = None) -> None:
+        super().__init__(fingerprint=fingerprint, ascii=ascii)
+        self.main = main
+        self.player = ScreenPlayer(self)
+        self.controls: Controls | None = None
+        self.token: trio.lowlevel.TrioToken | None = None
+        self.stop = trio.Event()
+        self._match_scope = trio.CancelScope()
+        self.result: T | None = None
+        self.failure: BaseException | None = None
+        self.done = False
+        self.turn_drawn_at: float | None = None  # on Textual's clock, as a key event's time
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._draw_status)
+        self._draw()
+        self.call_after_refresh(self._start_match)  # the first screen shows before the match's modules load
+
+    def _start_match(self) -> None:
+        loop = asyncio.get_running_loop()
+        trio.lowlevel.start_guest_run(
+            self._run_match,
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            run_sync_soon_not_threadsafe=loop.call_soon,
+            done_callback=self._match_done,
+            host_uses_signal_set_wakeup_fd=True,
+        )
+
+    async def _run_match(self) -> T | None:
+        self.token = trio.lowlevel.current_trio_token()
+        with self._match_scope:
+            return await self.main(self.player, self.stop)
+        return None  # cancelled: the screen closed first
+
+    async def on_unmount(self) -> None:
+        # A guest run left behind would hold trio's run state on this thread for good.
+        if self.done or self.token is None:
+            return
+        self.token.run_sync_soon(self._match_scope.cancel)
+        while not self.done:
+            await asyncio.sleep(0.01)
+
+    def _match_done(self, outcome) -> None:
+        self.done = True
+        try:
+            self.result = outcome.unwrap()
+        except BaseException as err:  # re-raised by run_on_screen, once the terminal is given back
+            self.failure = err
+        if self.state.end_reason is None or self.failure is not None:
+            self.exit()
+            return
+        self.hint = "The match is over.  Press Enter to close."
+        self._draw()
+
+    # --- from the session --------------------------------------------------------------------
+
+    def seat_taken(self, state: ClientState, controls: Controls, token: trio.lowlevel.TrioToken) -> None:
+        self.state, self.controls, self.token = state, controls, token
+        self._draw()
+
+    def lobby_line(self, line: str) -> None:
+        self.lobby.append(line)
+        self._draw()
+
+    def match_changed(self, state: ClientState, message: Message | None, lines: list[str]) -> None:
+        self.state = state
+        log = self.query_one("#log", RichLog)
+        for line in lines:
+            log.write(Text(line, style="bold yellow" if line.startswith(ANNOUNCEMENT) else ""))
+        if isinstance(message, GameEnd) and state.results:
+            self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style)), self._result_read)
+        elif isinstance(message, MatchEnd):
+            self.push_screen(ResultScreen(match_result(state, self.style)))
+        if isinstance(message, (YourTurn, Commit)):
+            return  # a request is drawn by turn_opened; a commitment changes nothing on screen
+        self._draw()
+
+    def turn_opened(self, request: int) -> None:
+        if self.state.request != request:
+            return
+        self.typed, self.hint, self.choice = "", "", None
+        self.cursor = min(self.cursor, max(0, len(self.state.hand) - 1))
+        self.turn_drawn_at = self._now()  # keys stamped before this were typed ahead: they never play
+        self._draw()
+
+    def _result_read(self, _: None = None) -> None:
+        # Keys pressed while a result was up were not meant for the next turn.
+        if self.turn_drawn_at is not None:
+            self.turn_drawn_at = self._now()
+
+    @staticmethod
+    def _now() -> float:
+        from textual._time import time as textual_time  # the clock key events are stamped with
+
+        return textual_time()
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def _my_turn(self, event: events.Event | None = None) -> bool:
+        state = self.state
+        if state.request is None or not state.moves or self.turn_drawn_at is None or self.controls is None:
+            return False
+        return event is None or event.time >= self.turn_drawn_at
+
+    def on_key(self, event: events.Key) -> None:
+        key = event.key
+        if self.done and key in ("enter", "q"):
+            self.exit()
+        elif key == "q":
+            self.action_leave()
+        elif self.choice is not None:
+            self._choice_key(event)
+        elif key in ("left", "right"):
+            if self.state.hand:
+                self.cursor = (self.cursor + (1 if key == "right" else -1)) % len(self.state.hand)
+                self.typed = ""
+        elif key == "enter":
+            self._play_card(self._cursor_card(), event)
+        elif key == "backspace":
+            self.typed = self.typed[:-1]
+        elif key == "escape":
+            self.typed = ""
+        elif event.character and event.character.isalnum() and len(self.typed) < 3:
+            self._type(event.character.upper())
+        else:
+            return
+        event.stop()
+        self._draw_cards()
+        self._draw_prompt()
+
+    def _type(self, character: str) -> None:
+        """A digit picks a card by its place; a card's name (7D, 10H, QS) picks that card, even one starting with a digit."""
+        self.typed += character
+        hand = self.state.hand
+        named = [index for index, card in enumerate(hand) if card_name(card) == self.typed]
+        if named:
+            self.cursor, self.typed = named[0], ""
+            return
+        place = int(self.typed) if self.typed.isdigit() and len(self.typed) == 1 else 0
+        if 1 <= place <= len(hand):
+            self.cursor = place - 1  # a place, unless a suit letter follows and names a card
+        if not any(card_name(card).startswith(self.typed) for card in hand):
+            if not 1 <= place <= len(hand):
+                self.hint = f"{self.typed!r} is not a card in your hand"
+            self.typed = ""
+
+    def _cursor_card(self) -> Card | None:
+        hand = self.state.hand
+        return hand[self.cursor] if 0 <= self.cursor < len(hand) else None
+
+    def _play_card(self, card: Card | None, event: events.Event) -> None:
+        if card is None:
+            return
+        if not self._my_turn(event):
+            self.hint = "Not your turn yet: nothing is played until it is."
+            return
+        options = [move for move in self.state.moves if move.card == card]
+        if not options:
+            self.hint = f"{self.style.name(card)} cannot be played now."
+        elif len(options) == 1:
+            self._send(options[0])
+        else:
+            self.choice = CaptureChoice(options)
+            self.hint = ""
+
+    def _choice_key(self, event: events.Key) -> None:
+        choice = self.choice
+        assert choice is not None
+        count = len(choice.options)
+        if event.key in ("left", "up"):
+            choice.shown = (choice.shown - 1) % count
+        elif event.key in ("right", "down", "tab"):
+            choice.shown = (choice.shown + 1) % count
+        elif event.key == "escape":
+            self.choice = None
+        elif event.key == "enter":
+            if self._my_turn(event):
+                self._send(choice.options[choice.shown])
+        elif event.character and event.character.isalpha() and event.character.islower():
+            index = ord(event.character) - ord("a")
+            if index < count:
+                choice.shown = index
+        event.stop()
+
+    def tile_clicked(self, tile: Tile) -> None:
+        click = events.Event()  # stamped now: a click counts only after the turn was drawn
+        if tile.parent is not None and tile.parent.id == "hand":
+            if tile.card in self.state.hand:
+                self.cursor = self.state.hand.index(tile.card)
+                self.choice = None
+                self._play_card(tile.card, click)
+        elif self.choice is not None:
+            containing = [i for i, move in enumerate(self.choice.options) if tile.card in move.captures]
+            if containing:
+                later = [i for i in containing if i > self.choice.shown]
+                self.choice.shown = (later or containing)[0]
+        self._draw_cards()
+        self._draw_prompt()
+
+    def _send(self, move: Move) -> None:
+        request, controls, token = self.state.request, self.controls, self.token
+        assert request is not None and controls is not None and token is not None
+        self.choice, self.turn_drawn_at, self.hint = None, None, ""
+        token.run_sync_soon(controls.play, request, move)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_leave(self) -> None:
+        if self.done:
+            self.exit()
+            return
+        self.push_screen(LeaveScreen(), self._leave_answered)
+
+    def _leave_answered(self, answer: str | None) -> None:
+        if answer == "y":
+            self.action_leave_now()
+        elif answer and answer in "shdc" and self.choice is None:
+            self.typed = ""
+            self._type("Q")
+            self._type(answer.upper())
+            self._draw_cards()
+            self._draw_prompt()
+
+    def action_leave_now(self) -> None:
+        if self.done:
+            self.exit()
+        elif self.token is not None:
+            if self.controls is not None:
+                self.token.run_sync_soon(self.controls.leave, "you left the match")
+            else:
+                self.token.run_sync_soon(self.stop.set)  # before the seat: stop connecting
+
+def screen_style(ascii: bool | None = None, colour: bool = True) -> CardStyle:
+    """Suit symbols where the terminal's encoding has them (or unless ``ascii`` says otherwise)."""
+    symbols = can_encode("".join(SUIT_SYMBOLS.values()), sys.stdout.encoding) if ascii is None else not ascii
+    return CardStyle(colour=colour, symbols=symbols)
+
+
+class ReplayApp(TableView):
+    """`basra replay`: the recording seat's screen, one event at a time, with basra verify's verdict on top."""
+
+    def __init__(self, replay: Replay, file_name: str, *, ascii: bool | None = None) -> None:
+        super().__init__(fingerprint=True, ascii=ascii)
+        self.replay = replay
+        self.file_name = file_name
+        self.at = 0
+        self.jump = ""  # digits of a game number being typed
+
+    def on_mount(self) -> None:
+        self.show_step(0)
+
+    def show_step(self, index: int) -> None:
+        self.at = max(0, min(index, len(self.replay.frames) - 1))
+        frame = self.replay.frames[self.at]
+        self.state = frame.state
+        log = self.query_one("#log", RichLog)
+        log.clear()
+        for line in frame.log[-KEEP_LOG:]:
+            log.write(Text(line, style="bold yellow" if line.startswith(ANNOUNCEMENT) else ""))
+        self._draw()
+
+    def on_key(self, event: events.Key) -> None:
+        key, frames = event.key, self.replay.frames
+        game = frames[self.at].game
+        if key in ("q", "escape"):
+            self.exit()
+        elif key in ("right", "space"):
+            self.show_step(self.at + 1)
+        elif key == "left":
+            self.show_step(self.at - 1)
+        elif key == "home":
+            self.show_step(0)
+        elif key == "end":
+            self.show_step(len(frames) - 1)
+        elif key in ("n", "pagedown"):
+            self.show_step(self.replay.game_start(game + 1) or self.at)
+        elif key in ("p", "pageup"):
+            start = self.replay.game_start(game) or 0
+            self.show_step(self.replay.game_start(game - 1) if self.at == start and game > 1 else start)
+        elif key == "h":
+            self._every_hand(game)
+        elif event.character and event.character.isdigit():
+            self.jump += event.character
+            self._draw_prompt()
+        elif key == "enter" and self.jump:
+            start = self.replay.game_start(int(self.jump))
+            self.hint = "" if start is not None else f"no game {self.jump} in this match"
+            self.jump = ""
+            self.show_step(self.at if start is None else start)
+
+    def _every_hand(self, game: int) -> None:
+        end = self.replay.game_ends.get(game)
+        if end is None or self.at < end or game not in self.replay.decks:
+            self.hint = "Every hand is shown once the game is over and its deal revealed."
+            self._draw_prompt()
+            return
+        names = self.state.names
+        text = Text(f"Game {game}: every hand, as the revealed deal fixed it\n\n", style="bold")
+        for hand_no, first, second in self.replay.every_hand(game, self.state.scoring):
+            text.append(f"hand {hand_no}  {names[0][:NAME_CELLS]}: {self.style.names(first):<16} {names[1][:NAME_CELLS]}: {self.style.names(second)}\n")
+        text.append("\nEnter: back", style="dim")
+        self.push_screen(ResultScreen(text))
+
+    def _draw_title(self) -> None:
+        state = self.state
+        left = f"REPLAY {self.file_name}"
+        if state.game:
+            left += f"  game {state.game}, hand {state.hand_no}/6"
+        verdict = self.replay.verdict
+        width = self.size.width - 2
+        title = Text(f" {left}  ")
+        title.append(verdict[: max(8, width - len(left) - 2)], style="bold green" if self.replay.ok else "bold red")
+        self.query_one("#title", Static).update(title)
+
+    def _draw_prompt(self) -> None:
+        seat = self.state.names[1] or "seat 1"
+        text = f"step {self.at + 1} of {len(self.replay.frames)}, as {seat} saw it"
+        if self.jump:
+            text += f"   game {self.jump}, Enter to go"
+        if self.hint:
+            text += f"   {self.hint}"
+        self.query_one("#prompt", Static).update(Text(text))
+
+    def _draw_status(self) -> None:
+        keys = "left/right step  n/p game  digits+Enter jump  h every hand  q quit"
+        self.query_one("#status", Static).update(Text(keys))
+
+
+# --- what the screens say --------------------------------------------------------------------
+
+
+def running_points(state: ClientState, seat: int) -> int:
+    """The points this game so far: basras, card bonuses, and most cards once a seat holds 27."""
+    preset = PRESETS[state.scoring]
+    points = state.basras[seat] * preset.basra_points + state.jack_basras[seat] * preset.jack_basra_points
+    points += sum(preset.card_points.get(card, 0) for card in state.piles[seat])
+    if state.captured[seat] >= CARDS_TO_WIN_MOST:
+        points += preset.most_cards_points
+    return points
+
+
+def scoreboard(state: ClientState) -> Text:
+    you = state.seat or 0
+    header = f"  {'':<{NAME_CELLS}} {'in hand':>7} {'taken/27':>8} {'basras':>6} {'game':>5} {'match/' + str(state.target):>10}"
+    rows = [Text(header, style="dim")]
+    for seat, name in ((state.opponent, state.opponent_name), (you, "You")):
+        in_hand = len(state.hand) if seat == you else state.opponent_hand_size
+        basras = f"{state.basras[seat]}" + (f"+{state.jack_basras[seat]}J" if state.jack_basras[seat] else "")
+        marker = ">" if state.turn == seat else " "
+        row = (
+            f"{marker} {name[:NAME_CELLS]:<{NAME_CELLS}} {in_hand:>7} {state.captured[seat]:>8} {basras:>6}"
+            f" {running_points(state, seat):>5} {state.totals[seat]:>10}"
+        )
+        rows.append(Text(row, style="bold" if state.turn == seat else ""))
+    return Text("\n").join(rows)
+
+
+def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> Text:
+    """A game's score, each line with what it counts."""
+    you, them = state.seat or 0, state.opponent
+    preset = PRESETS[state.scoring]
+    mine, theirs = summary.scores[you], summary.scores[them]
+    name = state.opponent_name[:NAME_CELLS]
+    bonus = f"aces, Jacks 1; {style.name(parse_card('2C'))} 2; {style.name(parse_card('10D'))} 3"
+    lines = [
+        (f"Game {summary.game}", "You", name, ""),
+        ("Cards taken", mine.cards, theirs.cards, "of the 52"),
+        ("Most cards", mine.most_cards, theirs.most_cards, f"{preset.most_cards_points} for 27 cards or more"),
+        ("Basras", mine.basras, theirs.basras, f"a whole table in one card: {preset.basra_points} each"),
+        ("Jack basras", mine.jack_basras, theirs.jack_basras, f"Jack on a lone Jack: {preset.jack_basra_points} each"),
+        ("Basra points", mine.basra_points, theirs.basra_points, "basras and jack basras"),
+        ("Card bonus", mine.card_bonus, theirs.card_bonus, bonus if preset.card_points else "none in this scoring"),
+        ("Game total", mine.total, theirs.total, "the lines above added up"),
+        ("Match", summary.totals[you], summary.totals[them], f"first to {state.target} wins"),
+    ]
+    text = Text()
+    for index, (label, a, b, why) in enumerate(lines):
+        row = f"{label:<13}{a!s:>6}{str(b)[:NAME_CELLS]:>{NAME_CELLS + 2}}  {why}\n"
+        text.append(row, style="bold" if index in (0, 7, 8) else "")
+    if summary.verified is not None:
+        text.append(summary.verification or "", style="green" if summary.verified else "bold red")
+        text.append("\n")
+    text.append("Enter: next game", style="dim")
+    return text
+
+
+def match_result(state: ClientState, style: CardStyle) -> Text:
+    you, them = state.seat or 0, state.opponent
+    if state.winner is None:
+        outcome = "no winner"
+    else:
+        outcome = "YOU WIN!" if state.winner == you else f"{state.opponent_name} wins"
+    headline = "MATCH ABANDONED" if state.end_reason == "abandoned" else "MATCH OVER"
+    text = Text(f"{headline}: {outcome}\n", style="bold")
+    text.append(f"Final totals: you {state.totals[you]}, {state.opponent_name} {state.totals[them]} (first to {state.target})\n")
+    if state.results:
+        text.append("\n")
+        text.append_text(game_result(state, state.results[-1], style))
+    return text
+
+
+# --- running it ------------------------------------------------------------------------------
+
+
+def run_on_screen(main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]], *, fingerprint: bool) -> T | None:
+    """Run ``main`` on trio inside the full-screen interface; its result once the screen is closed.
+
+    None when the screen closed before the match ended (the terminal went away).
+    """
+    app: BasraApp[T] = BasraApp(main, fingerprint=fingerprint)
+    app.run()
+    if app.failure is not None:
+        raise app.failure
+    return app.result

@@ -1,0 +1,112 @@
+"""Real terminals for the full-screen interface: tmux panes, read back as the screen a person sees."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .processes import basra_command
+
+TMUX = shutil.which("tmux")
+needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: no real terminal to read the screen from")
+EXIT_MARK = "EXITED WITH "
+
+
+class Terminal:
+    """One tmux session of its own running a `basra` command; ``screen()`` is what the pane shows."""
+
+    def __init__(self, args: list[str], env: dict[str, str], folder: Path, size: tuple[int, int] = (80, 24)) -> None:
+        self.socket = f"basra-test-{uuid.uuid4().hex[:8]}"
+        self.env = env
+        self.history: list[str] = []  # every screen read, to look for tracebacks in
+        self.size = size
+        self.run(args, folder)
+
+    def _tmux(self, *args: str, check: bool = True) -> str:
+        done = subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=10, env=self.env)
+        if check and done.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)}: {done.stderr}")
+        return done.stdout
+
+    def run(self, args: list[str], folder: Path) -> None:
+        """Start (or, after the last one ended, run again) a command; the pane stays after it exits."""
+        exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in self.env.items() if key.startswith(("BASRA_", "NO_COLOR", "TERM", "LANG", "LC_")))
+        line = f"cd {shlex.quote(str(folder))} && env {exports} {shlex.join(basra_command(*args))}; echo {EXIT_MARK}$?; sleep 600"
+        width, height = self.size
+        if not self.history and not self._alive():
+            self._tmux("new-session", "-d", "-x", str(width), "-y", str(height), line)
+        else:
+            self._tmux("respawn-pane", "-k", line)
+
+    def _alive(self) -> bool:
+        return subprocess.run([TMUX, "-L", self.socket, "has-session"], capture_output=True, env=self.env).returncode == 0
+
+    def screen(self) -> str:
+        text = self._tmux("capture-pane", "-p")
+        self.history.append(text)
+        return text
+
+    def styled_screen(self) -> str:
+        """The pane with its colour and style escape sequences."""
+        return self._tmux("capture-pane", "-p", "-e")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", *keys)
+
+    def wait_for(self, *needles: str, timeout: float = 30.0) -> str:
+        """The screen once it shows one of the needles."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if any(n in text for n in needles):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"none of {needles} on screen within {timeout} s; it shows:\n{text}")
+            time.sleep(0.1)
+
+    def exit_code(self) -> int | None:
+        text = self.screen()
+        if EXIT_MARK not in text:
+            return None
+        return int(text.split(EXIT_MARK)[1].split()[0])
+
+    def pid(self) -> int:
+        """The `basra` process running in the pane (the shell's child)."""
+        shell = int(self._tmux("display-message", "-p", "#{pane_pid}").strip())
+        children = subprocess.run(["pgrep", "-P", str(shell)], capture_output=True, text=True).stdout.split()
+        return int(children[0])
+
+    def close(self) -> None:
+        self._tmux("kill-server", check=False)
+
+    def no_traceback(self) -> None:
+        shown = [screen for screen in self.history if "Traceback" in screen]
+        assert not shown, shown[0]
+
+
+def play_when_asked(terminal: Terminal) -> str | None:
+    """Answer whatever the screen asks for, as a player pressing Enter would; the screen, or None when it is over."""
+    text = terminal.screen()
+    if EXIT_MARK in text:
+        return None
+    if "YOUR TURN" in text or "can take (Enter" in text or "Enter: next game" in text or "Press Enter to close" in text:
+        terminal.keys("Enter")
+    return text
+
+
+def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
+    """Wait for this player's turn, play the selected card (the first capture if asked), and see the turn end."""
+    terminal.wait_for("YOUR TURN", timeout=timeout)
+    terminal.keys("Enter")
+    deadline = time.monotonic() + timeout
+    while "YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text:
+        if "can take (Enter" in text:
+            terminal.keys("Enter")
+        assert time.monotonic() < deadline, f"the play did not register:\n{text}"
+        time.sleep(0.1)

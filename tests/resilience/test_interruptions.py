@@ -1,0 +1,219 @@
+"""The table of interruptions in README ("When the connection drops, or a machine crashes"), cell by cell.
+
+Real `basra host` and `basra join` processes, headless (`--auto`), over
+loopback; the joining player's connection goes through the cutting proxy,
+whose marks say when the match has reached the chosen moment (and hold the
+traffic there for a moment, so that the processes are caught in it).  Then
+the event: a process killed and started again, a Ctrl-C, or the network cut.
+Each cell ends one of two ways: the match resumes and both transcripts
+verify, or both sides end with the exit status and the one-line reason
+README gives.  No output may hold a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import pytest
+import trio
+
+from ..e2e.processes import basra_command, free_port
+from .cutting_proxy import TO_HOST, TO_PLAYER, CuttingProxy, Mark
+
+CELL_DEADLINE = 60  # seconds; a cell takes 2 to 12
+GRACE = 2.0  # the host's grace period in seconds, but where the cell is a cut shorter than the grace
+SHORT_CUT = 5.0  # "the network cut for 5 s"
+LONG_CUT = GRACE + 2.0  # "cut past the grace"
+HOLD = 1.5  # seconds the proxy holds the traffic at the moment reached
+
+
+@dataclass
+class Run:
+    """One `basra` process: its exit status and everything it printed, once it has ended."""
+
+    args: tuple[str, ...]
+    process: trio.Process | None = None
+    code: int | None = None
+    out: str = ""
+    done: trio.Event = field(default_factory=trio.Event)
+
+    async def ended(self) -> tuple[int, str]:
+        await self.done.wait()
+        assert "Traceback" not in self.out, self.out
+        return self.code, self.out
+
+
+async def start(nursery: trio.Nursery, env: dict[str, str], *args: str) -> Run:
+    run = Run(args)
+
+    async def go(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        result = await trio.run_process(
+            basra_command(*args), env=env, stderr=subprocess.STDOUT, check=False,
+            capture_stdout=True, task_status=task_status,
+        )
+        run.code, run.out = result.returncode, result.stdout.decode(errors="replace")
+        run.done.set()
+
+    run.process = await nursery.start(go)
+    return run
+
+
+async def listening(port: int) -> None:
+    while True:
+        try:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+        except OSError:
+            await trio.sleep(0.05)
+            continue
+        await stream.aclose()
+        return
+
+
+def verified(env: dict[str, str], path: Path) -> None:
+    checked = subprocess.run(basra_command("verify", str(path)), env=env, capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0 and "Traceback" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
+
+
+# The moments, as the proxy sees them on the joining player's connection.
+MOMENTS = {
+    # The guest's request is open: its bot (search, where the cell needs it open for long) is choosing.
+    "own turn": lambda: Mark(TO_PLAYER, "your_turn", nth=3, hold=HOLD),
+    # The guest's play has reached the host: the host is to move.
+    "opponent's turn": lambda: Mark(TO_HOST, "play", nth=3, hold=HOLD),
+    # A game has just ended (the breakdown on a terminal).
+    "game end": lambda: Mark(TO_PLAYER, "game_end", hold=HOLD),
+    # The commitment for game 2 has arrived; the guest's seed is due.
+    "between games": lambda: Mark(TO_PLAYER, "commit", nth=2, hold=HOLD),
+}
+
+# (moment, event, the guest's bot, the host's bot): the cells README's table marks as tested.
+CELLS = [
+    ("own turn", "kill join", "search", "greedy"),
+    ("own turn", "kill host", "greedy", "greedy"),
+    ("own turn", "ctrl-c join", "search", "greedy"),
+    ("own turn", "ctrl-c host", "search", "greedy"),
+    ("own turn", "cut 5 s", "greedy", "greedy"),
+    ("own turn", "cut past grace", "greedy", "greedy"),
+    ("opponent's turn", "kill join", "greedy", "greedy"),
+    ("opponent's turn", "kill host", "greedy", "search"),
+    ("opponent's turn", "ctrl-c join", "greedy", "greedy"),
+    ("opponent's turn", "ctrl-c host", "greedy", "search"),
+    ("opponent's turn", "cut 5 s", "greedy", "greedy"),
+    ("opponent's turn", "cut past grace", "greedy", "greedy"),
+    ("game end", "kill join", "greedy", "greedy"),
+    ("game end", "kill host", "greedy", "greedy"),
+    ("game end", "cut 5 s", "greedy", "greedy"),
+    ("between games", "kill join", "greedy", "greedy"),
+    ("between games", "kill host", "greedy", "greedy"),
+    ("between games", "ctrl-c join", "greedy", "greedy"),
+    ("between games", "cut 5 s", "greedy", "greedy"),
+    ("between games", "cut past grace", "greedy", "greedy"),
+]
+
+TARGETS = {"game end": 151, "between games": 151}  # enough points for a second game; one game is enough elsewhere
+
+
+@pytest.mark.parametrize("moment,event,guest_bot,host_bot", CELLS, ids=[f"{m}-{e}".replace(" ", "_").replace("'", "") for m, e, *_ in CELLS])
+async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both_sides(tmp_path, moment, event, guest_bot, host_bot):
+    env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    port = free_port()
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    grace = 4 * SHORT_CUT if event == "cut 5 s" else GRACE
+    common = ("--plain", "--bind", "127.0.0.1", "--port", str(port), "--grace", str(grace))
+    target = str(TARGETS.get(moment, 1))
+    mark = MOMENTS[moment]()
+    with trio.fail_after(CELL_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            host = await start(nursery, env, "host", "--auto", host_bot, "--target", target, "--transcript", str(host_file), *common)
+            await listening(port)
+            proxy = CuttingProxy(port, marks=[mark])
+            proxy_port = await nursery.start(proxy.serve)
+            join_args = ("join", f"127.0.0.1:{proxy_port}", "--plain", "--transcript", str(guest_file))
+            join = await start(nursery, env, *join_args, "--auto", guest_bot)
+            await mark.reached.wait()
+            if event == "kill join":
+                join.process.kill()
+                await join.done.wait()
+                join = await start(nursery, env, *join_args, "--auto", "greedy")
+            elif event == "kill host":
+                host.process.kill()
+                await host.done.wait()
+                host = await start(nursery, env, "host", "--resume", "--auto", "greedy", *common)
+            elif event == "ctrl-c join":
+                await trio.sleep(0.3)
+                join.process.send_signal(signal.SIGINT)
+            elif event == "ctrl-c host":
+                await trio.sleep(0.3)
+                host.process.send_signal(signal.SIGINT)
+            else:
+                proxy.cut_now(SHORT_CUT if event == "cut 5 s" else LONG_CUT)
+            (host_code, host_out), (join_code, join_out) = await host.ended(), await join.ended()
+            nursery.cancel_scope.cancel()
+    outputs = f"host said:\n{host_out}\njoin said:\n{join_out}"
+    if event == "ctrl-c join":
+        assert (join_code, host_code) == (130, 1), outputs
+        assert "basra join: you left the match" in join_out
+        assert "basra host: the match did not finish: Guest left the match" in host_out
+    elif event == "ctrl-c host":
+        assert (host_code, join_code) == (130, 1), outputs
+        assert "basra host: you left the match" in host_out
+        assert "basra join: the match was abandoned: Host left" in join_out
+    elif event == "cut past grace":
+        assert (host_code, join_code) == (1, 1), outputs
+        assert "basra host: the match did not finish: Guest did not come back within" in host_out
+        assert "basra join: the match was abandoned: this seat was away longer than the host would wait" in join_out
+    else:
+        assert (host_code, join_code) == (0, 0), outputs
+        assert "basra join: the match is over" in join_out and "basra host: the match is over" in host_out
+    assert "transcript saved to" in host_out and "transcript saved to" in join_out, outputs
+    for path in (host_file, guest_file):
+        verified(env, path)
+
+
+async def test_a_host_killed_while_waiting_for_the_guest_has_nothing_to_resume_and_says_so(tmp_path):
+    env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    port = free_port()
+    common = ("--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", str(port))
+    with trio.fail_after(CELL_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            host = await start(nursery, env, "host", *common)
+            await listening(port)
+            host.process.kill()
+            await host.done.wait()
+            code, out = await (await start(nursery, env, "host", "--resume", *common)).ended()
+    assert code == 1 and out.count("\n") == 1, out
+    assert "cannot be resumed: the journal ends before both seats were taken: there is no match to resume" in out
+
+
+async def test_at_basra_serve_a_player_who_presses_ctrl_c_on_the_others_turn_tells_the_other(tmp_path):
+    env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    port = free_port()
+    with trio.fail_after(CELL_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            server = await start(nursery, env, "serve", "--plain", "--bind", "127.0.0.1", "--port", str(port), "--target", "151")
+            await listening(port)
+            proxy = CuttingProxy(port, marks=[Mark(TO_HOST, "play", nth=2)])
+            proxy_port = await nursery.start(proxy.serve)
+            # Amr plays through the proxy, whose mark says when he has moved: then Dina (the search bot) is thinking.
+            amr = await start(nursery, env, "join", f"127.0.0.1:{proxy_port}", "--plain", "--auto", "greedy", "--name", "Amr",
+                              "--table", "club", "--transcript", str(tmp_path / "amr.basra"))
+            dina = await start(nursery, env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "search", "--name", "Dina",
+                               "--table", "club", "--transcript", str(tmp_path / "dina.basra"))
+            await proxy.marks[0].reached.wait()
+            amr.process.send_signal(signal.SIGINT)
+            (amr_code, amr_out), (dina_code, dina_out) = await amr.ended(), await dina.ended()
+            server.process.send_signal(signal.SIGINT)
+            server_code, server_out = await server.ended()
+            nursery.cancel_scope.cancel()
+    assert amr_code == 130 and "basra join: you left the match" in amr_out, amr_out
+    assert dina_code == 1 and "basra join: the match was abandoned: Amr left" in dina_out, dina_out
+    assert server_code == 0 and "basra serve: stopped" in server_out, server_out
+    # Whichever of them sat in seat 1 kept the record (seat 0's is the server's), says where, and it verifies.
+    (guest,) = [path for path in (tmp_path / "amr.basra", tmp_path / "dina.basra") if path.exists()]
+    assert f"transcript saved to {guest}" in (amr_out if guest.stem == "amr" else dina_out)
+    verified(env, guest)

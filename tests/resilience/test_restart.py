@@ -1,0 +1,128 @@
+"""A joining player whose `basra join` stopped while the host waited on it runs it again, and the match goes on.
+
+The first JoinSession runs without reconnecting, so a cut leaves it as a
+killed `basra join` leaves the data directory: the resume ticket and the
+transcript up to the cut.  Cutting the seat's answer on its way to the host
+(a play, a seed) leaves the host waiting for it.  With the answer kept in the
+transcript, the restarted client must send it again; with the answer removed
+from the transcript (the process died before writing it), the restarted
+client must answer the request again.  Either way the match completes and
+both records verify.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from basra_net.client.join import JoinSession
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import EXIT_OK
+from basra_net.client.storage import RESUME_FILE, ResumeTicket, ResumeTickets, TranscriptFile, data_dir
+from basra_net.host.server import HostSettings, run_host
+from basra_net.host.table import END_LINGER
+from basra_net.protocol import transcript
+
+from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
+from .test_resume import plays
+
+TEST_DEADLINE = 60
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+def drop_last_answer(path: Path) -> str:
+    """Rewrite the transcript without its last record, the seat's own answer; return that record's type."""
+    kept = transcript.parse(path.read_bytes())
+    sender, answer = kept.records[-1]
+    assert sender == "guest", f"the transcript ends with the host's {answer.TYPE}, not an answer"
+    rewritten = TranscriptFile(path, "guest")
+    for sender, message in kept.records[:-1]:
+        rewritten.record(sender, message)
+    for note in kept.notes:
+        rewritten.note(note.kind, note.game, note.text)
+    rewritten.close()
+    return answer.TYPE
+
+
+OPEN_MOMENTS = [
+    # The answer went out and was lost: the host still waits for it.
+    (Cut(TO_HOST, "play", nth=3), True),
+    (Cut(TO_HOST, "seed", nth=2), True),
+    # The process died before it wrote (or sent) its answer.
+    (Cut(TO_HOST, "play", nth=3), False),
+    (Cut(TO_HOST, "seed", nth=2), False),
+    # The request itself never arrived: the host sends it again after the welcome.
+    (Cut(TO_PLAYER, "your_turn", nth=4), True),
+]
+
+
+@pytest.mark.parametrize(
+    "cut,answer_kept", OPEN_MOMENTS, ids=lambda v: f"{v.direction}-{v.kind}" if isinstance(v, Cut) else ("kept" if v else "unwritten")
+)
+async def test_a_join_run_again_after_it_stopped_with_a_request_open_answers_it(tmp_path, cut, answer_kept):
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=151, transcript=tmp_path / "host.basra", tls=False, grace=20)
+    guest_file = tmp_path / "guest.basra"
+    outcome = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+            port = await nursery.start(host)
+            proxy = CuttingProxy(port, [cut])
+            proxy_port = await nursery.start(proxy.serve)
+            first = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, resumable=False)
+            stopped = await first.run()
+            assert proxy.cuts_made == 1 and stopped.exit_code != EXIT_OK and stopped.cut_off, stopped.reason
+            if not answer_kept:
+                assert drop_last_answer(guest_file) == cut.kind
+            again = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), None, plain=True).run()
+            while not outcome:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert again.exit_code == EXIT_OK, again.reason
+    assert outcome[0].table.completed, outcome[0].table.reason
+    assert again.transcript_path == guest_file
+    for path in (tmp_path / "host.basra", guest_file):
+        report = transcript.verify(transcript.parse(path.read_bytes()))
+        assert report.ok, report.problems
+    assert plays(guest_file) == plays(tmp_path / "host.basra")
+
+
+async def test_a_join_run_again_after_it_stopped_on_the_match_end_takes_the_end_and_answers_it(tmp_path):
+    # The first join reads match_end, and its leave is lost: its ticket is put back as a join killed
+    # right after match_end reached its transcript would have left it.  Run again while the host
+    # still holds the table, it takes the end again and leaves at once.
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=1, transcript=tmp_path / "host.basra", tls=False, grace=20)
+    guest_file = tmp_path / "guest.basra"
+    outcome = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+            port = await nursery.start(host)
+            proxy = CuttingProxy(port, [Cut(TO_HOST, "leave")])
+            proxy_port = await nursery.start(proxy.serve)
+            first = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, resumable=False).run()
+            assert first.exit_code == EXIT_OK and proxy.cuts_made == 1
+            welcome = transcript.parse(guest_file.read_bytes()).records[1][1]
+            ResumeTickets(data_dir() / RESUME_FILE).put(f"127.0.0.1:{proxy_port}", ResumeTicket(welcome.match_id, welcome.token, guest_file))
+            started = trio.current_time()
+            again = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), None, plain=True).run()
+            took = trio.current_time() - started
+            while not outcome:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert again.exit_code == EXIT_OK and again.reason == "the match is over", again.reason
+    assert took < END_LINGER, "it waited for the host to give up on it"
+    assert outcome[0].table.completed
+    assert transcript.verify(transcript.parse(guest_file.read_bytes())).ok
