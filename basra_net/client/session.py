@@ -29,7 +29,7 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, BUSY, WRONG_CODE, ProtocolError
+from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
 from ..protocol.messages import (
@@ -513,7 +513,7 @@ class ClientSession:
                 except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
                 except PeerGone as gone:
-                    if gone.refusal != BUSY:  # busy: dropped to make room for others; tried again
+                    if gone.refusal not in TRY_AGAIN_CODES:  # let go before the welcome, not refused: tried again
                         raise
                 except ProtocolError as err:
                     if err.code != BAD_FRAME:
