@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import math
+import os
 import secrets
 from dataclasses import dataclass, field
 from typing import Callable
@@ -74,6 +75,7 @@ class Admission:
     on_new_code: Callable[[str, str], None] = lambda code, why: None
     # Told of each wrong code, with the address and the lockout it earned: a failed attempt is shown on the host's screen.
     on_wrong_code: Callable[[str, float], None] = lambda address, lockout: None
+    entropy: Callable[[int], bytes] = os.urandom  # the code exchange's randomness (fixed only for the example sessions)
 
     def check(self, hello: Hello, address: str) -> ProtocolError | None:
         """The refusal this hello earns, or None when it may sit down.
@@ -107,7 +109,7 @@ class Admission:
         if hello.pake is None:
             return ProtocolError(CODE_REQUIRED, "this table needs its join code"), None, b"", b""
         assert self.host_key is not None and hello.key is not None  # the connection checked the hello for version 2
-        exchange = HostCodeExchange(self.code, host_key=self.host_key)
+        exchange = HostCodeExchange(self.code, host_key=self.host_key, entropy=self.entropy)
         try:
             message, confirm = exchange.answer(hello.pake, guest_key=hello.key, guest_nonce=hello.nonce)
         except PakeError as err:

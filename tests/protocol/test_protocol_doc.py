@@ -465,7 +465,7 @@ def field_paths(value, prefix: str = "") -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "name, version", [("fair_deal.json", 1), ("example_session.json", 1), ("signed_records.json", 2)]
+    "name, version", [("fair_deal.json", 1), ("example_session.json", 2), ("signed_records.json", 2)]
 )
 def test_each_vector_file_describes_every_field_it_holds(name, version):
     data = json.loads((VECTORS / name).read_text())
