@@ -14,12 +14,20 @@ from basra_net.client.pinning import CONFIRMED, VERIFIED
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import SessionResult
 from basra_net.host.admission import Admission, make_join_code, normalize_code
-from basra_net.host.limits import CODE_LOCKOUT_FIRST, CODE_LOCKOUT_MAX, WRONG_CODES_PER_MINUTE, CodeAttempts, MessageRate
+from basra_net.host.limits import (
+    CODE_LOCKOUT_FIRST,
+    CODE_LOCKOUT_MAX,
+    WRONG_CODES_PER_MINUTE,
+    CodeAttempts,
+    MessageRate,
+    WrongCodeBudget,
+)
 from basra_net.host.server import HostOutcome, HostSettings, run_host
-from basra_net.protocol.errors import BUSY, CODE_REQUIRED, TIMEOUT, TOO_MANY_ATTEMPTS, WRONG_CODE
+from basra_net.protocol.errors import BAD_MESSAGE, BUSY, CODE_REQUIRED, TIMEOUT, TOO_MANY_ATTEMPTS, WRONG_CODE
 from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.protocol.framing import encode_frame
 from basra_net.protocol.messages import Error, Hello, to_wire
+from basra_net.protocol.pake import GuestCodeExchange
 
 TEST_DEADLINE = 60
 
@@ -343,3 +351,45 @@ async def test_a_resume_turned_away_as_busy_keeps_trying_and_the_match_finishes(
     assert connections == ["forwarded", "busy", "forwarded"]
     assert result.exit_code == 0, result.reason
     assert outcomes[0].table.completed
+
+
+def test_the_code_exchange_at_the_door_counts_every_failed_guess_and_clears_on_success():
+    """Version 2 (PROTOCOL.md 5.6, 14.9): what the host answers at each step, and what the lockout counts."""
+    now = [0.0]
+    host_key, guest_key, nonce = bytes(range(2, 34)), bytes(range(1, 33)), bytes(32)
+    wrong: list[str] = []
+    admission = Admission(
+        code="K7M-2QX", host_key=host_key,
+        attempts=CodeAttempts(clock=lambda: now[0]), budget=WrongCodeBudget(clock=lambda: now[0]),
+        on_wrong_code=lambda address, lockout: wrong.append(address),
+    )
+
+    def hello(code: str | None, **fields) -> tuple[Hello, GuestCodeExchange | None]:
+        guest = GuestCodeExchange(code, guest_key=guest_key, guest_nonce=nonce, host_key=host_key) if code else None
+        return Hello((2, 1), "p", nonce, key=guest_key, pake=guest.start() if guest else None, **fields), guest
+
+    no_pake, _ = hello(None)
+    assert admission.begin_exchange(no_pake, "a")[0].code == CODE_REQUIRED and wrong == []
+    # A malformed message is a used-up guess.
+    assert admission.begin_exchange(Hello((2, 1), "p", nonce, key=guest_key, pake=b"A" + bytes(32)), "a")[0].code == BAD_MESSAGE
+    assert wrong == ["a"]
+    # Locked out: refused before the message is looked at, and not counted again.
+    mistyped, _ = hello("K7M-2QY")
+    assert admission.begin_exchange(mistyped, "a")[0].code == TOO_MANY_ATTEMPTS and wrong == ["a"]
+    now[0] += CODE_LOCKOUT_FIRST
+    # A wrong code: the client finds the host's confirmation wrong and leaves; that counts.
+    refusal, exchange, message, confirm = admission.begin_exchange(mistyped, "a")
+    assert refusal is None
+    assert admission.finish_exchange(exchange, None, "a").code == WRONG_CODE and wrong == ["a", "a"]
+    now[0] += 2 * CODE_LOCKOUT_FIRST
+    # The right code: both confirmations hold, and the address's count is cleared.
+    right, guest = hello("k7m 2qx")
+    refusal, exchange, message, confirm = admission.begin_exchange(right, "a")
+    assert refusal is None
+    assert admission.finish_exchange(exchange, guest.answer(message, confirm), "a") is None
+    assert admission.attempts.wait_for("a") == 0
+    # A resume needs no exchange; a hello with one at an open table is refused.
+    resume, _ = hello(None, token=bytes(16), received=0)
+    assert admission.begin_exchange(resume, "b")[:2] == (None, None)
+    open_table = Admission(host_key=host_key)
+    assert open_table.begin_exchange(hello("K7M-2QX")[0], "c")[0].code == BAD_MESSAGE
