@@ -694,13 +694,22 @@ def from_wire(wire: dict) -> Message:
     return kind.message(**values)
 
 
+# For each message type, in wire order: (wire name, attribute, how its value goes on the wire,
+# whether None means absent); chosen once here rather than for every message sent.
+_ENCODERS = {
+    kind.message: tuple(
+        (wire_name, attr, field_type.to_wire, wire_name in kind.optional) for wire_name, attr, field_type in kind.fields
+    )
+    for kind in CATALOGUE
+}
+
+
 def to_wire(message: Message) -> dict:
     """The wire map for a message (the inverse of from_wire)."""
-    kind = KINDS[type(message)]
-    wire: dict[str, Any] = {"type": kind.type}
-    for wire_name, attr, field_type in kind.fields:
+    wire: dict[str, Any] = {"type": message.TYPE}
+    for wire_name, attr, encode, optional in _ENCODERS[type(message)]:
         value = getattr(message, attr)
-        if value is None and wire_name in kind.optional:
+        if value is None and optional:
             continue  # an optional field left out is sent as absent, not as nil
-        wire[wire_name] = field_type.to_wire(value)
+        wire[wire_name] = encode(value)
     return wire
