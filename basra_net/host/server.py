@@ -281,7 +281,14 @@ class _Door:
         # descriptors the process may open, so that accepting never fails for want of one.
         gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
         self.admission = Admission(
-            code=code, gate=gate, on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")
+            code=code,
+            host_key=public_key_bytes(identity),
+            gate=gate,
+            on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works."),
+            on_wrong_code=lambda address, lockout: say(
+                f"A join from {address} failed the join code (a mistyped code, or someone between the players); "
+                f"that address waits {lockout:.0f} s"
+            ),
         )
 
     @property
