@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from basra_net.client.session import RECONNECT_MAX_DELAY
+
 from ..e2e.processes import basra_command, free_port
 from .cutting_proxy import TO_HOST, TO_PLAYER, CuttingProxy, Mark
 
@@ -30,6 +32,9 @@ GRACE = 2.0  # the host's grace period in seconds, but where the cell is a cut s
 SHORT_CUT = 5.0  # "the network cut for 5 s"
 LONG_CUT = GRACE + 2.0  # "cut past the grace"
 HOLD = 1.5  # seconds the proxy holds the traffic at the moment reached
+# A client waits up to RECONNECT_MAX_DELAY between tries, and a restarted host's grace starts when it is up:
+# it must hold the seat longer than one wait, or a client that resumes as designed finds the match abandoned.
+RESTART_GRACE = 2 * RECONNECT_MAX_DELAY
 
 
 @dataclass
@@ -123,7 +128,7 @@ async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both
     env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
     port = free_port()
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    grace = 4 * SHORT_CUT if event == "cut 5 s" else GRACE
+    grace = 4 * SHORT_CUT if event == "cut 5 s" else RESTART_GRACE if event == "kill host" else GRACE
     common = ("--plain", "--bind", "127.0.0.1", "--port", str(port), "--grace", str(grace))
     target = str(TARGETS.get(moment, 1))
     mark = MOMENTS[moment]()
