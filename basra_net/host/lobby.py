@@ -44,8 +44,11 @@ class Lobby:
         # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.
         self._closing: set[Table] = set()
         self.matches_finished = 0
+        self._stopping: str | None = None  # why no one is seated any more, once stop() is called
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None:
+        if self._stopping is not None:
+            return None
         for name, table in list(self.tables.items()):
             if table.result is not None:
                 self._closing.add(table)
@@ -59,6 +62,8 @@ class Lobby:
         return None if table is None else table.seat_for(hello, reserved)
 
     def full_reason(self, hello: Hello) -> str:
+        if self._stopping is not None:
+            return self._stopping
         if hello.table is not None and hello.table in self.tables:
             return f"table {hello.table!r} is full: both of its seats are taken"
         return f"this server is full: all {self.max_tables} tables are in play; try again when a match ends"
@@ -66,6 +71,12 @@ class Lobby:
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None:
         tables = [*self.tables.values(), *self._closing]
         return next((found for table in tables if (found := table.seat_holding(token, hello))), None)
+
+    def stop(self, reason: str) -> None:
+        """End every table now, each seated player told ``reason``; seat no one after this."""
+        self._stopping = reason
+        for table in [*self.tables.values(), *self._closing]:
+            table.stop(reason)
 
     def _open(self, name: str | None) -> Table | None:
         if len(self.tables) >= self.max_tables:

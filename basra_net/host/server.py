@@ -31,6 +31,8 @@ from .seat_link import serve_connection
 from .table import GRACE, JournalMismatch, Table, TableResult
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
+SERVER_STOPPING = "the server is stopping"  # the reason `basra serve` gives each seated player as it stops
+STOP_DRAIN = 2.0  # seconds a stopping server gives its connections to send their last frames and close
 ACCEPT_BATCH = 128  # connections taken from a listening socket's queue each time it is ready, at most
 ACCEPT_RETRY = 0.1  # seconds to wait when out of descriptors or memory, as trio does
 # accept() failing for want of resources, and for a connection that went away while it was queued.
@@ -429,16 +431,27 @@ async def run_serve(
         async def handle(stream: trio.SocketStream) -> None:
             await door.serve(stream, lobby)
 
+        accepting, announcing = trio.CancelScope(), trio.CancelScope()  # until the server stops
         if stop is not None:
 
             async def stop_serving() -> None:
                 await stop.wait()
-                nursery.cancel_scope.cancel()
+                accepting.cancel()
+                announcing.cancel()
+                # Every seated player is told, and its last frames get out as its connection closes.
+                lobby.stop(SERVER_STOPPING)
+                nursery.cancel_scope.deadline = trio.current_time() + STOP_DRAIN
 
             nursery.start_soon(stop_serving)
         task_status.started(port)
         if settings.announce:
-            nursery.start_soon(partial(
-                announce_lobby, lobby, door.fingerprint, code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say
-            ))
-        await serve_listeners(handle, listeners, nursery)
+
+            async def announce() -> None:
+                with announcing:
+                    await announce_lobby(
+                        lobby, door.fingerprint, code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say
+                    )
+
+            nursery.start_soon(announce)
+        with accepting:
+            await serve_listeners(handle, listeners, nursery)

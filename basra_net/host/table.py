@@ -155,6 +155,7 @@ class Table:
         self._seed_taken: Seed | None = None
         self._replaying: deque[tuple[int, Any]] = deque()  # journal inputs not yet taken again
         self._live = True  # False while a journal is replayed: its records are not written again
+        self._running = trio.CancelScope()  # cancelled by stop()
 
     # --- seating (called by connection tasks) --------------------------------------------
 
@@ -390,11 +391,12 @@ class Table:
 
     async def run(self) -> TableResult:
         try:
-            if self._live:
-                await self._wait_for_players()
-            self.result = await self._run_match()
-            self._write_journal({"type": "end", "reason": self.result.reason})
-            await self._linger()
+            with self._running:
+                if self._live:
+                    await self._wait_for_players()
+                self.result = await self._run_match()
+                self._write_journal({"type": "end", "reason": self.result.reason})
+                await self._linger()
         finally:
             for entry in self.seats:
                 if entry is not None and entry.outbox is not None:
@@ -402,6 +404,23 @@ class Table:
             self.finished.set()
         self.on_event(self.result.reason)
         return self.result
+
+    def stop(self, reason: str) -> None:
+        """End the table at once (its server is stopping); each seat still in a match is told why.
+
+        Called from another task: run() is then waiting for input, between two
+        steps of the match, so the state is whole.  A game dealt from a fixed
+        deck is revealed first, so that seat 1's record shows the deal was not
+        walked away from (PROTOCOL.md, section 6.16).  A seat whose match has
+        ended already has its `match_end`.
+        """
+        if self.result is None:
+            if self._fixed_deal is not None:
+                self._reveal(*self._fixed_deal)
+            for seat in (0, 1):
+                self._send(seat, Leave(_clip(reason, MAX_TEXT)))
+            self.result = TableResult(False, None, (self.match.totals[0], self.match.totals[1]), reason)
+        self._running.cancel()
 
     async def _wait_for_players(self) -> None:
         """Until both seats are held; a player who leaves before the match starts frees the seat."""
