@@ -14,6 +14,7 @@ the turn was drawn: nothing typed while the opponent thinks is ever played.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -217,9 +218,11 @@ class TableView(App):
     ENABLE_COMMAND_PALETTE = False
 
     def __init__(self, *, fingerprint: bool, ascii: bool | None = None) -> None:
-        super().__init__(ansi_color=False)
+        # Under NO_COLOR, Textual strips every colour from what it draws when it uses the terminal's
+        # own ANSI colours; with colours of its own it only turns them grey.
+        super().__init__(ansi_color="NO_COLOR" in os.environ)
         self.show_fingerprint = fingerprint
-        self.style = screen_style(ascii, colour=not self.no_color)  # Textual itself honours NO_COLOR
+        self.style = screen_style(ascii, colour=not self.no_color)
         self.state = ClientState(name="")
         self.lobby: list[str] = []
         self.cursor = 0
