@@ -60,14 +60,15 @@ async def _host(args: argparse.Namespace, own_player: Player, say: Callable[[str
 
 
 def run_host_command(args: argparse.Namespace) -> int:
+    # The fingerprint means something only to a second person comparing it over TLS.
+    fingerprint = not (args.bot or args.plain)
     try:
         if wants_screen(args.auto):
-            # The fingerprint means something only to a second person comparing it over TLS.
-            outcome = run_seat_on_screen(lambda player, stop: _host(args, player, player.say, stop), fingerprint=not (args.bot or args.plain))
+            outcome = run_seat_on_screen(lambda player, stop: _host(args, player, player.say, stop), fingerprint=fingerprint)
         else:
             from ..client.command import make_player
 
-            own_player = make_player(args.auto, args.name)
+            own_player = make_player(args.auto, args.name, fingerprint=fingerprint)
             outcome = trio.run(run_until_interrupted, lambda stop: _host(args, own_player, _say, stop))
     except Exception as err:
         from .server import CannotListen, CannotResume
