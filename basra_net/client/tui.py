@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ CARDS_TO_WIN_MOST = 27  # of the 52, more than the other player can have
 TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
 KEEP_LOG = 500
+_OLD_CODE = re.compile(r"(--code |Join code: )\S+")  # where the host's lines name its join code
 
 HELP = """\
 [b]Basra in short[/b]
@@ -87,6 +89,10 @@ class ScreenPlayer:
     def say(self, line: str) -> None:
         """A line the person at the host must see before the match (addresses, the join command, the code)."""
         self.app.call_later(self.app.lobby_line, line)
+
+    def code_changed(self, code: str, why: str) -> None:
+        """The host's join code was replaced (too many wrong ones): shown wherever the code is, and on the status line."""
+        self.app.call_later(self.app.join_code_changed, code, why)
 
     async def ask_code(self, reason: str) -> str | None:
         answered = trio.Event()
@@ -229,6 +235,7 @@ class TableView(App):
         self.typed = ""
         self.hint = ""
         self.choice: CaptureChoice | None = None
+        self.new_code: str | None = None  # the host's join code that replaced the one shown first, once one has
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -350,6 +357,8 @@ class TableView(App):
             parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
         if not parts:
             parts.append("connected" if state.seat is not None else "connecting...")
+        if self.new_code is not None:
+            parts.append(f"join code now {self.new_code}")
         totals = ""
         if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
@@ -428,6 +437,13 @@ class BasraApp(TableView, Generic[T]):
     def seat_taken(self, state: ClientState, controls: Controls, token: trio.lowlevel.TrioToken) -> None:
         self.state, self.controls, self.token = state, controls, token
         self._draw()
+
+    def join_code_changed(self, code: str, why: str) -> None:
+        self.lobby = [_OLD_CODE.sub(rf"\g<1>{code}", line) for line in self.lobby]
+        self.lobby.append(f"The join code changed ({why}); the old one no longer works.")
+        self.new_code = code
+        self._draw()
+        self._draw_status()
 
     def lobby_line(self, line: str) -> None:
         self.lobby.append(line)

@@ -35,7 +35,13 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-async def _host(args: argparse.Namespace, own_player: Player, say: Callable[[str], None], stop: trio.Event) -> HostOutcome:
+async def _host(
+    args: argparse.Namespace,
+    own_player: Player,
+    say: Callable[[str], None],
+    stop: trio.Event,
+    on_new_code: Callable[[str, str], None] | None = None,
+) -> HostOutcome:
     from ..client.players import BotPlayer
     from .server import HostSettings, latest_journal, run_host
 
@@ -56,7 +62,9 @@ async def _host(args: argparse.Namespace, own_player: Player, say: Callable[[str
         settings.resume = latest_journal() if args.resume == LATEST else args.resume
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
-    return await run_host(settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop)
+    return await run_host(
+        settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop, on_new_code=on_new_code
+    )
 
 
 def run_host_command(args: argparse.Namespace) -> int:
@@ -64,7 +72,9 @@ def run_host_command(args: argparse.Namespace) -> int:
     fingerprint = not (args.bot or args.plain)
     try:
         if wants_screen(args.auto):
-            outcome = run_seat_on_screen(lambda player, stop: _host(args, player, player.say, stop), fingerprint=fingerprint)
+            outcome = run_seat_on_screen(
+                lambda player, stop: _host(args, player, player.say, stop, player.code_changed), fingerprint=fingerprint
+            )
         else:
             from ..client.command import make_player
 
