@@ -17,7 +17,7 @@ from typing import Awaitable, Callable
 import trio
 
 from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
-from ..protocol.errors import BUSY, CODE_REQUIRED, UNKNOWN_TOKEN, WRONG_CODE
+from ..protocol.errors import BUSY, CODE_REQUIRED, TRY_AGAIN_CODES, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Welcome
 from .address import pin_name
@@ -120,9 +120,9 @@ class JoinSession:
         delay = RECONNECT_FIRST_DELAY
         while True:
             result = await self._attempt(stop, None)
-            if result.refusal != BUSY or trio.current_time() + delay > give_up:
+            if result.refusal not in TRY_AGAIN_CODES or trio.current_time() + delay > give_up:
                 return result
-            self.player.notice(result.state, "the host is busy with other connections; trying again...")
+            self.player.notice(result.state, "the host let this connection go before seating it (busy, or a slow network); trying again...")
             with trio.move_on_after(delay * random.uniform(0.5, 1.0)):
                 await (stop.wait() if stop is not None else trio.sleep_forever())
             if stop is not None and stop.is_set():

@@ -28,7 +28,7 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, BUSY, ProtocolError
+from ..protocol.errors import BAD_FRAME, TRY_AGAIN_CODES, ProtocolError
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
     Away,
@@ -454,7 +454,7 @@ class ClientSession:
                 except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
                 except PeerGone as gone:
-                    if gone.refusal != BUSY:  # busy: dropped to make room for others; tried again
+                    if gone.refusal not in TRY_AGAIN_CODES:  # let go before the welcome, not refused: tried again
                         raise
                 except ProtocolError as err:
                     if err.code != BAD_FRAME:

@@ -26,6 +26,11 @@ BAD_RESUME = "bad_resume"
 # wrong moment, refused on its own.
 NON_FATAL_CODES = frozenset({UNEXPECTED, ILLEGAL_MOVE, STALE_REQUEST, NOT_YOUR_TURN})
 
+# Refusals before `welcome` that say nothing against the client, only that the host let its
+# connection go (to make room, or because its first bytes came late, as when a lost segment is
+# retransmitted): the client tries again after a wait (PROTOCOL.md, section 5.1).
+TRY_AGAIN_CODES = frozenset({BUSY, TIMEOUT})
+
 # Codes after which the connection is closed. A broken frame or body means the
 # byte stream can no longer be trusted; a well-formed message that is not one
 # of ours, or lacks its fields, comes from a peer that does not speak the

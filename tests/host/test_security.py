@@ -15,7 +15,7 @@ from basra_net.client.session import SessionResult
 from basra_net.host.admission import Admission, make_join_code, normalize_code
 from basra_net.host.limits import CODE_LOCKOUT_FIRST, CODE_LOCKOUT_MAX, WRONG_CODES_PER_MINUTE, CodeAttempts, MessageRate
 from basra_net.host.server import HostOutcome, HostSettings, run_host
-from basra_net.protocol.errors import BUSY, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE
+from basra_net.protocol.errors import BUSY, CODE_REQUIRED, TIMEOUT, TOO_MANY_ATTEMPTS, WRONG_CODE
 from basra_net.protocol.framing import encode_frame
 from basra_net.protocol.messages import Error, Hello, to_wire
 
@@ -210,10 +210,10 @@ async def test_a_flood_of_500_half_open_connections_does_not_stop_a_match_in_pro
     assert outcomes[0].table.completed
 
 
-@pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
-async def test_a_first_join_turned_away_as_busy_tries_again_and_sits_down(plain):
-    """The first two connections are turned away as a crowded host does (busy over plain TCP, closed
-    in the TLS handshake); the third reaches the real host."""
+@pytest.mark.parametrize("plain, refusal", [(True, BUSY), (True, TIMEOUT), (False, None)], ids=["plain-busy", "plain-timeout", "tls"])
+async def test_a_first_join_turned_away_as_busy_tries_again_and_sits_down(plain, refusal):
+    """The first two connections are turned away as a crowded host does (busy, or timeout for first bytes
+    that came late, over plain TCP; closed in the TLS handshake); the third reaches the real host."""
     turned_away: list[int] = []
 
     async def door(client: trio.SocketStream) -> None:
@@ -221,7 +221,7 @@ async def test_a_first_join_turned_away_as_busy_tries_again_and_sits_down(plain)
             if len(turned_away) < 2:
                 turned_away.append(len(await client.receive_some(4096)))
                 if plain:
-                    await client.send_all(encode_frame(to_wire(Error(BUSY, "too many connections are joining at once"))))
+                    await client.send_all(encode_frame(to_wire(Error(refusal, "let go before the welcome"))))
                 return
             async with await trio.open_tcp_stream("127.0.0.1", port) as host:
                 async with trio.open_nursery() as pumps:
@@ -267,8 +267,10 @@ async def _pump(source: trio.SocketStream, sink: trio.SocketStream, scope: trio.
     scope.cancel()
 
 
-async def test_a_resume_turned_away_as_busy_keeps_trying_and_the_match_finishes():
-    """The seat's connection is cut mid-match; its first resume is told busy, as a crowded host does; the next gets in."""
+@pytest.mark.parametrize("refusal", [BUSY, TIMEOUT])
+async def test_a_resume_turned_away_as_busy_keeps_trying_and_the_match_finishes(refusal):
+    """The seat's connection is cut mid-match; its first resume is told busy (or timeout), as a crowded or
+    slow-to-hear host does; the next gets in."""
     connections: list[str] = []
 
     async def door(client: trio.SocketStream) -> None:
@@ -276,7 +278,7 @@ async def test_a_resume_turned_away_as_busy_keeps_trying_and_the_match_finishes(
             connections.append("forwarded" if len(connections) != 1 else "busy")
             if connections[-1] == "busy":
                 await client.receive_some(4096)
-                await client.send_all(encode_frame(to_wire(Error(BUSY, "too many connections are joining at once"))))
+                await client.send_all(encode_frame(to_wire(Error(refusal, "let go before the welcome"))))
                 return
             cut_after = 3000 if len(connections) == 1 else None
             async with await trio.open_tcp_stream("127.0.0.1", port) as host:
