@@ -2,8 +2,9 @@
 
 First the refusals, each on a connection of its own: broken frames and
 bodies, every handshake refusal a host can be driven to from outside (the
-join code's ones only when the checker is given the code), and the
-handshake deadline.  Then one connection takes seat 1 and plays a whole
+join code's ones only when the checker is given the code), the
+handshake deadline, and stalled handshakes filling the places of the
+checker's address (a newcomer still answered, only the oldest dropped).  Then one connection takes seat 1 and plays a whole
 match against the host's own seat, doing on the way what a careless or
 hostile client would: a ping, a play out of turn, a stale and an illegal
 play, a repeated play, a resume that says it lost the last messages, and a
@@ -52,6 +53,8 @@ ANSWER_TIMEOUT = 10.0  # seconds a host has to answer what the checker sent
 TURN_TIMEOUT = 120.0  # seconds the host's own seat may take over a move
 HANDSHAKE_DEADLINE = 5.0  # section 5.1: what a host must give a connection at least
 LOCKOUT_FIRST = 1.0  # section 5.6: the first wrong code locks the address out this long
+HANDSHAKES_PER_ADDRESS = 8  # section 5.1: the reference host's places for handshakes from one address
+DROP_NOTICE = 1.0  # seconds a dropped handshake has to see its busy, or its close
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,70 @@ async def check_handshake_deadline(target: Target, report: Report) -> None:
             await wire.close()
     except CaseFailed as failed:
         report.failed(section, name, str(failed))
+
+
+async def check_busy(target: Target, report: Report) -> None:
+    """Handshakes that stall hold every place an address has: a newcomer still gets in, and only the oldest goes."""
+    section, name = "5.1", "a newcomer gets its handshake when stalled ones fill the places; the oldest is dropped"
+    stalled: list[Wire] = []
+    try:
+        for _ in range(HANDSHAKES_PER_ADDRESS):
+            wire, _ = await open_wire(target)
+            stalled.append(wire)
+            await wire.send_raw(body_frame(b"")[:1])  # first bytes, so only the handshake deadline applies
+            await trio.sleep(0.05)  # the order of their ages is clear
+        newcomer, _ = await open_wire(target)
+        try:
+            # A resume with a token no seat holds: answered by the handshake itself, and it takes no seat.
+            await newcomer.send(hello(target, token=os.urandom(16), received=0))
+            await expect_refusal(newcomer, errors.UNKNOWN_TOKEN)
+        finally:
+            await newcomer.close()
+        # All watched at once: the stalled ones reach their own handshake deadline a few seconds on.
+        seen: list[bool | str] = [False] * len(stalled)
+
+        async def watch(index: int) -> None:
+            try:
+                seen[index] = await _dropped(stalled[index], target.tls)
+            except CaseFailed as failed:
+                seen[index] = str(failed)
+
+        async with trio.open_nursery() as nursery:
+            for index in range(len(stalled)):
+                nursery.start_soon(watch, index)
+        broken = next((what for what in seen if isinstance(what, str)), None)
+        if broken is not None:
+            raise CaseFailed(broken)
+        dropped = [index for index, what in enumerate(seen) if what]
+        if dropped and dropped != [0]:
+            raise CaseFailed(f"the host dropped handshake {dropped[0] + 1} of {len(stalled)}, not the oldest")
+        if dropped:
+            how = "closed (over TLS)" if target.tls else "error busy, then closed"
+            report.passed(section, name, f"the newcomer was answered (unknown_token); the oldest of {len(stalled)} stalled: {how}")
+        else:
+            report.passed(section, name, f"the newcomer was answered (unknown_token); no limit at {len(stalled) + 1} from one address")
+    except CaseFailed as failed:
+        report.failed(section, name, str(failed))
+    finally:
+        for wire in stalled:
+            await wire.close()
+
+
+async def _dropped(wire: Wire, tls: bool) -> bool:
+    """Whether the host let this stalled handshake go: `busy` then the end over plain TCP, the end alone over TLS."""
+    try:
+        first = await wire.receive(DROP_NOTICE)
+    except CaseFailed:
+        return False  # nothing came: still waiting for its hello
+    if isinstance(first, Ended):
+        if not tls:
+            raise CaseFailed("a handshake was closed without error busy (plain TCP can carry it)")
+        return True
+    if not isinstance(first, Error) or first.code != errors.BUSY:
+        raise CaseFailed(f"a stalled handshake got {_what(first)}, not error busy")
+    if not isinstance(await wire.receive(ANSWER_TIMEOUT), Ended):
+        raise CaseFailed("after error busy the host did not close")
+    return True
 
 
 # --- one seat through a whole match -------------------------------------------------------------
@@ -461,6 +528,7 @@ async def check_host(target: Target, say: Callable[[str], None] = print) -> int:
     say(f"basra conformance host: checking {target.host}:{target.port} over {transport}")
     await check_refusals(target, report)
     await check_handshake_deadline(target, report)
+    await check_busy(target, report)
     await check_match(target, report)
     say(report.summary())
     return report.exit_code

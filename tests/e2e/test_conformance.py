@@ -12,7 +12,7 @@ import trio
 
 from basra_net.client.players import BotPlayer
 from basra_net.conformance.host_check import Target, check_host
-from basra_net.host.limits import CodeAttempts
+from basra_net.host.limits import CodeAttempts, HandshakeGate
 from basra_net.host.server import HostSettings, run_host
 from basra_net.host.table import Table
 
@@ -116,7 +116,7 @@ def test_the_reference_host_passes_every_case(basra_env):
         host.wait()
     found = verdicts(result.stdout)
     assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
-    assert len(found["PASS"]) == 23
+    assert len(found["PASS"]) == 24
     assert "a whole match verified" in found["PASS"][-1]
 
 
@@ -158,6 +158,23 @@ async def test_a_host_that_replays_a_resume_out_of_order_fails_the_resume_case(d
     monkeypatch.setattr(Table, "seat_resumed", reversed_replay)
     failed = await check_broken_host(monkeypatch)
     assert failed and "resume after a cut, with a replay" in failed[0], failed
+
+
+async def test_a_host_that_turns_the_newcomer_away_when_handshakes_are_full_fails_the_busy_case(data_home, monkeypatch):
+    honest_enter = HandshakeGate.enter
+
+    def drop_the_newcomer(self, address):
+        crowded = len(self._by_address.get(address, {})) >= self.per_address
+        self.per_address += crowded  # so that the honest gate keeps the oldest
+        handshake = honest_enter(self, address)
+        self.per_address -= crowded
+        if crowded:
+            self._drop(handshake)
+        return handshake
+
+    monkeypatch.setattr(HandshakeGate, "enter", drop_the_newcomer)
+    failed = await check_broken_host(monkeypatch)
+    assert failed and "the oldest is dropped" in failed[0] and "busy" in failed[0], failed
 
 
 def test_readmes_conformance_commands_are_ones_the_command_line_takes():
