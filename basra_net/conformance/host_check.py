@@ -374,14 +374,24 @@ async def _play_match(seat: Seat) -> None:
         welcome = await seat.next(ANSWER_TIMEOUT)
         if not isinstance(welcome, Welcome):
             raise CaseFailed(f"{_what(welcome)} instead of welcome")
-        if welcome.seat != 1 or welcome.sent != 0:
-            raise CaseFailed(f"welcome gives seat {welcome.seat} and sent {welcome.sent}, not seat 1 and 0")
+        if welcome.sent != 0:
+            raise CaseFailed(f"welcome gives sent {welcome.sent}, not 0, to a new player")
+        if welcome.seat == 0:
+            # A host whose seats are both remote (`basra serve`): this connection waits for a second player.
+            seat.welcome = welcome
+            return f"welcome: version {welcome.version}, seat 0 (both seats remote), {welcome.scoring} to {welcome.target}"
+        if welcome.seat != 1:
+            raise CaseFailed(f"welcome gives seat {welcome.seat}, neither 0 nor 1")
         if seat.certificate_key is not None and welcome.host_key != seat.certificate_key:
             raise CaseFailed("the welcome's host_key is not the key of the TLS certificate")
         seat.welcome = welcome
         return f"welcome: version {welcome.version}, seat 1, {welcome.scoring} to {welcome.target}"
 
     if not await run_case(report, "5.3", "a new player is seated", sit_down):
+        return
+    assert seat.welcome is not None
+    if seat.welcome.seat == 0:
+        await _play_served_match(seat)
         return
 
     async def second_player() -> str:
@@ -509,6 +519,55 @@ async def _play_match(seat: Seat) -> None:
         return f"{games} games, every deal, play and score verified; {end.reason}, totals {end.totals[0]}-{end.totals[1]}"
 
     await run_case(report, "9.10, 11.5, 7.3", "a whole match verified", whole_match)
+
+
+async def _play_served_match(first: Seat) -> None:
+    """A host with two remote seats: the checker takes the second as well and plays both to the end."""
+    report, target = first.report, first.target
+    second = Seat(target, report)
+
+    async def second_player() -> str:
+        second.wire, second.certificate_key = await open_wire(target)
+        second.hello = hello(target)
+        await second.send(second.hello)
+        welcome = await second.next(ANSWER_TIMEOUT)
+        if not isinstance(welcome, Welcome):
+            raise CaseFailed(f"{_what(welcome)} instead of welcome")
+        assert first.welcome is not None
+        if welcome.seat != 1 or welcome.sent != 0 or welcome.match_id != first.welcome.match_id:
+            raise CaseFailed(f"welcome gives seat {welcome.seat} of match {welcome.match_id.hex()[:8]}, not seat 1 at the first one's table")
+        second.welcome = welcome
+        return "seat 1 at the same table"
+
+    try:
+        if not await run_case(report, "5.3", "a second player sits at the first one's table", second_player):
+            return
+
+        async def whole_match() -> str:
+            ends: list[Message] = []
+
+            async def play_out(seat: Seat) -> None:
+                ends.append(await seat.until(MatchEnd))
+                await seat.send(Leave("the match is over"))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(play_out, first)
+                nursery.start_soon(play_out, second)
+            if ends[0] != ends[1]:
+                raise CaseFailed("the two seats were told different ends of the match")
+            problems = [p for check in second.verifier.checks for p in check.discrepancies] + second.verifier.finish()
+            if problems:
+                raise CaseFailed(f"seat 1's record does not verify: {problems[0]}")
+            if not second.verifier.checks or not all(c.complete for c in second.verifier.checks):
+                raise CaseFailed("a game ended without its reveal, or none was played")
+            end = ends[0]
+            assert isinstance(end, MatchEnd)
+            return f"{len(second.verifier.checks)} games, every deal, play and score verified; totals {end.totals[0]}-{end.totals[1]}"
+
+        await run_case(report, "5.3, 7.3, 9.10, 11.5", "two remote seats play a whole match, verified", whole_match)
+    finally:
+        if second.wire is not None:
+            await second.wire.close()
 
 
 async def _first_pending_or(seat: Seat, kind: type) -> Message:
