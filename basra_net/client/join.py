@@ -99,13 +99,13 @@ class JoinSession:
         tickets = self._tickets
         ticket = tickets.get(self._where) if self.resumable else None
         if ticket is not None:
-            result = await self._attempt(stop, ticket)
+            result = await self._attempt_until_let_in(stop, ticket)
             if result.refusal != UNKNOWN_TOKEN:
                 return result
             tickets.drop(self._where)
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
         for _ in range(CODE_TRIES):
-            result = await self._first_join(stop)
+            result = await self._attempt_until_let_in(stop, None)
             if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or self.ask_code is None:
                 return result
             code = await self.ask_code(result.reason)
@@ -114,12 +114,13 @@ class JoinSession:
             self.code = code
         return result
 
-    async def _first_join(self, stop: trio.Event | None) -> SessionResult:
-        """Join afresh; a host too busy to take the connection is tried again, waiting longer each time, as a resume is."""
+    async def _attempt_until_let_in(self, stop: trio.Event | None, ticket: ResumeTicket | None) -> SessionResult:
+        """Join afresh, or resume with a ticket; a host that let the connection go before seating it
+        (busy, or its first bytes late) is tried again, waiting longer each time, as a resume is."""
         give_up = trio.current_time() + RECONNECT_FOR
         delay = RECONNECT_FIRST_DELAY
         while True:
-            result = await self._attempt(stop, None)
+            result = await self._attempt(stop, ticket)
             if result.refusal not in TRY_AGAIN_CODES or trio.current_time() + delay > give_up:
                 return result
             self.player.notice(result.state, "the host let this connection go before seating it (busy, or a slow network); trying again...")
