@@ -71,6 +71,7 @@ class JoinSession:
         ask_code: Callable[[str], Awaitable[str | None]] | None = None,
         resumable: bool = True,
         announced_fingerprint: str | None = None,
+        make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
     ) -> None:
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -83,6 +84,7 @@ class JoinSession:
         self.announced_fingerprint = announced_fingerprint  # found on the LAN: the key must have this fingerprint
         self._newly_pinned = False
         self._fingerprint_told = False
+        self._seed_source = {} if make_seed is None else {"make_seed": make_seed}
 
     def _failure(self, reason: str, refusal: str | None = None) -> SessionResult:
         return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None, refusal)
@@ -191,6 +193,7 @@ class JoinSession:
             reconnect=self._reconnect if self.resumable else None,
             resume=Resume(ticket.token, ticket.transcript) if ticket else None,
             on_welcome=self._keep_ticket,
+            **self._seed_source,
         )
         result = await session.run(stop)
         if not result.cut_off:
