@@ -131,11 +131,12 @@ class Tile(Static):
 
 
 class ResultScreen(ModalScreen[None]):
-    """A game's score, line by line with what each line means; Enter goes on."""
+    """A game's score, line by line with what each line means; Enter goes on, and q asks to leave (``leave``)."""
 
-    def __init__(self, body: Text) -> None:
+    def __init__(self, body: Text, leave: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.body = body
+        self.leave = leave
 
     def compose(self) -> ComposeResult:
         yield Static(self.body, id="result")
@@ -144,6 +145,8 @@ class ResultScreen(ModalScreen[None]):
         event.stop()  # the key that closes it is not also a move
         if self.is_current and event.key in ("enter", "space", "escape"):
             self.dismiss()
+        elif self.is_current and event.key == "q" and self.leave is not None:
+            self.leave()  # asked over the score: staying comes back to it
 
 
 class HelpScreen(ModalScreen[None]):
@@ -455,9 +458,9 @@ class BasraApp(TableView, Generic[T]):
         for line in lines:
             log.write(Text(line, style="bold yellow" if line.startswith(ANNOUNCEMENT) else ""))
         if isinstance(message, GameEnd) and state.results:
-            self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style)), self._result_read)
+            self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style), self.action_leave), self._result_read)
         elif isinstance(message, MatchEnd):
-            self.push_screen(ResultScreen(match_result(state, self.style)))
+            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave))
         if isinstance(message, (YourTurn, Commit)):
             return  # a request is drawn by turn_opened; a commitment changes nothing on screen
         self._draw()

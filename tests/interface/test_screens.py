@@ -479,3 +479,21 @@ def test_a_join_code_replaced_after_too_many_wrong_ones_is_shown_where_the_host_
     else:
         assert f"--code {new_code}" in text and f"Join code: {new_code}" in text, text
         assert "The join code changed (more than 30 wrong join codes within a minute)" in text, text
+
+
+def test_q_over_a_game_s_result_asks_before_leaving_and_n_comes_back_to_it():
+    seen = {}
+
+    async def scenario(app, pilot):
+        await until(pilot, lambda: isinstance(app.screen, ResultScreen), "the game's result")
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, LeaveScreen), "the question")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ResultScreen), "the result again")
+        seen["back"] = True
+        await pilot.press("enter")
+        await my_turn(app, pilot)
+        await pilot.press("enter")
+
+    run_app(scenario, main=scripted(*game_end_state()))
+    assert seen["back"]
