@@ -11,9 +11,11 @@ named by hello.table ("t1".."tK"), so 2K sockets.  Each connection comes
 from its own loopback address (127.1.x.y), as players on a LAN come from
 their own machines, so the host's per-address limits see one player each;
 --one-address makes them all come from 127.0.0.1.  The generator speaks the
-protocol through the project's sans-I/O layer (ClientConnection): a Hello, a
-Seed of 32 random bytes for each Commit, and a Play of the first listed move
-for each YourTurn; no bots, no verification.  A match (target 1: one game of
+protocol at the frame level, reading only the fields it acts on (the host's
+own tests check the protocol; decoding every frame through ClientConnection
+cost the generator more CPU than the host): a Hello, a Seed of 32 random
+bytes for each Commit, and a Play of the first listed move for each
+YourTurn; no bots, no verification.  A match (target 1: one game of
 48 plays, more on a tie) ends with match_end; both seats then reconnect to
 the same table name and the next match starts, so the load holds for the
 whole measurement window.
@@ -24,8 +26,9 @@ Figures, over a window of --seconds after --warmup (and a ramp of
   latency      from the generator sending `play` to the other seat's
                connection receiving the `played` for that card
   CPU          host utime+stime (/proc/PID/stat) over the window / plays, and
-               as a share of one core; this process's CPU likewise (near 100%
-               would mean the generator, not the host, set the pace); and,
+               as a share of one core; this process's CPU likewise, per play
+               and as a share of a core (near 100% would mean the generator,
+               not the host, set the pace); and,
                roughly (+-20% of a core), what the rest of the machine used
                (/proc/stat busy time minus both), since the machine is shared
   frames       frames the generator sent and received per play
@@ -87,6 +90,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgpack
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -94,30 +98,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import relay as relay_module  # noqa: E402  (benchmarks/relay.py)
 
 from basra_net.engine import Match  # noqa: E402
-from basra_net.protocol import messages as protocol_messages  # noqa: E402
 from basra_net.protocol.announce import messages_for_seat  # noqa: E402
-from basra_net.protocol.connection import ClientConnection, ConnectionClosed  # noqa: E402
-from basra_net.protocol.errors import TABLE_FULL, ProtocolError  # noqa: E402
+from basra_net.protocol.errors import TABLE_FULL  # noqa: E402
 from basra_net.host.server import open_files_limit as raise_open_files_limit  # noqa: E402  (child processes inherit it)
 from basra_net.protocol.framing import encode_frame  # noqa: E402
-from basra_net.protocol.messages import (  # noqa: E402
-    PROTOCOL_VERSIONS,
-    Commit,
-    Error,
-    Hello,
-    Leave,
-    MatchEnd,
-    MatchStart,
-    Play,
-    Played,
-    Seed,
-    Welcome,
-    YourTurn,
-    to_wire,
-)
-
-# Protocol versions with liveness checks have a pong to answer the host's ping with.
-Pong = getattr(protocol_messages, "Pong", None)
+from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Played, to_wire  # noqa: E402
 
 RECEIVE_SIZE = 65536
 LOOPBACK = "127.0.0.1"
@@ -232,10 +217,12 @@ def serve_has_tls() -> bool:
     return "--plain" in out
 
 
-def start_host(tables: int, target: int, home: str, tls: bool) -> Server:
+def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
+    # With a profile the host runs under cProfile, which writes its statistics when the host exits.
+    profiler = ["-m", "cProfile", "-o", profile] if profile else []
     argv = [
-        sys.executable, "-m", "basra_net.cli", "serve",
+        sys.executable, *profiler, "-m", "basra_net.cli", "serve",
         "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
         "--no-transcripts", "--quiet", "--target", str(target),
     ]
@@ -362,7 +349,8 @@ class Result:
         if self.server_cpu is not None:
             per_play = self.server_cpu / self.plays * 1e6 if self.plays else float("nan")
             cpu.append(f"{self.label} {per_play:.0f} us/play ({self.server_cpu / self.seconds:.0%} of a core)")
-        cpu.append(f"generator {self.generator_cpu / self.seconds:.0%} of a core")
+        generator_per_play = self.generator_cpu / self.plays * 1e6 if self.plays else float("nan")
+        cpu.append(f"generator {generator_per_play:.0f} us/play ({self.generator_cpu / self.seconds:.0%} of a core)")
         cpu.append(f"rest of the machine about {self.other_cpu / self.seconds:.0%} of a core")
         out.append("CPU: " + "; ".join(cpu))
         traffic = []
@@ -407,6 +395,11 @@ class Window:
 
     async def measure(self, result: Result) -> None:
         run = self.run
+        late = time.perf_counter() - run.start
+        if late > 0:
+            # Opening the connections took longer than the ramp and warm-up (a busy machine):
+            # the window starts now, and still lasts --seconds.
+            run.start, run.end = run.start + late, run.end + late
         await trio.sleep_until(trio.current_time() + (run.start - time.perf_counter()))
         cpu0 = cpu_seconds(self.pid) if self.pid else None
         gen0 = time.process_time()
@@ -440,71 +433,99 @@ class HostTable:
         self.next_play = 0.0
 
 
+def frames_in(buffer: bytearray) -> list[dict]:
+    """The complete frames at the front of ``buffer``, removed from it, each body decoded by msgpack alone.
+
+    The generator trusts its own host: it reads only the fields it acts on and
+    leaves the protocol's checks to the host's own tests.  Decoding every
+    frame through ClientConnection cost it more CPU per play than the host
+    spends, which capped what it could measure.
+    """
+    messages, offset, size = [], 0, len(buffer)
+    while size - offset >= 4:
+        length = int.from_bytes(buffer[offset:offset + 4], "big")
+        end = offset + 4 + length
+        if end > size:
+            break
+        messages.append(msgpack.unpackb(buffer[offset + 4:end], raw=False))
+        offset = end
+    del buffer[:offset]
+    return messages
+
+
+def frame(message: dict) -> bytes:
+    body = msgpack.packb(message, use_bin_type=True)
+    return len(body).to_bytes(4, "big") + body
+
+
 async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run: Run, opened: float) -> str | None:
     """One connection, from hello to its close.  Returns why it was turned away before a seat, or None."""
-    conn = ClientConnection()
     hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{table.name}-{index}", nonce=os.urandom(32), table=table.name)
-    await stream.send_all(conn.send(hello))
+    await stream.send_all(encode_frame(to_wire(hello)))
+    seat: int | None = None
     in_match = False
+    buffer = bytearray()
     try:
-        while not conn.closed:
+        while True:
             data = await stream.receive_some(RECEIVE_SIZE)
             now = time.perf_counter()
-            conn.receive_data(data)
-            while (event := conn.next_event()) is not None:
+            if not data:
+                return None if seat is not None else "closed before welcome"
+            buffer += data
+            for message in frames_in(buffer):
                 run.frames_from_server += run.in_window(now)
-                if isinstance(event, Played):
-                    if event.seat != conn.seat:
-                        sent = table.sent.pop(event.card, None)
+                kind = message["type"]
+                if kind == "played":
+                    if message["seat"] != seat:
+                        sent = table.sent.pop(message["card"], None)
                         if sent is not None:
                             run.told(sent, now)
-                elif isinstance(event, YourTurn):
+                elif kind == "your_turn":
                     if table.interval:
                         wait = table.next_play - time.perf_counter()
                         if wait > 0:
                             await trio.sleep(wait)
-                    move = event.moves[0]
+                    move = message["moves"][0]
                     sent = time.perf_counter()
                     table.next_play = sent + table.interval
-                    table.sent[move.card] = sent
-                    await stream.send_all(conn.send(Play(event.request, move.card, move.captures)))
+                    table.sent[move["card"]] = sent
+                    await stream.send_all(frame({"type": "play", "request": message["request"], "card": move["card"],
+                                                 "captures": move["captures"]}))
                     run.frames_to_server += run.in_window(sent)
-                elif isinstance(event, Commit):
-                    await stream.send_all(conn.send(Seed(event.game, os.urandom(32))))
+                elif kind == "commit":
+                    await stream.send_all(frame({"type": "seed", "game": message["game"], "seed": os.urandom(32)}))
                     run.frames_to_server += run.in_window(now)
-                elif isinstance(event, MatchStart):
+                elif kind == "match_start":
                     table.sent.clear()
                     in_match = True
                     run.phase("waiting for the other seat", "in a match")
-                elif isinstance(event, Welcome):
+                elif kind == "welcome":
+                    seat = message["seat"]
                     run.phase("connected, waiting for welcome", "waiting for the other seat")
                     if run.in_window(now):
                         run.welcome_waits.append(now - opened)
-                elif isinstance(event, MatchEnd):
-                    if conn.seat == 0 and run.start <= now < run.end:
+                elif kind == "match_end":
+                    if seat == 0 and run.start <= now < run.end:
                         run.matches += 1
-                        if event.reason != "target":
+                        if message["reason"] != "target":
                             run.abandoned += 1
-                    await stream.send_all(conn.send(Leave("the match is over")))  # the answer to the end (PROTOCOL.md 5.8)
-                elif isinstance(event, Error):
-                    if conn.welcome is None:
-                        return event.code  # table_full while the last match at this name closes; busy
-                    run.errors.append(f"{table.name}: error {event.code}: {event.message}")
-                elif isinstance(event, ConnectionClosed):
-                    return None if conn.welcome else "closed before welcome"
-                elif Pong is not None and event.TYPE == "ping":
-                    await stream.send_all(conn.send(Pong(event.id)))
-                if conn.closed:
-                    break
+                    # The answer to the end (PROTOCOL.md 5.8); the match is over for this connection.
+                    await stream.send_all(frame({"type": "leave", "reason": "the match is over"}))
+                    return None
+                elif kind == "error":
+                    if seat is None:
+                        return message["code"]  # table_full while the last match at this name closes; busy
+                    run.errors.append(f"{table.name}: error {message['code']}: {message['message']}")
+                elif kind == "ping":
+                    await stream.send_all(frame({"type": "pong", "id": message["id"]}))
     finally:
-        run.phase(current_phase(conn, in_match), None)
-    return None
+        run.phase(current_phase(seat, in_match), None)
 
 
-def current_phase(conn: ClientConnection, in_match: bool) -> str:
+def current_phase(seat: int | None, in_match: bool) -> str:
     if in_match:
         return "in a match"
-    return "waiting for the other seat" if conn.welcome is not None else "connected, waiting for welcome"
+    return "waiting for the other seat" if seat is not None else "connected, waiting for welcome"
 
 
 async def host_seat(port: int, transport: Transport, table: HostTable, index: int, source: int, run: Run) -> None:
@@ -522,9 +543,9 @@ async def host_seat(port: int, transport: Transport, table: HostTable, index: in
             run.phase("connecting (TCP and TLS)", "connected, waiting for welcome")
             try:
                 why = await host_match(stream, table, index, run, opened)
-            except ProtocolError as err:
+            except (KeyError, IndexError, ValueError, msgpack.UnpackException) as err:
                 why = None
-                run.errors.append(f"{table.name}: {err.code}: {err.message}")
+                run.errors.append(f"{table.name}: a frame the generator could not read: {err!r}")
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
                 why = None
                 run.errors.append(f"{table.name}: connection: {err!r}")
@@ -660,7 +681,10 @@ def measure_host(tables: int, mode: str, tls: bool, args: argparse.Namespace) ->
     result = Result("host", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
     transport = Transport(tls, not args.one_address)
     with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
-        server = start_host(tables, args.target, home, tls)
+        profile = None
+        if args.profile_host:
+            profile = f"{args.profile_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.prof"
+        server = start_host(tables, args.target, home, tls, profile)
         try:
             result.idle_rss_kb = idle_rss(server.pid)
             trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
@@ -669,6 +693,76 @@ def measure_host(tables: int, mode: str, tls: bool, args: argparse.Namespace) ->
         finally:
             server.stop()
     return result
+
+
+async def storm_seat(port: int, transport: Transport, name: str, index: int, source: int, waits: list[float],
+                     failures: list[str], all_in: trio.Event) -> None:
+    """One seat of the storm: connect, say hello, and time until its welcome; hold the seat until all are in."""
+    opened = time.perf_counter()
+    try:
+        stream = await transport.connect(port, source)
+    except (OSError, trio.BrokenResourceError) as err:
+        failures.append(f"connect: {err!r}")
+        return
+    try:
+        hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{name}-{index}", nonce=os.urandom(32), table=name)
+        await stream.send_all(encode_frame(to_wire(hello)))
+        buffer = bytearray()
+        while True:
+            data = await stream.receive_some(RECEIVE_SIZE)
+            if not data:
+                failures.append("closed before welcome")
+                return
+            buffer += data
+            kinds = [message["type"] for message in frames_in(buffer)]
+            if "welcome" in kinds:
+                waits.append(time.perf_counter() - opened)
+                break
+            if "error" in kinds:
+                failures.append("refused")
+                return
+        await all_in.wait()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+        failures.append(f"connection: {err!r}")
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+async def drive_storm(port: int, transport: Transport, tables: int, waits: list[float], failures: list[str]) -> None:
+    all_in = trio.Event()
+    with trio.move_on_after(60):
+        async with trio.open_nursery() as nursery:
+            for i in range(tables):
+                for seat in (0, 1):
+                    nursery.start_soon(storm_seat, port, transport, f"t{i + 1}", seat, 2 * i + seat, waits, failures, all_in)
+            while len(waits) + len(failures) < 2 * tables:
+                await trio.sleep(0.01)
+            all_in.set()
+
+
+def measure_storm(tables: int, tls: bool, args: argparse.Namespace) -> None:
+    """Every seat of K tables connects at once to an idle host: how long until each is welcomed."""
+    transport = Transport(tls, not args.one_address)
+    waits: list[float] = []
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
+        server = start_host(tables, args.target, home, tls)
+        try:
+            idle_rss(server.pid)
+            cpu0 = cpu_seconds(server.pid)
+            trio.run(drive_storm, server.port, transport, tables, waits, failures)
+            cpu = cpu_seconds(server.pid) - cpu0
+        finally:
+            server.stop()
+    waits.sort()
+    line = f"storm K={tables} {'TLS' if tls else 'plain'}: {len(waits)} of {2 * tables} seats welcomed"
+    if waits:
+        line += (f"; connect to welcome p50 {waits[len(waits) // 2] * 1000:.1f} ms,"
+                 f" p99 {waits[min(len(waits) - 1, int(len(waits) * 0.99))] * 1000:.1f} ms,"
+                 f" max {waits[-1] * 1000:.1f} ms; host CPU {cpu * 1000:.0f} ms")
+    if failures:
+        line += "; not welcomed: " + ", ".join(f"{why} {failures.count(why)}" for why in sorted(set(failures)))
+    print(line, flush=True)
 
 
 def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, frames: list[bytes]) -> Result:
@@ -713,6 +807,11 @@ def measure_quietly(measure, args: argparse.Namespace) -> Result:
 
 def ratio(host: Result, relay: Result | None) -> float:
     return host.rate / relay.rate if relay is not None and relay.rate else float("nan")
+
+
+def median_per_play(results: list[Result], attribute: str) -> float:
+    """Median over runs of a CPU figure (seconds) per play, in microseconds."""
+    return statistics.median(getattr(r, attribute) / r.plays * 1e6 if r.plays else float("nan") for r in results)
 
 
 def median_rate(results: list[Result]) -> float:
@@ -761,6 +860,12 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
     parser.add_argument("--retry-pause", type=float, default=20.0,
                         help="with --max-other: seconds to wait before measuring again (default 20)")
     parser.add_argument("--no-relay", action="store_true", help="skip the relay floor")
+    parser.add_argument("--storm", type=int, default=None, metavar="K",
+                        help="instead of the load: a reconnect storm, every seat of K tables connecting at once to an"
+                             " idle host; prints how many were welcomed and connect-to-welcome percentiles")
+    parser.add_argument("--profile-host", metavar="DIR",
+                        help="run the host under cProfile and write its statistics to DIR/host-K-MODE-LINK.prof"
+                             " (profiling slows the host: its figures are then not comparable)")
     parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
     return parser
 
@@ -789,6 +894,11 @@ def main() -> int:
         print(f"warning: {need} descriptors needed, limit is {limit}", file=sys.stderr)
     frames = sample_played_frames()
     sizes = sorted(len(f) for f in frames)
+    if args.storm is not None:
+        for tls in transports:
+            print(f"[storm K={args.storm} {'TLS' if tls else 'plain'}; CPU check: {cpu_check():,.0f} engine plays/s]")
+            measure_storm(args.storm, tls, args)
+        return 0
     print(f"relay frames: {len(frames)} real `played` frames, {sizes[0]}..{sizes[-1]} bytes,"
           f" median {sizes[len(sizes) // 2]}")
     print()
@@ -819,7 +929,7 @@ def main() -> int:
         hosts = [h for h, _ in pairs]
         first = hosts[0]
         host_all = pooled(hosts)
-        per_play = statistics.median(h.server_cpu / h.plays * 1e6 if h.plays else float("nan") for h in hosts)
+        per_play = median_per_play(hosts, "server_cpu")
         per_table = statistics.median((h.loaded_rss_kb - h.idle_rss_kb) / h.tables for h in hosts)
         line = (f"  {first.tables:>4} {first.mode:6} {first.transport:5} | {median_rate(hosts):12.0f}"
                 f" {host_all.pct(.5):7.2f} {host_all.pct(.99):7.2f} {host_all.pct(1):7.2f}   "
@@ -836,6 +946,20 @@ def main() -> int:
                 line += f", relay {min(r.rate for r in relays):.0f}..{max(r.rate for r in relays):.0f}"
             line += ")"
         print(line)
+    print()
+    print("CPU per play, medians: the host's, the relay's, their ratio (the target is at most 2.5), and the"
+          " generator's own while it drove each (it must stay below the host's to measure it)")
+    print(f"  {'K':>4} {'mode':6} {'link':5} | {'host':>7} {'relay':>7} {'host:relay':>10} |"
+          f" {'generator (host)':>16} {'generator (relay)':>17}")
+    for pairs in summary:
+        hosts = [h for h, _ in pairs]
+        relays = [r for _, r in pairs if r is not None]
+        host_cpu = median_per_play(hosts, "server_cpu")
+        relay_cpu = median_per_play(relays, "server_cpu") if relays else float("nan")
+        print(f"  {hosts[0].tables:>4} {hosts[0].mode:6} {hosts[0].transport:5} | {host_cpu:4.0f} us {relay_cpu:4.0f} us"
+              f" {host_cpu / relay_cpu if relay_cpu else float('nan'):10.2f} |"
+              f" {median_per_play(hosts, 'generator_cpu'):13.0f} us"
+              f" {median_per_play(relays, 'generator_cpu') if relays else float('nan'):14.0f} us")
     print("load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 

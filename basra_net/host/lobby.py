@@ -6,6 +6,11 @@ takes the first open seat of an unnamed table that has not started, or
 opens a new one.  Each table runs in its own task with its own
 deals, commitments and transcript; a table that fails is logged and closed
 without touching the others.
+
+Finding a connection its seat costs the same with ten tables or a thousand:
+seats are indexed by resume token and by hello nonce as they are taken, the
+tables with an open seat are kept in the order they opened, and a table
+leaves the names in use the moment its match ends.
 """
 
 from __future__ import annotations
@@ -43,22 +48,21 @@ class Lobby:
         self._named: set[str] = set()  # tables opened by a player naming them: reserved for those who name them
         # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.
         self._closing: set[Table] = set()
+        # Unnamed tables that may have an open seat, oldest first; one found full or started is dropped when met.
+        self._with_room: dict[Table, None] = {}
+        self._by_token: dict[bytes, Table] = {}
+        self._by_nonce: dict[bytes, Table] = {}
+        self._next_number = 1  # the lowest number that may be free for a table opened without a name
         self.matches_finished = 0
         self._stopping: str | None = None  # why no one is seated any more, once stop() is called
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None:
         if self._stopping is not None:
             return None
-        for name, table in list(self.tables.items()):
-            if table.result is not None:
-                self._closing.add(table)
-                del self.tables[name]
-                self._named.discard(name)
         if hello.table is not None:
             table = self.tables.get(hello.table) or self._open(hello.table)
         else:
-            free = (t for name, t in self.tables.items() if name not in self._named and t.open_seats and not t.started)
-            table = next(free, None) or self._open(None)
+            table = self._table_with_room() or self._open(None)
         return None if table is None else table.seat_for(hello, reserved)
 
     def full_reason(self, hello: Hello) -> str:
@@ -69,8 +73,44 @@ class Lobby:
         return f"this server is full: all {self.max_tables} tables are in play; try again when a match ends"
 
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None:
-        tables = [*self.tables.values(), *self._closing]
-        return next((found for table in tables if (found := table.seat_holding(token, hello))), None)
+        if token is not None:
+            table = self._by_token.get(token)
+        else:
+            table = self._by_nonce.get(hello.nonce) if hello is not None else None
+        return None if table is None else table.seat_holding(token, hello)
+
+    def _table_with_room(self) -> Table | None:
+        while self._with_room:
+            table = next(iter(self._with_room))
+            if table.open_seats and not table.started:
+                return table
+            del self._with_room[table]
+        return None
+
+    def _seat_changed(self, table: Table, token: bytes, nonce: bytes, held: bool) -> None:
+        """Keep the indexes in step with the table's seats: taken (``held``) or given up."""
+        if held:
+            self._by_token[token] = table
+            self._by_nonce[nonce] = table
+            return
+        for index, key in ((self._by_token, token), (self._by_nonce, nonce)):
+            if index.get(key) is table:
+                del index[key]
+        if table.open_seats and not table.started and table.name not in self._named:
+            self._with_room[table] = None
+
+    def _match_over(self, name: str, table: Table) -> None:
+        """The name is free for the next pair; the table stays reachable by its seats' tokens until it closes."""
+        if self.tables.get(name) is table:
+            del self.tables[name]
+            self._named.discard(name)
+            self._release_number(name)
+        self._with_room.pop(table, None)
+        self._closing.add(table)
+
+    def _release_number(self, name: str) -> None:
+        if name.isdigit() and int(name) < self._next_number:
+            self._next_number = int(name)
 
     def stop(self, reason: str) -> None:
         """End every table now, each seated player told ``reason``; seat no one after this."""
@@ -82,7 +122,9 @@ class Lobby:
         if len(self.tables) >= self.max_tables:
             return None
         if name is None:
-            name = str(next(n for n in range(1, self.max_tables + 2) if str(n) not in self.tables))
+            while str(self._next_number) in self.tables:
+                self._next_number += 1
+            name = str(self._next_number)
         else:
             self._named.add(name)
         table = Table(
@@ -96,7 +138,11 @@ class Lobby:
         if self._keep_transcripts:
             table.transcript = TranscriptFile(default_transcript_path(table.match_id, f"host-{_file_safe(name)}"), "host")
         table.on_event = lambda line, name=name: self._log(f"[table {name}] {line}")
+        table.on_seat_change = lambda token, nonce, held, table=table: self._seat_changed(table, token, nonce, held)
+        table.on_match_over = lambda name=name, table=table: self._match_over(name, table)
         self.tables[name] = table
+        if name not in self._named:
+            self._with_room[table] = None
         self._nursery.start_soon(self._run, name, table)
         return table
 
@@ -109,10 +155,11 @@ class Lobby:
         finally:
             if table.transcript is not None:
                 table.transcript.close()
-            if self.tables.get(name) is table:
-                del self.tables[name]
-                self._named.discard(name)
+            self._match_over(name, table)
             self._closing.discard(table)
+            for entry in table.seats:
+                if entry is not None:
+                    self._seat_changed(table, entry.token, entry.hello.nonce, held=False)
 
 
 def _file_safe(name: str) -> str:

@@ -7,8 +7,10 @@ the table and the other seat carry on.
 
 from __future__ import annotations
 
+import os
 import ssl
-from typing import Protocol
+from functools import partial
+from typing import Awaitable, Callable, Protocol
 
 import trio
 
@@ -27,6 +29,7 @@ from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Ping, 
 from ..client.liveness import Liveness
 from .admission import Admission
 from .limits import FIRST_BYTES_TIMEOUT, MessageRate
+from .outbox import Outbox
 from .table import SeatLost, Table, outgoing
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
@@ -229,36 +232,36 @@ async def _serve_seat(
     stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, version: int, received: int | None
 ) -> None:
     """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends."""
-    outbox_send, outbox = trio.open_memory_channel[tuple[Message, bytes]](OUTBOX_SIZE)
+    outbox = Outbox(OUTBOX_SIZE, connection, stream)
     if received is not None:
-        welcome, missed, left_open, link, inbox = table.seat_resumed(seat, received, outbox_send)
+        welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
         first = connection.send(welcome)
         connection.restore(**left_open)
         first += b"".join(missed)  # frames exactly as first sent; restore() has set the state they leave
     else:
-        welcome, inbox = table.seat_joined(seat, hello, version, outbox_send)
+        welcome = table.seat_joined(seat, hello, version, outbox)
         link = 0
         first = connection.send(welcome)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
-    async with inbox:
-        lost: str | None = None
-        try:
-            with trio.fail_after(SEND_TIMEOUT):
-                await stream.send_all(first)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-            lost = "the connection broke during the welcome"
-        if lost is None:
-            writer_ended: list[str] = []
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope, writer_ended)
-                lost, last_error = await _relay_inbound(stream, connection, seat, inbox, outbox_send)
-                nursery.cancel_scope.cancel()
-            if lost is None and writer_ended and not table.finished.is_set():
-                # The writer stopped first (a send that failed or timed out, or the table cut
-                # off a seat that stopped reading): the seat is lost all the same.
-                lost = writer_ended[0]
-        if lost is not None and not table.finished.is_set():
-            await inbox.send((seat, SeatLost(lost, link)))
+    lost: str | None = None
+    try:
+        with trio.fail_after(SEND_TIMEOUT):
+            await stream.send_all(first)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+        lost = "the connection broke during the welcome"
+    if lost is None:
+        writer_ended: list[str] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope, writer_ended)
+            lost, last_error = await _relay_inbound(stream, connection, seat, table, outbox)
+            nursery.cancel_scope.cancel()
+        if lost is None and writer_ended and not table.finished.is_set():
+            # The writer stopped first (a send that failed or timed out, or the table cut
+            # off a seat that stopped reading): the seat is lost all the same.
+            lost = writer_ended[0]
+    if lost is not None:
+        table.feed(seat, SeatLost(lost, link))
+        table.flush()
     if last_error is not None:
         # The writer has stopped, so this frame cannot interleave with another.
         with trio.move_on_after(CLOSE_LINGER):
@@ -272,7 +275,7 @@ async def _serve_seat(
 async def _write_outbox(
     stream: trio.abc.Stream,
     connection: HostConnection,
-    outbox: trio.MemoryReceiveChannel,
+    outbox: Outbox | trio.MemoryReceiveChannel,
     scope: trio.CancelScope,
     ended: list[str],
 ) -> None:
@@ -284,7 +287,7 @@ async def _write_outbox(
     queued when the writer wakes goes out in one send of up to SEND_BATCH
     bytes: one system call (and over TLS, one record for each 16 KiB) instead
     of one for each frame.  Each message still passes the connection's
-    checks, in order.
+    checks, in order (a message of None: bytes checked already, the rest of a write the socket cut short).
 
     A peer that stops reading fills its socket buffer and then this outbox;
     a send that cannot be handed to the socket in SEND_TIMEOUT ends the
@@ -294,14 +297,16 @@ async def _write_outbox(
     why = "the table closed the connection (or cut off a seat that stopped reading)"
     try:
         async for message, frame in outbox:
-            connection.check_send(message)
+            if message is not None:
+                connection.check_send(message)
             frames, size = [frame], len(frame)
             while size < SEND_BATCH:
                 try:
                     message, frame = outbox.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break  # nothing more queued now; a closed outbox ends the loop above
-                connection.check_send(message)
+                if message is not None:
+                    connection.check_send(message)
                 frames.append(frame)
                 size += len(frame)
             with trio.fail_after(SEND_TIMEOUT):
@@ -318,73 +323,104 @@ async def _relay_inbound(
     stream: trio.abc.Stream,
     connection: HostConnection,
     seat: int,
-    inbox: trio.MemorySendChannel,
-    outbox: trio.MemorySendChannel,
+    table: Table,
+    outbox: Outbox,
 ) -> tuple[str | None, ProtocolError | None]:
-    """Feed the table until the connection ends.
+    """Feed the table until the connection ends: each message is applied inline, as it is read.
 
     Returns why the seat was lost (None when it left on purpose) and the
     fatal error to report last, if any.  Pings are answered here and never
     reach the table; a peer silent past the liveness deadline is lost.
+    What the table queued for both seats is written when the input read so
+    far is used up, just before waiting for more: one write per seat.
     """
     # Answers to the host's requests are paced by the host itself; what is
     # limited is everything else a peer can send: refused messages, error reports, pings.
     unsolicited = MessageRate()
     liveness = Liveness()
+    receive = _receiver(stream)
     frame_deadline: float | None = None  # when the frame that has started must be complete
     while True:
-        try:
-            event = connection.next_event()
-            if isinstance(event, (Error, Ping)) and not unsolicited.allow():
-                raise ProtocolError(RATE_LIMIT, "too many unrequested messages; slow down")
-        except ProtocolError as err:
-            if not err.fatal and not unsolicited.allow():
-                err = ProtocolError(RATE_LIMIT, "too many refused messages; slow down")
-            if not err.fatal:
-                if not _queue(outbox, Error(err.code, err.message)):
-                    return "it sends refused messages faster than it reads the answers", None
-                continue
-            return f"protocol error: {err.code}", err
-        if event is None:
-            if not connection.in_partial_frame:
-                frame_deadline = None
-            elif frame_deadline is None:
-                frame_deadline = trio.current_time() + FRAME_TIMEOUT
-            wait = liveness.seconds_to_next_check()
-            if frame_deadline is not None:
-                wait = min(wait, frame_deadline - trio.current_time())
-            try:
-                with trio.move_on_after(wait):
-                    data = await stream.receive_some(RECEIVE_SIZE)
+        # One cancel scope for each liveness check (seconds apart), not one for each receive:
+        # when it ends, the deadlines are checked and a fresh one is opened.
+        with trio.CancelScope(deadline=trio.current_time() + liveness.seconds_to_next_check()) as waiting:
+            while True:
+                try:
+                    event = connection.next_event()
+                    if isinstance(event, (Error, Ping)) and not unsolicited.allow():
+                        raise ProtocolError(RATE_LIMIT, "too many unrequested messages; slow down")
+                except ProtocolError as err:
+                    if not err.fatal and not unsolicited.allow():
+                        err = ProtocolError(RATE_LIMIT, "too many refused messages; slow down")
+                    if not err.fatal:
+                        if not _queue(outbox, Error(err.code, err.message)):
+                            return "it sends refused messages faster than it reads the answers", None
+                        continue
+                    table.flush()
+                    return f"protocol error: {err.code}", err
+                if event is None:
+                    if not connection.in_partial_frame:
+                        frame_deadline = None
+                    elif frame_deadline is None:
+                        frame_deadline = trio.current_time() + FRAME_TIMEOUT
+                        waiting.deadline = min(waiting.deadline, frame_deadline)
+                    table.flush()
+                    try:
+                        data = await receive()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                        return "the connection broke", None
                     connection.receive_data(data)
                     liveness.heard()
                     continue
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                return "the connection broke", None
-            if frame_deadline is not None and trio.current_time() >= frame_deadline:
-                return "an unfinished frame", ProtocolError(TIMEOUT, "a frame was left unfinished")
-            if liveness.dead:
-                return "it stopped answering", ProtocolError(TIMEOUT, "no sign of life within the liveness deadline")
-            ping = liveness.ping_due()
-            if ping is not None and not _queue(outbox, Ping(ping)):
-                return "it stopped reading", None
-            continue
-        if isinstance(event, ConnectionClosed):
-            return "the connection closed", None
-        if isinstance(event, Ping):
-            if not _queue(outbox, Pong(event.id)):
-                return "it stopped reading", None
-            continue
-        if isinstance(event, Pong):
-            continue  # a sign of life, already counted
-        await inbox.send((seat, event))
-        if connection.closed:
-            if isinstance(event, Error):
-                return f"it reported a fatal error: {event.code}", None
-            return None, None  # it left on purpose; the table has its Leave
+                if isinstance(event, ConnectionClosed):
+                    table.flush()
+                    return "the connection closed", None
+                if isinstance(event, Ping):
+                    if not _queue(outbox, Pong(event.id)):
+                        return "it stopped reading", None
+                    continue
+                if isinstance(event, Pong):
+                    continue  # a sign of life, already counted
+                table.feed(seat, event)
+                if connection.closed:
+                    table.flush()
+                    if isinstance(event, Error):
+                        return f"it reported a fatal error: {event.code}", None
+                    return None, None  # it left on purpose; the table has its Leave
+        if frame_deadline is not None and trio.current_time() >= frame_deadline:
+            return "an unfinished frame", ProtocolError(TIMEOUT, "a frame was left unfinished")
+        if liveness.dead:
+            return "it stopped answering", ProtocolError(TIMEOUT, "no sign of life within the liveness deadline")
+        ping = liveness.ping_due()
+        if ping is not None and not _queue(outbox, Ping(ping)):
+            return "it stopped reading", None
 
 
-def _queue(outbox: trio.MemorySendChannel, message: Message) -> bool:
+def _receiver(stream: trio.abc.Stream) -> Callable[[], Awaitable[bytes]]:
+    """What the reader receives with: on a plain socket, a wait until it is readable and one read.
+
+    trio's receive_some tries a read first (which finds nothing: the reader
+    has taken all there was), waits, reads, then yields to the scheduler
+    once more; this is one wait and one read.  Other streams (TLS, memory
+    streams in tests) use their own receive_some.
+    """
+    if not isinstance(stream, trio.SocketStream) or os.name != "posix":
+        return partial(stream.receive_some, RECEIVE_SIZE)
+    socket = stream.socket
+    fd = socket.fileno()
+
+    async def receive() -> bytes:
+        while True:
+            await trio.lowlevel.wait_readable(socket)
+            try:
+                return os.read(fd, RECEIVE_SIZE)
+            except BlockingIOError:
+                continue  # woken without data after all
+
+    return receive
+
+
+def _queue(outbox: Outbox, message: Message) -> bool:
     """Queue a message for the writer without waiting; False when the peer has stopped reading."""
     try:
         outbox.send_nowait(outgoing(message))

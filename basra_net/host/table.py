@@ -1,7 +1,12 @@
-"""The table: the one task that owns a match and runs it by the rules.
+"""The table: the one owner of a match, which runs it by the rules.
 
-Connection tasks (seat_link.py) hand it validated messages through its inbox
-and carry its messages to the seats through per-seat outboxes.  The table
+The match is written as one coroutine, but no task runs it: the connection
+tasks (seat_link.py) feed it each validated message as they read it
+(``Table.feed``), and it runs inline up to the next input it waits for, then
+queues its messages on the seats' outboxes.  A play costs no task switch and
+no channel on its way in; ``Table.run`` only keeps the clock, feeding the
+match a tick when a deadline it set (an away seat's grace, the end's linger)
+comes.  The table
 draws each game's host seed, commits to it, takes seat 1's seed, deals from
 the shuffled deck, asks each seat to act in turn, applies moves through the
 engine and announces what happened, then reveals the seed.
@@ -17,10 +22,12 @@ replays the journal through this same code and reaches the same state.
 
 from __future__ import annotations
 
+import math
 import os
+import types
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Coroutine, Protocol
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -37,6 +44,7 @@ from ..protocol.messages import (
     Away,
     Back,
     Commit,
+    GameEnd,
     Error,
     Hello,
     Leave,
@@ -44,6 +52,7 @@ from ..protocol.messages import (
     MatchStart,
     Message,
     Play,
+    Played,
     Reveal,
     Seed,
     Welcome,
@@ -52,6 +61,7 @@ from ..protocol.messages import (
 )
 from ..protocol.verify import GUEST, HOST
 from .identity import public_key_bytes
+from .outbox import Outbox
 
 
 GRACE = 120.0  # seconds a seat whose connection dropped is held for it
@@ -71,17 +81,34 @@ class SeatJoined:
     """A connection completed its handshake and holds a seat."""
 
 
+class _Tick:
+    """The clock reached the deadline the match is waiting with."""
+
+
+TICK = _Tick()
+NO_SEAT = -1  # the sender of a tick
+
+
+@types.coroutine
+def _fed_input() -> Any:
+    """Suspend the match until ``Table.feed`` (or the clock) hands it its next input."""
+    return (yield)
+
+
 @dataclass
 class Seat:
     name: str
     hello: Hello  # the first hello: seat 1's commitments are bound to its nonce
     version: int
     token: bytes
-    outbox: trio.MemorySendChannel | None  # None while the seat is away
+    outbox: Outbox | None  # None while the seat is away
     link: int = 0  # counts the connections that have held the seat
     log: list[bytes] = field(default_factory=list)  # the stream sent to the seat, as frames
     away_until: float | None = None  # trio time its grace ends, while away
     done: bool = False  # after the match: it closed cleanly, left, or ran out of grace
+
+
+_SAME_FOR_BOTH = (Played, GameEnd, MatchEnd)
 
 
 def outgoing(message: Message) -> tuple[Message, bytes]:
@@ -139,12 +166,20 @@ class Table:
         self._claimed = [False, False]
         # Seats kept for local players (the host's own, a bot): never given to a remote connection.
         self._reserved = reserved_seats
-        self._inbox_send, self._inbox = trio.open_memory_channel[tuple[int, object]](64)
+        self._machine: Coroutine | None = None  # the match, suspended until its next input
+        self._fed: deque[tuple[int, object]] = deque()  # inputs it has not taken yet
+        self._feeding = False
+        self._failure: Exception | None = None
+        self._wake_at = math.inf  # when the match wants a tick, whatever else comes
+        self._clock: trio.CancelScope | None = None  # run()'s wait, which ends at _wake_at
         self.finished = trio.Event()
         self._fixed_deal: tuple[int, bytes] | None = None  # (game, host seed) once seat 1's seed is in, until revealed
         self._request = 0
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
+        # A seat taken (True) or given up (False), by its token and hello nonce: for a lobby's indexes.
+        self.on_seat_change: Callable[[bytes, bytes, bool], None] = lambda token, nonce, held: None
+        self.on_match_over: Callable[[], None] = lambda: None  # the result is decided; the table may linger
         self.grace = grace
         self.journal = journal
         self._make_token = make_token
@@ -155,7 +190,6 @@ class Table:
         self._seed_taken: Seed | None = None
         self._replaying: deque[tuple[int, Any]] = deque()  # journal inputs not yet taken again
         self._live = True  # False while a journal is replayed: its records are not written again
-        self._running = trio.CancelScope()  # cancelled by stop()
 
     # --- seating (called by connection tasks) --------------------------------------------
 
@@ -219,10 +253,11 @@ class Table:
             sent=len(entry.log),
         )
 
-    def seat_joined(self, seat: int, hello: Hello, version: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, trio.MemorySendChannel]:
+    def seat_joined(self, seat: int, hello: Hello, version: int, outbox: Outbox) -> Welcome:
         """Seat a new connection; returns its welcome and the channel its messages go to."""
         self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
         welcome = self._welcome(seat)
+        self.on_seat_change(welcome.token, hello.nonce, True)
         if seat == 1:
             self._record(GUEST, hello)
             self._record(HOST, welcome)
@@ -233,16 +268,15 @@ class Table:
             }
         )
         self.on_event(f"{hello.name} took seat {seat}")
-        self._inbox_send.send_nowait((seat, SeatJoined()))
-        return welcome, self._inbox_send.clone()
+        self.feed(seat, SeatJoined())
+        return welcome
 
-    def seat_resumed(self, seat: int, received: int, outbox: trio.MemorySendChannel) -> tuple[Welcome, list[bytes], dict[str, Any], int, trio.MemorySendChannel]:
+    def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
         """Hand a seat to the connection that resumed it.
 
         Returns the welcome, the frames of the stream messages it missed, what its earlier
-        connection left open (for HostConnection.restore), its link number and
-        the channel to the table.  Whatever the table sends from now on goes to
-        the new outbox, after the replay.
+        connection left open (for HostConnection.restore) and its link number.
+        Whatever the table sends from now on goes to the new outbox, after the replay.
         """
         entry = self.seats[seat]
         assert entry is not None
@@ -264,7 +298,54 @@ class Table:
         other = self.seats[1 - seat]
         if other is not None and other.away_until is not None and self.result is None:
             outbox.send_nowait(outgoing(Away(1 - seat, self._grace_left(other))))
-        return welcome, entry.log[received:], restore, entry.link, self._inbox_send.clone()
+        self.flush()
+        return welcome, entry.log[received:], restore, entry.link
+
+    def flush(self) -> None:
+        """Write what the match has queued for each seat: called once the input at hand is used up."""
+        for entry in self.seats:
+            if entry is not None and entry.outbox is not None:
+                entry.outbox.flush()
+
+    # --- input (called by connection tasks) ------------------------------------------------
+
+    def feed(self, seat: int, item: object) -> None:
+        """Hand the match a message from a seat (or a SeatJoined, SeatLost); it runs inline up to its next wait."""
+        if self.finished.is_set():
+            return
+        self._fed.append((seat, item))
+        self._drain()
+
+    def _drain(self) -> None:
+        if self._feeding or self._machine is None:
+            return  # taken in turn by the feed already running, or once run() starts the match
+        self._feeding = True
+        try:
+            while self._fed and self._machine is not None:
+                self._advance(self._fed.popleft())
+        finally:
+            self._feeding = False
+        if self._clock is not None and self._clock.deadline != self._wake_at:
+            self._clock.deadline = self._wake_at
+
+    def _advance(self, value: object) -> None:
+        machine = self._machine
+        assert machine is not None
+        try:
+            machine.send(value)
+        except StopIteration:
+            self._machine = None
+        except Exception as err:  # the table's own failure: run() raises it
+            self._machine, self._failure = None, err
+            self.finished.set()
+        except BaseException:
+            self._machine = None
+            raise
+
+    async def _input(self, deadline: float = math.inf) -> tuple[int, object]:
+        """The next input: (seat, message), or (NO_SEAT, TICK) once ``deadline`` has come."""
+        self._wake_at = deadline
+        return await _fed_input()
 
     # --- sending -------------------------------------------------------------------------
 
@@ -276,13 +357,20 @@ class Table:
         if self.journal is not None and self._live:
             self.journal.append(record)
 
-    def _send(self, seat: int, message: Message) -> None:
+    def _send(self, seat: int, message: Message, frames: dict[Message, bytes] | None = None) -> None:
+        """Send and keep a message; with ``frames``, one both seats are sent is encoded once for both."""
         entry = self.seats[seat]
         if entry is None:
             return
         if seat == 1:
             self._record(HOST, message)
-        sending = outgoing(message)
+        if frames is None:
+            sending = outgoing(message)
+        else:
+            frame = frames.get(message)
+            if frame is None:
+                frame = frames[message] = outgoing(message)[1]
+            sending = (message, frame)
         if isinstance(message, STREAM_TYPES):
             entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
         self._deliver(entry, sending)
@@ -303,13 +391,14 @@ class Table:
             # Its connection task sees the close and ends the connection; the seat can resume.
             entry.outbox.close()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the seat's connection is gone; its loss reaches the inbox
+            pass  # the seat's connection is gone; its loss reaches the table
 
     def _announce(self, events: list) -> None:
         turn = self.match.turn
+        frames: dict[Message, bytes] = {}  # `played`, `game_end`, `match_end`: the same for both seats
         for seat in (0, 1):
             for message in messages_for_seat(events, seat, turn):
-                self._send(seat, message)
+                self._send(seat, message, frames if isinstance(message, _SAME_FOR_BOTH) else None)
 
     # --- receiving -----------------------------------------------------------------------
 
@@ -344,10 +433,9 @@ class Table:
         """The next thing from the seats; an away seat whose grace runs out abandons the match."""
         while True:
             deadline, seat = self._next_deadline()
-            if seat is None:
-                return await self._inbox.receive()  # nobody away: no deadline (the common case, kept cheap)
-            with trio.move_on_at(deadline):
-                return await self._inbox.receive()
+            sender, message = await self._input(deadline)
+            if message is not TICK:
+                return sender, message
             entry = self.seats[seat] if seat is not None else None
             if entry is not None and entry.away_until is not None and trio.current_time() >= entry.away_until:
                 raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
@@ -390,29 +478,51 @@ class Table:
     # --- the match -----------------------------------------------------------------------
 
     async def run(self) -> TableResult:
+        """Start the match and keep its clock until it is over; the seats' connections feed it."""
+        self._machine = self._match_to_end()
         try:
-            with self._running:
-                if self._live:
-                    await self._wait_for_players()
-                self.result = await self._run_match()
-                self._write_journal({"type": "end", "reason": self.result.reason})
-                await self._linger()
+            self._advance(None)
+            self._drain()  # what came before the match started
+            while not self.finished.is_set():
+                with trio.CancelScope(deadline=self._wake_at) as self._clock:
+                    await self.finished.wait()
+                if not self.finished.is_set() and trio.current_time() >= self._wake_at:
+                    self.feed(NO_SEAT, TICK)
+                    self.flush()
+        finally:
+            self._clock = None
+            if self._machine is not None:
+                self._machine.close()  # cancelled: the match's own cleanup runs
+                self._machine = None
+        if self._failure is not None:
+            raise self._failure
+        assert self.result is not None
+        return self.result
+
+    async def _match_to_end(self) -> None:
+        try:
+            if self._live:
+                await self._wait_for_players()
+            self.result = await self._run_match()
+            self.on_match_over()
+            self._write_journal({"type": "end", "reason": self.result.reason})
+            await self._linger()
         finally:
             for entry in self.seats:
                 if entry is not None and entry.outbox is not None:
                     entry.outbox.close()
             self.finished.set()
         self.on_event(self.result.reason)
-        return self.result
 
     def stop(self, reason: str) -> None:
         """End the table at once (its server is stopping); each seat still in a match is told why.
 
-        Called from another task: run() is then waiting for input, between two
-        steps of the match, so the state is whole.  A game dealt from a fixed
-        deck is revealed first, so that seat 1's record shows the deal was not
-        walked away from (PROTOCOL.md, section 6.16).  A seat whose match has
-        ended already has its `match_end`.
+        Called between two inputs, so the match is waiting for its next one and
+        its state is whole.  A game dealt from a fixed deck is revealed first,
+        so that seat 1's record shows the deal was not walked away from
+        (PROTOCOL.md, section 6.16).  A seat whose match has ended already has
+        its `match_end`.  The match's own cleanup then closes the outboxes,
+        whose writers send what is queued before the connections close.
         """
         if self.result is None:
             if self._fixed_deal is not None:
@@ -420,12 +530,19 @@ class Table:
             for seat in (0, 1):
                 self._send(seat, Leave(_clip(reason, MAX_TEXT)))
             self.result = TableResult(False, None, (self.match.totals[0], self.match.totals[1]), reason)
-        self._running.cancel()
+            self.on_event(reason)
+        self.flush()
+        machine, self._machine = self._machine, None
+        if machine is not None:
+            machine.close()
+        self.finished.set()
 
     async def _wait_for_players(self) -> None:
         """Until both seats are held; a player who leaves before the match starts frees the seat."""
         while not all(self.seats):
-            seat, message = await self._inbox.receive()
+            seat, message = await self._input()
+            if message is TICK:
+                continue
             entry = self.seats[seat]
             if entry is None or (isinstance(message, SeatLost) and message.link != entry.link):
                 continue
@@ -434,6 +551,7 @@ class Table:
                     entry.outbox.close()
                 self.seats[seat] = None
                 self._claimed[seat] = False
+                self.on_seat_change(entry.token, entry.hello.nonce, False)
                 self.on_event(f"seat {seat} is free again")
 
     async def _linger(self) -> None:
@@ -448,9 +566,8 @@ class Table:
             deadline, _ = self._next_deadline()
             if any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
                 deadline = min(deadline, quiet_until)
-            with trio.move_on_at(deadline) as waited:
-                sender, message = await self._inbox.receive()
-            if waited.cancelled_caught:
+            sender, message = await self._input(deadline)
+            if message is TICK:
                 now = trio.current_time()
                 for entry in self.seats:
                     if entry and not entry.done and (now >= quiet_until if entry.away_until is None else now >= entry.away_until):

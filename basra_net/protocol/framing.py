@@ -44,9 +44,14 @@ _SCALAR_TYPES = (type(None), bool, int, str, bytes)
 _MSGPACK_ERRORS = (msgpack.UnpackException, ValueError, TypeError, OverflowError)
 
 
+# One packer for every frame: packb would make a new one each time.  pack() runs
+# in C without releasing the GIL, so sharing it is safe.
+_PACKER = msgpack.Packer(use_bin_type=True)
+
+
 def encode_frame(message: dict[str, Any]) -> bytes:
     """Pack one message as a frame. Raises ValueError if the body exceeds MAX_FRAME."""
-    body = msgpack.packb(message, use_bin_type=True)
+    body = _PACKER.pack(message)
     if len(body) > MAX_FRAME:
         raise ValueError(f"message body is {len(body)} bytes, limit is {MAX_FRAME}")
     return _HEADER.pack(len(body)) + body
@@ -61,6 +66,11 @@ def decode_body(body: bytes, max_frame: int = MAX_FRAME, max_entries: int | None
     """
     if len(body) > max_frame:
         raise ProtocolError(BAD_FRAME, f"body of {len(body)} bytes exceeds {max_frame}")
+    message = _decode_plain(body, max_entries)
+    return message if message is not None else _decode_strict(body, max_entries)
+
+
+def _decode_strict(body: bytes, max_entries: int | None = None) -> dict[str, Any]:
     reader = _BodyReader(body, max_entries)
     if not body or body[0] not in _MAP_HEADS:
         raise ProtocolError(BAD_MSGPACK, "frame body is not a msgpack map")
@@ -74,6 +84,77 @@ def decode_body(body: bytes, max_frame: int = MAX_FRAME, max_entries: int | None
     if type(message["type"]) is not str:
         raise ProtocolError(BAD_MSGPACK, '"type" field is not a str')
     return message
+
+
+def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    message = dict(pairs)
+    if len(message) != len(pairs):
+        raise _Irregular
+    return message
+
+
+class _Irregular(Exception):
+    """A body the quick decoding does not vouch for: the strict reader decides, and names the fault."""
+
+
+def _decode_plain(body: bytes, max_entries: int | None = None) -> dict[str, Any] | None:
+    """The body decoded by msgpack in one call, when it is a well-formed map inside the subset; else None.
+
+    Every body goes through here first: what msgpack decodes is then checked
+    for everything the strict reader checks (a map at the top with a str
+    "type", str keys without repeats, scalar types, depth, the entries of
+    each container and of the whole frame), so a body accepted here decodes
+    exactly as the strict reader would decode it.  Anything else (malformed,
+    trailing bytes, a forbidden type, a lying or too large length) is left
+    to the strict reader, which rejects it with its reason.  msgpack's own
+    limits stop a header from making it allocate more than the subset allows.
+    """
+    if not body or body[0] not in _MAP_HEADS:
+        return None
+    size = len(body)
+    try:
+        message = msgpack.unpackb(
+            body, raw=False, timestamp=0, strict_map_key=False, object_pairs_hook=_unique_keys,
+            max_str_len=size, max_bin_len=size, max_array_len=MAX_ARRAY_LEN, max_map_len=MAX_MAP_LEN, max_ext_len=0,
+        )
+    except (_Irregular, *_MSGPACK_ERRORS):
+        return None
+    if type(message.get("type")) is not str:
+        return None
+    entries = _entries_if_plain(message, 1)
+    if entries < 0 or (max_entries is not None and entries > max_entries):
+        return None
+    return message
+
+
+def _entries_if_plain(value: Any, depth: int) -> int:
+    """The container entries in ``value`` when it is inside the subset (str keys, allowed scalar
+    types, no deeper than MAX_DEPTH); -1 when it is not."""
+    kind = type(value)
+    if kind is dict:
+        if depth > MAX_DEPTH:
+            return -1
+        total = len(value)
+        for key, item in value.items():
+            inner = _entries_if_plain(item, depth + 1)
+            if type(key) is not str or inner < 0:
+                return -1
+            total += inner
+        return total
+    if kind is list:
+        if depth > MAX_DEPTH:
+            return -1
+        total = len(value)
+        for item in value:
+            inner = _entries_if_plain(item, depth + 1)
+            if inner < 0:
+                return -1
+            total += inner
+        return total
+    return 0 if kind in _SCALAR_SET else -1
+
+
+_SCALAR_SET = frozenset(_SCALAR_TYPES)
 
 
 class _BodyReader:

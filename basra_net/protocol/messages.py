@@ -487,21 +487,35 @@ _CARD_LIST_FIELDS = {
 }
 
 
+def _card_names(cards: tuple[Card, ...]) -> list[str]:
+    return [card_name(c) for c in cards]
+
+
+def _encoder(cls: type[Message], wire_name: str) -> Callable[[Any], Any]:
+    if (cls, wire_name) in _CARD_FIELDS:
+        return card_name
+    if (cls, wire_name) in _CARD_LIST_FIELDS:
+        return _card_names
+    return _to_wire_value
+
+
+# For each message type, in wire order: (wire name, attribute, how its value goes on the wire,
+# whether None means absent); chosen once here rather than for every message sent.
+_ENCODERS = {
+    cls: tuple((wire_name, attr, _encoder(cls, wire_name), wire_name in _OPTIONAL_FIELDS.get(cls, ()))
+               for wire_name, attr, _ in entries)
+    for cls, entries in _WIRE_FIELDS.items()
+}
+
+
 def to_wire(message: Message) -> dict:
     """The wire map for a message (the inverse of from_wire)."""
     wire: dict[str, Any] = {"type": message.TYPE}
-    optional = _OPTIONAL_FIELDS.get(type(message), ())
-    for wire_name, attr, _ in _WIRE_FIELDS[type(message)]:
+    for wire_name, attr, encode, optional in _ENCODERS[type(message)]:
         value = getattr(message, attr)
-        if value is None and wire_name in optional:
+        if value is None and optional:
             continue  # an optional field left out is sent as absent, not as nil
-        if (type(message), wire_name) in _CARD_FIELDS:
-            value = card_name(value)
-        elif (type(message), wire_name) in _CARD_LIST_FIELDS:
-            value = [card_name(c) for c in value]
-        else:
-            value = _to_wire_value(value)
-        wire[wire_name] = value
+        wire[wire_name] = encode(value)
     return wire
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import ClientSession, SessionResult
@@ -39,6 +40,13 @@ class StallingPlayer(BotPlayer):
 async def _join(port: int, name: str, player: BotPlayer, table: str | None = None) -> SessionResult:
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     return await ClientSession(stream, name, player, keep_transcript=False, table=table).run()
+
+
+def _outbox():
+    from basra_net.host.outbox import Outbox
+    from basra_net.protocol.connection import HostConnection
+
+    return Outbox(8, HostConnection(), trio.testing.memory_stream_pair()[0])
 
 
 async def _serve(nursery: trio.Nursery, tables: int) -> int:
@@ -133,10 +141,53 @@ async def test_a_table_name_is_free_again_as_soon_as_its_match_ends_while_the_ol
                       keep_transcripts=False)
         hello = Hello((1,), "Amr", bytes(32), table="club")
         old, seat = lobby.seat_for(hello, None)
-        old.seats[seat] = table_module.Seat("Amr", hello, 1, bytes(16), None)
+        outbox = _outbox()
+        welcome = old.seat_joined(seat, hello, 1, outbox)
         old.result = TableResult(True, 0, (40, 0), "the match is over")  # over, still lingering
+        old.on_match_over()
         new, _ = lobby.seat_for(Hello((1,), "Dina", bytes([1]) * 32, table="club"), None)
         assert new is not old and lobby.tables["club"] is new
-        # The old table still gives its seat back to a token that resumes there.
-        assert lobby.seat_holding(token=bytes(16)) == (old, seat)
+        # The old table still gives its seat back to a token that resumes there, and to its hello said again.
+        assert lobby.seat_holding(token=welcome.token) == (old, seat)
+        assert lobby.seat_holding(hello=hello) == (old, seat)
+        assert lobby.seat_holding(token=bytes(16)) is None
         nursery.cancel_scope.cancel()
+
+
+async def test_seats_are_found_by_token_and_by_hello_and_a_seat_given_up_is_offered_again():
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.host.lobby import Lobby
+    from basra_net.host.table import SeatLost
+    from basra_net.protocol.messages import Hello
+
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(nursery, max_tables=300, scoring="egyptian", target=40, identity=Ed25519PrivateKey.generate(),
+                      keep_transcripts=False)
+        seated = []
+        for n in range(250):
+            hello = Hello((1,), f"p{n}", n.to_bytes(32, "big"))
+            table, seat = lobby.seat_for(hello, None)
+            outbox = _outbox()
+            welcome = table.seat_joined(seat, hello, 1, outbox)
+            seated.append((hello, welcome.token, table, seat))
+        assert len(lobby.tables) == 125  # players without a table name fill the tables in pairs
+        for hello, token, table, seat in seated:
+            assert lobby.seat_holding(token=token) == (table, seat)
+            assert lobby.seat_holding(hello=hello) == (table, seat)
+        # Another hello with a nonce already seated is not the same hello: no seat is handed over.
+        hello, token, table, seat = seated[7]
+        assert lobby.seat_holding(hello=Hello((1,), "someone else", hello.nonce)) is None
+        # A player leaves a table before its match starts: the seat is free, and the next player gets it.
+        lone = Hello((1,), "lone", bytes([9]) * 32)
+        lone_table, lone_seat = lobby.seat_for(lone, None)
+        outbox = _outbox()
+        lone_welcome = lone_table.seat_joined(lone_seat, lone, 1, outbox)
+        lone_table.seats[lone_seat].outbox.close()
+        lone_table.feed(lone_seat, SeatLost("gone", 0))
+        await trio.testing.wait_all_tasks_blocked()  # the table has started and taken it
+        assert lobby.seat_holding(token=lone_welcome.token) is None
+        again = lobby.seat_for(Hello((1,), "next", bytes([8]) * 32), None)
+        assert again == (lone_table, lone_seat)
+        nursery.cancel_scope.cancel()
+

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import trio
 import trio.testing
 
@@ -131,3 +133,42 @@ async def test_a_peer_that_stops_reading_fills_the_outbox_and_is_let_go_after_th
     assert full
     assert cancelled.cancel_called and ended == ["it stopped reading"]
     assert SEND_TIMEOUT <= trio.current_time() - start < SEND_TIMEOUT + 1
+
+
+async def test_a_flush_writes_straight_to_the_socket_and_leaves_what_it_cannot_take_to_the_writer():
+    """Frames flushed while the writer is idle go out without it; a backlog the socket refuses is finished by it, in order."""
+    from basra_net.host.outbox import Outbox
+
+    host_sock, peer_sock = trio.socket.socketpair()
+    host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    host_end, peer = trio.SocketStream(host_sock), trio.SocketStream(peer_sock)
+    counted = CountingStream(host_end)
+    connection = _seated()
+    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
+    pings = [Ping(i) for i in range(OUTBOX_SIZE)]
+    received: list[Message] = []
+
+    async def write() -> None:
+        await _write_outbox(counted, connection, outbox, trio.CancelScope(), [])
+        await host_end.aclose()  # the writer has sent everything: the end of the stream follows
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write)
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.send_nowait(outgoing(pings[0]))
+            outbox.flush()
+            assert counted.sends == []  # written without the writer
+            decoder = FrameDecoder()
+            decoder.feed(await peer.receive_some())
+            received.extend(from_wire(wire) for wire in decoder)
+            # A backlog far larger than the socket's buffer: the first write is cut short.
+            big = Error("x", "y" * MAX_TEXT)
+            for _ in range(OUTBOX_SIZE - 1):
+                outbox.send_nowait(outgoing(big))
+            for _ in range(8):
+                outbox.flush()  # while the writer is not yet back: each writes what the socket takes, in order
+            outbox.close()
+            received.extend(await _read_all(peer, 65536, 0))
+    assert received == [pings[0]] + [big] * (OUTBOX_SIZE - 1)
+    assert counted.sends  # the writer finished what the socket did not take at once

@@ -397,6 +397,46 @@ def test_mutated_frames_decode_or_raise_protocol_error(message, edits, chunk_siz
         assert error.code in {"bad_frame", "bad_msgpack"}
 
 
+def _both_ways(body: bytes):
+    """What the quick decoding gives (None: it leaves the body to the strict reader) and what the strict reader gives."""
+    from basra_net.protocol.framing import _decode_plain, _decode_strict
+
+    try:
+        strict = _decode_strict(body)
+    except ProtocolError as err:
+        strict = err
+    return _decode_plain(body), strict
+
+
+@pytest.mark.parametrize("body", FORBIDDEN_BODIES.values(), ids=FORBIDDEN_BODIES.keys())
+def test_the_quick_decoding_leaves_every_forbidden_body_to_the_strict_reader(body):
+    quick, strict = _both_ways(body)
+    assert quick is None and isinstance(strict, ProtocolError)
+
+
+@pytest.mark.parametrize("message", [*SAMPLE_MESSAGES, nested(MAX_DEPTH)])
+def test_the_quick_decoding_takes_a_well_formed_body_and_decodes_it_as_the_strict_reader_does(message):
+    quick, strict = _both_ways(msgpack.packb(message, use_bin_type=True))
+    assert quick == strict == message
+
+
+def test_the_quick_decoding_leaves_a_body_nested_too_deep_to_the_strict_reader():
+    quick, strict = _both_ways(msgpack.packb(nested(MAX_DEPTH + 1)))
+    assert quick is None and isinstance(strict, ProtocolError)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.data())
+def test_the_quick_decoding_agrees_with_the_strict_reader_on_damaged_bodies(data):
+    body = bytearray(msgpack.packb(data.draw(st.sampled_from(SAMPLE_MESSAGES)), use_bin_type=True))
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(0, len(body) - 1))
+        body[position] = data.draw(st.integers(0, 255))
+    quick, strict = _both_ways(bytes(body))
+    if quick is not None:
+        assert quick == strict
+
+
 def test_an_array_longer_than_the_limit_is_refused_from_its_header():
     assert decode_body(msgpack.packb({"type": "x", "v": [0] * MAX_ARRAY_LEN}))["v"] == [0] * MAX_ARRAY_LEN
     with pytest.raises(ProtocolError) as info:
@@ -432,3 +472,13 @@ def test_a_decoder_with_a_smaller_limit_refuses_a_longer_frame_from_its_header()
         decoder.next_message()
     assert info.value.code == "bad_frame"
     assert "1..1024" in info.value.message
+
+
+def test_the_quick_decoding_counts_a_frame_s_entries_as_the_strict_reader_does():
+    from basra_net.protocol.framing import _decode_plain
+
+    body = msgpack.packb({"type": "x", "v": [[0, 1], {"a": 2}]})  # 2 + 2 + 2 + 1 entries
+    assert _decode_plain(body, max_entries=7) == decode_body(body, max_entries=7)
+    assert _decode_plain(body, max_entries=6) is None
+    with pytest.raises(ProtocolError):
+        decode_body(body, max_entries=6)
