@@ -22,7 +22,6 @@ EXIT_BROKEN_PIPE = 141  # the reader of our output went away (`| head`), as shel
 BOT_LEVELS = ("search", "greedy", "random")
 DEFAULT_BOT = "search"
 GRACE = 120.0  # a copy of host.table.GRACE
-LATEST = Path("latest")  # --resume without a file: the journal written last
 
 
 def _positive(text: str) -> int:
@@ -106,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
                       help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
     host.add_argument("--journal", type=Path, metavar="PATH", help="where to journal the match for --resume (default: in the data directory)")
-    host.add_argument("--resume", nargs="?", const=LATEST, type=Path, metavar="FILE",
+    host.add_argument("--resume", nargs="?", const=True, type=Path, metavar="FILE",  # True: the journal written last
                       help="continue the match a crash cut off, from its journal (default: the latest)")
     host.add_argument("--no-announce", action="store_true", help="do not announce the table on the LAN (`basra join` must be given the address)")
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Callable
 
 import trio
 
-from ..cli import LATEST
 from ..client.command import run_seat_on_screen, run_until_interrupted, wants_screen
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ async def _host(
         announce=not args.no_announce,
     )
     if args.resume is not None:
-        settings.resume = latest_journal() if args.resume == LATEST else args.resume
+        settings.resume = latest_journal() if args.resume is True else args.resume
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
     return await run_host(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -16,6 +17,14 @@ from .processes import basra_command
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: no real terminal to read the screen from")
 EXIT_MARK = "EXITED WITH "
+MATCH_TIMEOUT = 240
+
+
+def terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
+    """A person's terminal: colour and UTF-8."""
+    env = dict(basra_env, TERM="xterm-256color", LANG="C.UTF-8")
+    env.pop("NO_COLOR")
+    return env
 
 
 class Terminal:
@@ -100,13 +109,47 @@ def play_when_asked(terminal: Terminal) -> str | None:
     return text
 
 
+def cards_in_hand(screen: str) -> int | None:
+    """The number the score table gives for this player's hand, None when the table is not on screen."""
+    row = re.search(r"^[> ] You +(\d+) ", screen, re.MULTILINE)
+    return int(row.group(1)) if row else None
+
+
 def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
-    """Wait for this player's turn, play the selected card (the first capture if asked), and see the turn end."""
-    terminal.wait_for("YOUR TURN", timeout=timeout)
+    """Wait for this player's turn, play the selected card (the first capture if asked), and see the play register.
+
+    A quick opponent may answer before the turn is seen to end: a hand one card
+    smaller (or a new hand) shows the play registered all the same.
+    """
+    held = cards_in_hand(terminal.wait_for("YOUR TURN", timeout=timeout))
     terminal.keys("Enter")
     deadline = time.monotonic() + timeout
-    while "YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text:
+    while ("YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text) and cards_in_hand(text) == held:
         if "can take (Enter" in text:
             terminal.keys("Enter")
         assert time.monotonic() < deadline, f"the play did not register:\n{text}"
         time.sleep(0.1)
+
+
+def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) -> str:
+    """Play the selected card at every turn until the screen shows ``needle``; that screen."""
+    deadline = time.monotonic() + timeout
+    while needle not in (text := terminal.screen()):
+        assert EXIT_MARK not in text and time.monotonic() < deadline, f"{needle!r} never came on screen:\n{text}"
+        if "YOUR TURN" in text:
+            take_turn(terminal)
+        time.sleep(0.1)
+    return text
+
+
+def play_out(*terminals: Terminal, timeout: float = MATCH_TIMEOUT) -> list[str]:
+    """Press Enter whenever a terminal asks, until every one's command has exited; their last screens."""
+    deadline = time.monotonic() + timeout
+    running = list(terminals)
+    while running:
+        assert time.monotonic() < deadline, "the match did not end in time:\n" + "\n".join(t.screen() for t in running)
+        running = [t for t in running if play_when_asked(t) is not None]
+        time.sleep(0.15)
+    for terminal in terminals:
+        terminal.no_traceback()
+    return [terminal.screen() for terminal in terminals]

@@ -1,28 +1,27 @@
 """The terminal cells of README's table of interruptions: a person at `basra join` or `basra host` in a real terminal.
 
-Each person's side runs in a tmux pane on the full screen, driven by keys
-as a person would; the other side is a headless seat (`--auto greedy`).
-Each cell ends with both exit statuses and the one-line reasons README
-gives, both transcripts verifying, and no traceback in any output.
+The person's side runs in a tmux pane on the full-screen interface and is
+read as the screen shows it; the other side is a headless seat (`--auto
+greedy`).  Each cell ends with both exit statuses and one-line reasons
+README gives, both transcripts verifying, and no traceback in any output
+or on any screen.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 from .processes import basra_command, free_port, wait_for_line
-from .terminals import EXIT_MARK, Terminal, needs_tmux, play_when_asked
+from .terminals import EXIT_MARK, Terminal, needs_tmux, play_out, play_until, take_turn, terminal_env
 
+pytestmark = needs_tmux
 DEADLINE = 30
-MATCH_DEADLINE = 120
-
-
-def terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
-    return dict(basra_env, TERM="xterm-256color", LANG="C.UTF-8")
+CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")
 
 
 def headless(env, *args: str) -> subprocess.Popen:
@@ -40,30 +39,35 @@ def finish(process: subprocess.Popen) -> tuple[int, str]:
     return process.returncode, out
 
 
+def stopped(process: subprocess.Popen) -> None:
+    """A test that failed early leaves no seat running."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
 def ended(terminal: Terminal) -> tuple[int, str]:
-    """The exit status of the pane's command and the screen it left (the shell's own lines: the match screen is gone)."""
-    text = terminal.wait_for(EXIT_MARK, timeout=DEADLINE)
+    """The command's exit status and the shell's screen once it has exited."""
+    final = terminal.wait_for(EXIT_MARK, timeout=DEADLINE)
     terminal.no_traceback()
-    code = terminal.exit_code()
-    assert code is not None, text
-    return code, text
-
-
-def answer_until(terminal: Terminal, wanted: str) -> str:
-    """Press Enter whenever the screen asks, as a player would, until ``wanted`` shows; that screen."""
-    deadline = time.monotonic() + MATCH_DEADLINE
-    while wanted not in (text := terminal.screen()):
-        assert time.monotonic() < deadline, f"no {wanted!r} on screen in time:\n{text}"
-        if play_when_asked(terminal) is None and wanted != EXIT_MARK:
-            raise AssertionError(f"the command ended before {wanted!r} showed:\n{terminal.screen()}")
-        time.sleep(0.15)
-    return text
+    return int(final.split(EXIT_MARK)[1].split()[0]), final
 
 
 def leave_with_q(terminal: Terminal) -> None:
+    """q, which asks first, then y."""
     terminal.keys("q")
     terminal.wait_for("Leave the match?")
     terminal.keys("y")
+
+
+def request_on_screen(screen: str) -> tuple[str, list[str], list[str]]:
+    """The game and hand, the table's cards and the player's hand, as the screen shows an open turn."""
+    lines = screen.splitlines()
+    table = next(i for i, line in enumerate(lines) if line.startswith(" Table ("))
+    hand = next(i for i, line in enumerate(lines) if line.startswith(" Your hand"))
+    heading = re.search(r"game \d+, hand \d/6", lines[0])
+    assert heading, screen
+    return heading.group(0), CARD.findall("\n".join(lines[table + 1 : hand])), CARD.findall("\n".join(lines[hand + 1 : hand + 4]))
 
 
 def verified(env, *paths: Path) -> None:
@@ -73,7 +77,6 @@ def verified(env, *paths: Path) -> None:
 
 
 def host_and_join(basra_env, tmp_path, target: str):
-    """A headless host waiting for its guest; the arguments of the guest's `basra join`."""
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     host = headless(basra_env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "20",
@@ -83,24 +86,6 @@ def host_and_join(basra_env, tmp_path, target: str):
     return host, join_args, host_file, guest_file
 
 
-def person_hosting(basra_env, tmp_path, target: str):
-    """A person at `basra host` in a pane, and a headless guest once the host waits for it."""
-    port = str(free_port())
-    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", target,
-                     "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
-    host.wait_for("Waiting for the other player to sit down")
-    join = headless(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
-    return host, join, host_file, guest_file
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-
-
-@needs_tmux
 def test_q_at_the_joining_players_own_turn_leaves_and_the_host_is_told(basra_env, tmp_path):
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "101")
     join = Terminal(join_args, terminal_env(basra_env), tmp_path)
@@ -111,102 +96,72 @@ def test_q_at_the_joining_players_own_turn_leaves_and_the_host_is_told(basra_env
         host_code, host_out = finish(host)
     finally:
         join.close()
-        stop(host)
+        stopped(host)
     assert join_code == 130 and "basra join: you left the match" in join_out, join_out
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
     verified(basra_env, host_file, guest_file)
 
 
-@needs_tmux
 def test_ctrl_c_at_the_game_end_screen_leaves_and_the_host_is_told(basra_env, tmp_path):
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
     join = Terminal(join_args, terminal_env(basra_env), tmp_path)
     try:
-        answer_until(join, "Enter: next game")
+        result = play_until(join, "Enter: next game", timeout=90)
+        assert "Game 1 " in result and "MATCH OVER" not in result, result
         join.keys("C-c")
         join_code, join_out = ended(join)
         host_code, host_out = finish(host)
     finally:
         join.close()
-        stop(host)
-    assert join_code == 130 and "basra join: you left the match" in join_out, join_out
-    assert host_code == 1 and "Guest left the match" in host_out, host_out
-    verified(basra_env, host_file, guest_file)
-
-
-@needs_tmux
-def test_q_at_the_game_end_screen_of_basra_join_leaves_and_the_host_is_told(basra_env, tmp_path):
-    host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
-    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
-    try:
-        answer_until(join, "Enter: next game")
-        leave_with_q(join)
-        join_code, join_out = ended(join)
-        host_code, host_out = finish(host)
-    finally:
-        join.close()
-        stop(host)
+        stopped(host)
     assert join_code == 130 and "basra join: you left the match" in join_out, join_out
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
     verified(basra_env, host_file, guest_file)
 
 
-@needs_tmux
 def test_a_join_killed_at_its_own_turn_is_run_again_and_asks_for_the_same_move(basra_env, tmp_path):
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "1")
     join = Terminal(join_args, terminal_env(basra_env), tmp_path)
     try:
-        asked = join.wait_for("YOUR TURN")
-        hand = asked[asked.index("Your hand"):].splitlines()[:4]  # the label and the tiles
+        take_turn(join)  # one request answered, so the one asked again cannot be the first by chance
+        asked = request_on_screen(join.wait_for("YOUR TURN"))
         os.kill(join.pid(), signal.SIGKILL)
-        join.wait_for(EXIT_MARK)
+        assert "EXITED WITH 137" in join.wait_for(EXIT_MARK, timeout=DEADLINE)
         join.run(join_args, tmp_path)
-        again = join.wait_for("YOUR TURN")
-        assert again[again.index("Your hand"):].splitlines()[:4] == hand  # the open request, asked again with the same cards
-        answer_until(join, EXIT_MARK)
-        join_code, join_out = ended(join)
+        asked_again = request_on_screen(join.wait_for("YOUR TURN"))
+        assert asked_again == asked, (asked, asked_again)
+        [final] = play_out(join)
         host_code, host_out = finish(host)
     finally:
         join.close()
-        stop(host)
-    assert join_code == 0 and "basra join: the match is over" in join_out, join_out
+        stopped(host)
+    assert "EXITED WITH 0" in final and "basra join: the match is over" in final, final
     assert host_code == 0 and "Guest resumed seat 1" in host_out, host_out
     verified(basra_env, host_file, guest_file)
 
 
-@needs_tmux
 def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
-    host, join, host_file, guest_file = person_hosting(basra_env, tmp_path, "101")
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--transcript", str(host_file)],
+                    terminal_env(basra_env), tmp_path)
+    join = None
     try:
+        host.wait_for("Waiting for the other player to sit down")
+        join = headless(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
         host.wait_for("YOUR TURN")
         leave_with_q(host)
         host_code, host_out = ended(host)
         join_code, join_out = finish(join)
     finally:
         host.close()
-        stop(join)
+        if join is not None:
+            stopped(join)
     assert host_code == 130 and "basra host: you left the match" in host_out, host_out
     assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
     verified(basra_env, host_file, guest_file)
 
 
-@needs_tmux
-def test_q_at_the_game_end_screen_of_basra_host_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
-    host, join, host_file, guest_file = person_hosting(basra_env, tmp_path, "151")
-    try:
-        answer_until(host, "Enter: next game")
-        leave_with_q(host)
-        host_code, host_out = ended(host)
-        join_code, join_out = finish(join)
-    finally:
-        host.close()
-        stop(join)
-    assert host_code == 130 and "basra host: you left the match" in host_out, host_out
-    assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
-    verified(basra_env, host_file, guest_file)
-
-
-@needs_tmux
 def test_ctrl_c_on_the_host_waiting_for_the_guest_ends_cleanly(basra_env, tmp_path):
     host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", str(free_port())], terminal_env(basra_env), tmp_path)
     try:
@@ -217,3 +172,43 @@ def test_ctrl_c_on_the_host_waiting_for_the_guest_ends_cleanly(basra_env, tmp_pa
     finally:
         host.close()
     assert code == 130 and "basra host: you left the match" in out, out
+
+
+def test_q_at_the_game_end_screen_of_basra_join_leaves_and_the_host_is_told(basra_env, tmp_path):
+    host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
+    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
+    try:
+        result = play_until(join, "Enter: next game", timeout=90)
+        assert "Game 1 " in result and "MATCH OVER" not in result, result
+        leave_with_q(join)  # asked over the score
+        join_code, join_out = ended(join)
+        host_code, host_out = finish(host)
+    finally:
+        join.close()
+        stopped(host)
+    assert join_code == 130 and "basra join: you left the match" in join_out, join_out
+    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
+    verified(basra_env, host_file, guest_file)
+
+
+def test_q_at_the_game_end_screen_of_basra_host_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", "151",
+                     "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
+    join = None
+    try:
+        host.wait_for("Waiting for the other player to sit down")
+        join = headless(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
+        result = play_until(host, "Enter: next game", timeout=90)
+        assert "Game 1 " in result and "MATCH OVER" not in result, result
+        leave_with_q(host)
+        host_code, host_out = ended(host)
+        join_code, join_out = finish(join)
+    finally:
+        host.close()
+        if join is not None:
+            stopped(join)
+    assert host_code == 130 and "basra host: you left the match" in host_out, host_out
+    assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
+    verified(basra_env, host_file, guest_file)

@@ -15,36 +15,16 @@ import time
 import pexpect
 
 from .processes import basra_command, free_port, wait_for_line
-from .terminals import Terminal, needs_tmux, play_when_asked, take_turn
+from .terminals import MATCH_TIMEOUT, Terminal, needs_tmux, play_out, play_when_asked, take_turn, terminal_env
 
 FINGERPRINT = re.compile(r"key ([0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4})")
-MATCH_TIMEOUT = 240
-
-
-def _terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
-    env = dict(basra_env, TERM="xterm-256color", LANG="C.UTF-8")
-    env.pop("NO_COLOR")
-    return env
-
-
-def _play_out(*terminals: Terminal) -> list[str]:
-    """Press Enter whenever a terminal asks, until every one's command has exited; their last screens."""
-    deadline = time.monotonic() + MATCH_TIMEOUT
-    running = list(terminals)
-    while running:
-        assert time.monotonic() < deadline, "the match did not end in time:\n" + "\n".join(t.screen() for t in running)
-        running = [t for t in running if play_when_asked(t) is not None]
-        time.sleep(0.15)
-    for terminal in terminals:
-        terminal.no_traceback()
-    return [terminal.screen() for terminal in terminals]
 
 
 @needs_tmux
 def test_a_whole_game_against_the_bot_on_a_full_screen(basra_env, tmp_path):
     transcript = tmp_path / "host.basra"
     args = ["host", "--bot", "random", "--target", "1", "--name", "Tess", "--transcript", str(transcript)]
-    terminal = Terminal(args, _terminal_env(basra_env), tmp_path)
+    terminal = Terminal(args, terminal_env(basra_env), tmp_path)
     try:
         first = terminal.wait_for("YOUR TURN")
         assert "taken/27" in first and "Bot:" in first and "Your hand" in first and "? help  q leave" in first
@@ -71,7 +51,7 @@ def test_a_whole_game_against_the_bot_on_a_full_screen(basra_env, tmp_path):
 @needs_tmux
 def test_q_asks_before_leaving_and_the_shell_gets_its_screen_back(basra_env, tmp_path):
     args = ["host", "--bot", "random", "--name", "Tess", "--transcript", str(tmp_path / "h.basra")]
-    terminal = Terminal(args, _terminal_env(basra_env), tmp_path)
+    terminal = Terminal(args, terminal_env(basra_env), tmp_path)
     try:
         terminal.wait_for("YOUR TURN")
         terminal.keys("q")
@@ -92,7 +72,7 @@ def test_q_asks_before_leaving_and_the_shell_gets_its_screen_back(basra_env, tmp
 
 @needs_tmux
 def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(basra_env, tmp_path):
-    env = _terminal_env(basra_env)
+    env = terminal_env(basra_env)
     port = str(free_port())
     host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
     guest = None
@@ -108,7 +88,7 @@ def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(
         assert "Omar" in host_screen and "Hoda" in guest_screen
         host_key, guest_key = FINGERPRINT.search(host_screen), FINGERPRINT.search(guest_screen)
         assert host_key and guest_key and host_key.group(1) == guest_key.group(1)
-        host_final, guest_final = _play_out(host, guest)
+        host_final, guest_final = play_out(host, guest)
     finally:
         host.close()
         if guest is not None:
@@ -119,7 +99,7 @@ def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(
 
 @needs_tmux
 def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_was(basra_env, tmp_path):
-    env = _terminal_env(basra_env)
+    env = terminal_env(basra_env)
     port = str(free_port())
     host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--open", "--target", "1", "--name", "Hoda"], env, tmp_path)
     join = ["join", f"127.0.0.1:{port}", "--name", "Omar"]
@@ -144,7 +124,7 @@ def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_w
         assert "game 1" in back and "what it missed follows" in back
         assert f"Hoda played {host_play}" in back  # what happened while it was away
         host.wait_for("Omar is back")
-        host_final, guest_final = _play_out(host, guest)
+        host_final, guest_final = play_out(host, guest)
     finally:
         host.close()
         guest.close()
@@ -175,7 +155,7 @@ def _colours(styled: str) -> set[str]:
 def test_no_color_draws_without_any_colour_and_in_colour_otherwise(basra_env, tmp_path):
     screens = {}
     for no_color in (False, True):
-        env = _terminal_env(basra_env)
+        env = terminal_env(basra_env)
         if no_color:
             env["NO_COLOR"] = "1"
         terminal = Terminal(["host", "--bot", "random", "--name", "Tess"], env, tmp_path)
