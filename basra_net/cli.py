@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--table", type=_name, metavar="NAME", help="on a host serving many tables: the table to sit at")
     join.add_argument("--code", type=_code, metavar="CODE", help="the table's join code (asked for when needed)")
     join.add_argument("--plain", action="store_true", help="plain TCP instead of TLS, for a host started with --plain")
+    join.add_argument("--trust-new-key", action="store_true",
+                      help="pin a host key met for the first time without asking to compare its fingerprint (for scripts; --auto implies it)")
 
     serve = commands.add_parser(
         "serve", help="run many tables at once, both seats remote",

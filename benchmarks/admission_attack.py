@@ -57,6 +57,8 @@ from basra_net.protocol.errors import ProtocolError  # noqa: E402
 from basra_net.protocol.framing import FrameDecoder, encode_frame  # noqa: E402
 from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Ping, Welcome, to_wire  # noqa: E402
 
+GUEST_KEY = bytes(range(1, 33))  # the identity key a version 2 hello gives
+
 LOOPBACK = "127.0.0.1"
 HOST_TARGET = 5
 JOIN_DEADLINE = 120.0  # seconds a `basra join` may take, at most, before it counts as failed
@@ -104,7 +106,7 @@ def _client_hello(context: ssl.SSLContext) -> bytes:
 
 def maximal_hello() -> bytes:
     """A hello padded to the 64 KiB frame limit with 65,000 integers in a field hosts ignore."""
-    wire = to_wire(Hello(PROTOCOL_VERSIONS, "x", bytes(32)))
+    wire = to_wire(Hello(PROTOCOL_VERSIONS, "x", bytes(32), key=GUEST_KEY))
     wire["padding"] = [7] * 65_000
     body = msgpack.packb(wire, use_bin_type=True)
     assert len(body) <= 65536
@@ -118,7 +120,7 @@ class Attack:
         self.port, self.size = port, size or AttackSize()
         self.tls = _client_tls() if tls else None
         self.counts = AttackCounts()
-        self._slow_hello = encode_frame(to_wire(Hello(PROTOCOL_VERSIONS, "slow", bytes(32))))
+        self._slow_hello = encode_frame(to_wire(Hello(PROTOCOL_VERSIONS, "slow", bytes(32), key=GUEST_KEY)))
         self._maximal = maximal_hello()
 
     async def run(self) -> None:
@@ -463,7 +465,7 @@ def hello_costs(repeat: int = 200) -> list[str]:
                 pass
         return (time.process_time() - start) / repeat * 1e6
 
-    normal = encode_frame(to_wire(Hello(PROTOCOL_VERSIONS, "Omar", bytes(32))))
+    normal = encode_frame(to_wire(Hello(PROTOCOL_VERSIONS, "Omar", bytes(32), key=GUEST_KEY)))
     maximal = maximal_hello()
     spread = encode_frame(to_wire(Ping(1)) | {"padding": [[7] * 1000 for _ in range(63)]})
     return [

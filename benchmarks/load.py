@@ -104,6 +104,8 @@ from basra_net.host.server import open_files_limit as raise_open_files_limit  # 
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Played, to_wire  # noqa: E402
 
+GUEST_KEY = bytes(range(1, 33))  # the identity key a version 2 hello gives
+
 RECEIVE_SIZE = 65536
 LOOPBACK = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -460,7 +462,7 @@ def frame(message: dict) -> bytes:
 
 async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run: Run, opened: float) -> str | None:
     """One connection, from hello to its close.  Returns why it was turned away before a seat, or None."""
-    hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{table.name}-{index}", nonce=os.urandom(32), table=table.name)
+    hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{table.name}-{index}", nonce=os.urandom(32), table=table.name, key=GUEST_KEY)
     await stream.send_all(encode_frame(to_wire(hello)))
     seat: int | None = None
     in_match = False
@@ -705,7 +707,7 @@ async def storm_seat(port: int, transport: Transport, name: str, index: int, sou
         failures.append(f"connect: {err!r}")
         return
     try:
-        hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{name}-{index}", nonce=os.urandom(32), table=name)
+        hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{name}-{index}", nonce=os.urandom(32), table=name, key=GUEST_KEY)
         await stream.send_all(encode_frame(to_wire(hello)))
         buffer = bytearray()
         while True:

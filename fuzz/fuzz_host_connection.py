@@ -69,6 +69,8 @@ from basra_net.protocol.errors import (
 )
 from basra_net.protocol.framing import MAX_FRAME, decode_body
 from basra_net.protocol.messages import (
+    CLIENT,
+    KINDS,
     MESSAGE_TYPES,
     PLAY_KINDS,
     Away,
@@ -82,6 +84,9 @@ from basra_net.protocol.messages import (
     MatchEnd,
     MatchStart,
     Message,
+    Pake,
+    PakeConfirm,
+    Phase,
     Play,
     Played,
     Reveal,
@@ -91,12 +96,9 @@ from basra_net.protocol.messages import (
     from_wire,
     to_wire,
 )
-from basra_net.protocol import messages as _messages
 
-# Keep-alive messages (PROTOCOL.md 5.7), when this version of the package has them.
-Ping = getattr(_messages, "Ping", None)
-Pong = getattr(_messages, "Pong", None)
-KEEPALIVE = tuple(cls for cls in (Ping, Pong) if cls is not None)
+# Messages either side may send at any time once seated (the keep-alive of PROTOCOL.md 5.7).
+KEEPALIVE = tuple(kind.message for kind in KINDS.values() if kind.phase is Phase.SEATED and CLIENT in kind.sent_by)
 
 MAX_STEPS = 200
 STEP_RAW, STEP_COMMIT, STEP_TURN, STEP_EOF = 0, 1, 2, 3
@@ -114,6 +116,7 @@ class Snapshot:
     """What the host's state machine holds for this seat."""
 
     hello: bool
+    awaiting_confirm: bool
     seat: int | None
     awaiting_seed: int | None
     open_request: int | None
@@ -122,42 +125,52 @@ class Snapshot:
     @classmethod
     def of(cls, connection: HostConnection) -> "Snapshot":
         return cls(
-            connection.hello is not None, connection.seat, connection.awaiting_seed,
+            connection.hello is not None, connection.awaiting_confirm, connection.seat, connection.awaiting_seed,
             connection.open_request, connection.closed,
         )
 
 
 def expected_answer(state: Snapshot, message: Message) -> str | None:
-    """PROTOCOL.md 7.1 for the host: None when the message is accepted, else the refusal's code."""
+    """PROTOCOL.md 7.1 for the host, as the message catalogue states it: None when accepted, else the refusal's code."""
+    kind = KINDS[type(message)]
     if not state.hello:
-        return None if isinstance(message, Hello) else UNEXPECTED
-    if isinstance(message, (Error, Leave)):
+        return None if kind.phase is Phase.FIRST else UNEXPECTED
+    if CLIENT not in kind.sent_by or kind.phase is Phase.FIRST:
+        return UNEXPECTED
+    if kind.phase is Phase.ANY:
         return None
-    if isinstance(message, KEEPALIVE):
-        return None if state.seat is not None else UNEXPECTED
+    if kind.phase is Phase.EXCHANGE:
+        return None if state.awaiting_confirm else UNEXPECTED
     if state.seat is None:
         return UNEXPECTED  # hello taken, welcome not sent yet
+    if kind.phase is Phase.SEATED:
+        return None
+    # What the match allows: a seed answers the open commitment, a play the open request.
     if isinstance(message, Seed):
         return None if state.awaiting_seed == message.game else UNEXPECTED
     if isinstance(message, Play):
         if state.open_request is None:
             return NOT_YOUR_TURN
         return None if message.request == state.open_request else STALE_REQUEST
-    return UNEXPECTED
+    raise AssertionError(f"the harness has no rule for '{kind.type}' in the match: add one")
 
 
 def after_accepting(state: Snapshot, message: Message) -> Snapshot:
     """The state an accepted message leads to."""
-    hello, seat, seed, request, closed = state.hello, state.seat, state.awaiting_seed, state.open_request, state.closed
+    hello, confirm, seat, seed, request, closed = (
+        state.hello, state.awaiting_confirm, state.seat, state.awaiting_seed, state.open_request, state.closed
+    )
     if isinstance(message, Hello):
         hello = True
+    elif isinstance(message, PakeConfirm):
+        confirm = False
     elif isinstance(message, Seed):
         seed = None
     elif isinstance(message, Play):
         request = None
     elif isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
         closed = True
-    return Snapshot(hello, seat, seed, request, closed)
+    return Snapshot(hello, confirm, seat, seed, request, closed)
 
 
 class Harness:
@@ -308,6 +321,10 @@ class Harness:
             return Away(fdp.ConsumeIntInRange(0, 1), 120)
         if cls is Back:
             return Back(fdp.ConsumeIntInRange(0, 1))
+        if cls is Pake:
+            return Pake(b"B" + self.blob(32), self.blob(32))
+        if cls is PakeConfirm:
+            return PakeConfirm(self.blob(32))
         raise AssertionError(f"the harness has no builder for '{cls.TYPE}': add one")
 
     def blob(self, size: int) -> bytes:

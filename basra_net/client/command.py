@@ -103,6 +103,24 @@ async def ask_join_code(reason: str) -> str | None:
     return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
 
+async def confirm_host_fingerprint(fingerprint: str) -> bool:
+    """Ask the person at the keyboard whether the host's screen shows this fingerprint."""
+
+    def ask() -> bool:
+        print(
+            "basra join: this host is new to you and no join code vouched for its key. Its fingerprint is\n"
+            f"    {fingerprint}\n"
+            "The host's screen shows its own fingerprint: if the two differ, someone is between you.",
+            flush=True,
+        )
+        try:
+            return input("Does the host's screen show the same fingerprint? [y/N] ").strip().lower() in ("y", "yes")
+        except EOFError:
+            return False
+
+    return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
+
+
 def forget_host(host: str, port: int) -> int:
     from ..protocol.fingerprint import key_fingerprint
     from .address import pin_name
@@ -121,19 +139,26 @@ def forget_host(host: str, port: int) -> int:
 
 
 def run_join_command(host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None) -> int:
-    def join(player: Player, ask_code):
+    def join(player: Player, ask_code, confirm_key):
         from .join import JoinSession
 
         return JoinSession(
             host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code,
-            announced_fingerprint=announced_fingerprint,
+            announced_fingerprint=announced_fingerprint, confirm_key=confirm_key,
+            trust_new_key=args.trust_new_key or args.auto is not None,
         )
 
     if wants_screen(args.auto):
-        result = run_seat_on_screen(lambda player, stop: join(player, player.ask_code).run(stop), fingerprint=not args.plain)
+        result = run_seat_on_screen(
+            lambda player, stop: join(player, player.ask_code, player.confirm_fingerprint).run(stop), fingerprint=not args.plain
+        )
     else:
         interactive = args.auto is None and sys.stdin.isatty()
-        session = join(make_player(args.auto, args.name, fingerprint=not args.plain), ask_join_code if interactive else None)
+        session = join(
+            make_player(args.auto, args.name, fingerprint=not args.plain),
+            ask_join_code if interactive else None,
+            confirm_host_fingerprint if interactive else None,
+        )
         result = trio.run(run_until_interrupted, session.run)
     if result is None:
         from .session import EXIT_LEFT

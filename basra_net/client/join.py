@@ -20,8 +20,19 @@ from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
 from ..protocol.errors import BUSY, CODE_REQUIRED, TRY_AGAIN_CODES, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import Welcome
+from ..identity import GUEST_KEY_FILE, IdentityError, load_or_create_key
 from .address import pin_name
-from .pinning import KNOWN_HOSTS_FILE, KeyChanged, KnownHosts, client_tls_context, peer_public_key, pin_address
+from .pinning import (
+    CONFIRMED,
+    FIRST_USE,
+    KNOWN_HOSTS_FILE,
+    VERIFIED,
+    KeyChanged,
+    KnownHosts,
+    client_tls_context,
+    peer_public_key,
+    pin_address,
+)
 from .players import Player
 from .session import (
     EXIT_FAILURE,
@@ -29,6 +40,7 @@ from .session import (
     RECONNECT_FOR,
     RECONNECT_MAX_DELAY,
     ClientSession,
+    PeerGone,
     Resume,
     SessionResult,
 )
@@ -71,6 +83,8 @@ class JoinSession:
         ask_code: Callable[[str], Awaitable[str | None]] | None = None,
         resumable: bool = True,
         announced_fingerprint: str | None = None,
+        confirm_key: Callable[[str], Awaitable[bool]] | None = None,
+        trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
     ) -> None:
         self.host, self.port, self.name, self.table = host, port, name, table
@@ -82,7 +96,11 @@ class JoinSession:
         self.resumable = resumable  # reconnect by itself, and keep a ticket to resume with
         self.host_key: bytes = b""
         self.announced_fingerprint = announced_fingerprint  # found on the LAN: the key must have this fingerprint
-        self._newly_pinned = False
+        # A key met for the first time is pinned only once trusted: verified by the code exchange, or its
+        # fingerprint confirmed by the player (``confirm_key``, asked with the fingerprint), or ``trust_new_key``.
+        self.confirm_key = confirm_key
+        self.trust_new_key = trust_new_key
+        self._unpinned: str | None = None  # the pin address of a key met for the first time, until it is pinned
         self._fingerprint_told = False
         self._seed_source = {} if make_seed is None else {"make_seed": make_seed}
 
@@ -148,12 +166,38 @@ class JoinSession:
             if self.announced_fingerprint is not None:
                 check_announced_key(self.announced_fingerprint, host_key, self._where)
             pin = pin_address(stream.socket.getpeername())
-            self._newly_pinned = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(pin, host_key)
+            new = KnownHosts(data_dir() / KNOWN_HOSTS_FILE).check(pin, host_key)
+            if self.host_key and host_key != self.host_key:
+                raise KeyChanged(f"the host at {pin} presented another key on reconnecting: someone may be between you and the host")
         except BaseException:
             await trio.aclose_forcefully(secure)
             raise
         self.host_key = host_key
+        self._unpinned = pin if new else None
         return secure
+
+    async def _vouch_host_key(self, welcome: Welcome, exchanged: bool) -> str | None:
+        """Pin a key met for the first time, once it is trusted, and say so; PeerGone when it is not."""
+        if self._unpinned is None:
+            return
+        fingerprint = key_fingerprint(self.host_key)
+        if exchanged:
+            how = VERIFIED
+        elif self.trust_new_key:
+            how = FIRST_USE
+        elif self.confirm_key is not None and await self.confirm_key(fingerprint):
+            how = CONFIRMED
+        elif self.confirm_key is None:
+            raise PeerGone(
+                f"the host's key {fingerprint} is new and no join code vouched for it: join with the code, "
+                "answer the fingerprint question at a terminal, or pass --trust-new-key",
+                resumable=False,
+            )
+        else:
+            raise PeerGone("the host's fingerprint was not confirmed; nothing was pinned", resumable=False)
+        KnownHosts(data_dir() / KNOWN_HOSTS_FILE).pin(self._unpinned, self.host_key, how)
+        self._unpinned = None
+        return f"host key fingerprint {fingerprint} (new host, pinned: {how})"
 
     async def _attempt(self, stop: trio.Event | None, ticket: ResumeTicket | None) -> SessionResult:
         where = f"{self.host}:{self.port}"
@@ -177,10 +221,14 @@ class JoinSession:
                 f" A firewall on either machine may be blocking TCP port {self.port}."
             )
         notices: list[str] = []
-        if not self.plain and not self._fingerprint_told:  # once, however many attempts it takes
+        if not self.plain and self._unpinned is None and not self._fingerprint_told:  # once, however many attempts it takes
             self._fingerprint_told = True
-            state = "new host, key pinned" if self._newly_pinned else "matches the pinned key"
-            notices.append(f"host key fingerprint {key_fingerprint(self.host_key)} ({state}); compare it with the host's screen")
+            notices.append(f"host key fingerprint {key_fingerprint(self.host_key)} (matches the pinned key)")
+        try:
+            identity = load_or_create_key(data_dir() / GUEST_KEY_FILE)
+        except IdentityError as err:
+            await trio.aclose_forcefully(stream)
+            return self._failure(str(err))
         session = ClientSession(
             stream,
             self.name,
@@ -193,6 +241,8 @@ class JoinSession:
             reconnect=self._reconnect if self.resumable else None,
             resume=Resume(ticket.token, ticket.transcript) if ticket else None,
             on_welcome=self._keep_ticket,
+            vouch_host_key=None if self.plain else self._vouch_host_key,
+            identity=identity,
             **self._seed_source,
         )
         result = await session.run(stop)

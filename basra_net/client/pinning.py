@@ -22,6 +22,10 @@ from ..files import write_private
 from ..protocol.fingerprint import key_fingerprint
 
 KNOWN_HOSTS_FILE = "known_hosts.json"
+# How a pinned key came to be trusted.
+VERIFIED = "verified by the join code"  # met through a successful code exchange (PROTOCOL.md 14.9)
+CONFIRMED = "fingerprint confirmed by the player"
+FIRST_USE = "trusted on first use"  # --auto, --trust-new-key, or a pin kept before pins said how
 
 
 class KeyChanged(Exception):
@@ -69,41 +73,57 @@ class KnownHosts:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def _load(self) -> dict[str, str]:
+    def _load(self) -> dict[str, dict[str, str]]:
+        """Address -> {"key": hex, "how": how it was first trusted}; a bare hex key (older files) was met on first use."""
         try:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as err:
             raise KeyChanged(f"{self.path} cannot be read ({err}); fix or delete it") from None
-        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        pins = {}
+        for address, entry in data.items():
+            if isinstance(entry, str):
+                entry = {"key": entry, "how": FIRST_USE}
+            if isinstance(address, str) and isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                pins[address] = {"key": entry["key"], "how": str(entry.get("how", FIRST_USE))}
+        return pins
 
-    def _save(self, pins: dict[str, str]) -> None:
+    def _save(self, pins: dict[str, dict[str, str]]) -> None:
         write_private(self.path, (json.dumps(pins, indent=2, sort_keys=True) + "\n").encode())
 
     def check(self, address: str, public_key: bytes) -> bool:
-        """True when this key is newly pinned for the address; raise KeyChanged when another is pinned."""
-        pins = self._load()
-        pinned = pins.get(address)
-        if pinned == public_key.hex():
+        """True when no key is pinned for the address yet (pin() it once trusted); raise KeyChanged when another is."""
+        pinned = self._load().get(address)
+        if pinned is None:
+            return True
+        if pinned["key"] == public_key.hex():
             return False
-        if pinned is not None:
-            raise KeyChanged(
-                f"THE HOST KEY FOR {address} HAS CHANGED.\n"
-                f"  pinned:    {key_fingerprint(bytes.fromhex(pinned))}\n"
-                f"  presented: {key_fingerprint(public_key)}\n"
-                "Someone may be between you and the host. If the host really has a new key\n"
-                f"(ask its player to read you its fingerprint), run:  basra forget {address}"
-            )
-        pins[address] = public_key.hex()
+        raise KeyChanged(
+            f"THE HOST KEY FOR {address} HAS CHANGED.\n"
+            f"  pinned:    {key_fingerprint(bytes.fromhex(pinned['key']))}\n"
+            f"  presented: {key_fingerprint(public_key)}\n"
+            "Someone may be between you and the host. If the host really has a new key\n"
+            f"(ask its player to read you its fingerprint), run:  basra forget {address}"
+        )
+
+    def pin(self, address: str, public_key: bytes, how: str) -> None:
+        """Keep the key for the address; ``how`` says why it was trusted (VERIFIED, CONFIRMED, FIRST_USE)."""
+        pins = self._load()
+        pins[address] = {"key": public_key.hex(), "how": how}
         self._save(pins)
-        return True
+
+    def how(self, address: str) -> str | None:
+        pinned = self._load().get(address)
+        return pinned["how"] if pinned else None
 
     def forget(self, address: str) -> bytes | None:
         """The key that was pinned for the address, now forgotten; None when there was none."""
         pins = self._load()
         if address not in pins:
             return None
-        key = pins.pop(address)
+        entry = pins.pop(address)
         self._save(pins)
-        return bytes.fromhex(key)
+        return bytes.fromhex(entry["key"])

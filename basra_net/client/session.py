@@ -23,12 +23,15 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 import trio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, TRY_AGAIN_CODES, ProtocolError
+from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
+from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
+from ..identity import public_key_bytes
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
     Away,
@@ -39,6 +42,8 @@ from ..protocol.messages import (
     Leave,
     MatchEnd,
     Message,
+    Pake,
+    PakeConfirm,
     Ping,
     Play,
     Pong,
@@ -46,6 +51,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    kind_of,
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
@@ -99,6 +105,10 @@ class PeerGone(Exception):
         self.resumable = resumable and refusal is None
 
 
+class CodeRefused(Exception):
+    """The code exchange failed on the host's side of it: the code differs, or the key seen is not the host's."""
+
+
 class DealRefused(Exception):
     """The host offered a deal seat 1 must not accept (a bad commitment signature, a weak key)."""
 
@@ -120,6 +130,8 @@ class ClientSession:
         reconnect: Reconnect | None = None,
         resume: Resume | None = None,
         on_welcome: Callable[[Welcome, Path | None], None] = lambda welcome, transcript: None,
+        vouch_host_key: Callable[[Welcome, bool], Awaitable[str | None]] | None = None,
+        identity: Ed25519PrivateKey | None = None,
     ) -> None:
         self.stream = stream
         self.player = player
@@ -140,6 +152,12 @@ class ClientSession:
         self._reconnect = reconnect
         self._resume = resume
         self._on_welcome = on_welcome
+        # Called after the first welcome with whether the code exchange proved the host's key: a notice
+        # for the player, or PeerGone to stop.
+        self._vouch_host_key = vouch_host_key
+        # The player's identity (version 2, PROTOCOL.md 14.2); a seat with none (the host's own, a bot) uses a fresh one.
+        self._guest_key = public_key_bytes(identity if identity is not None else Ed25519PrivateKey.generate())
+        self._exchange: GuestCodeExchange | None = None
         self._hello: Hello | None = None  # sent again, as it was, by a session cut off before its welcome
         self._hellos_again = 0
         # A seat resumed from nothing (the host's own, after a restart) lacks the seeds it sent: it checks no deal.
@@ -156,8 +174,7 @@ class ClientSession:
             if isinstance(message, Play) and self.connection.open_request != message.request:
                 return  # the request closed while the player chose (the match ended): nothing to answer
             data = self.connection.send(message)
-            if not isinstance(message, (Ping, Pong)):
-                self._record(GUEST, message)
+            self._record(GUEST, message)
             try:
                 await self.stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -172,6 +189,8 @@ class ClientSession:
         return self._reconnect is not None and connection.hello_sent and not connection.over and not self._left
 
     def _record(self, sender: str, message: Message) -> None:
+        if not kind_of(message).recorded:
+            return
         if self.state.seat == 1 and self._transcript is not None:
             self._transcript.record(sender, message)
         elif self.state.seat is None:
@@ -241,7 +260,7 @@ class ClientSession:
             for text in self._notices:
                 self.player.notice(self.state, text)
             if self._resume is None:
-                self._hello = Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table, self._code)
+                self._hello = self._first_hello()
                 await self._send(self._hello)
             else:
                 if self._resume.transcript is not None:
@@ -256,6 +275,11 @@ class ClientSession:
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
             result.cut_off = gone.resumable and not self.connection.over
+            return result
+        except CodeRefused as refused:
+            await self._try_send_raw(self.connection.send_error(ProtocolError(WRONG_CODE, "the host's key confirmation is wrong")))
+            result = self._result(EXIT_FAILURE, str(refused))
+            result.refusal = WRONG_CODE  # asked for the code again, as after the host's own wrong_code
             return result
         except RedealRefused as redeal:
             await self._try_send_raw(self.connection.send_error(redeal))
@@ -323,10 +347,45 @@ class ClientSession:
     def _result(self, code: int, reason: str) -> SessionResult:
         return SessionResult(code, reason, self.state, self.transcript_path)
 
+    @property
+    def _versions(self) -> tuple[int, ...]:
+        """Version 2 binds the code exchange to the TLS certificate's key; over plain TCP a code goes as in version 1."""
+        return (1,) if self._code is not None and self._expected_host_key is None else PROTOCOL_VERSIONS
+
+    def _first_hello(self) -> Hello:
+        nonce = os.urandom(32)
+        if self._versions == (1,):
+            return Hello(self._versions, self.state.name, nonce, self._table, self._code)
+        pake = None
+        if self._code is not None:
+            assert self._expected_host_key is not None
+            self._exchange = GuestCodeExchange(
+                self._code, guest_key=self._guest_key, guest_nonce=nonce, host_key=self._expected_host_key
+            )
+            pake = self._exchange.start()
+        return Hello(self._versions, self.state.name, nonce, self._table, key=self._guest_key, pake=pake)
+
     def _resume_hello(self, token: bytes) -> bytes:
         self.connection.begin_resume(token)
-        hello = Hello(PROTOCOL_VERSIONS, self.state.name, os.urandom(32), self._table, self._code, token, self.connection.received)
+        code = self._code if self._versions == (1,) else None
+        hello = Hello(
+            self._versions, self.state.name, os.urandom(32), self._table, code, token, self.connection.received, key=self._guest_key
+        )
         return self.connection.send(hello)
+
+    async def _answer_exchange(self, pake: Pake) -> None:
+        """PROTOCOL.md 14.9, step 3: check the host's confirmation, then send ours."""
+        assert self._exchange is not None  # the connection admits a pake only after a hello that began one
+        try:
+            confirm = self._exchange.answer(pake.pake, pake.confirm)
+        except CodeMismatch:
+            raise CodeRefused(
+                "the host could not prove it knows the join code: the code was mistyped, or someone between you "
+                "and the host (a man in the middle) presented another key; nothing was pinned"
+            ) from None
+        except PakeError as err:
+            raise ProtocolError(BAD_MESSAGE, f"field 'pake': {err}") from None
+        await self._send(PakeConfirm(confirm))
 
     async def _receive_until_over(self) -> str:
         """Handle the host's messages and the player's actions, in the order they come, until the match is over.
@@ -512,6 +571,9 @@ class ClientSession:
                 text = f"{name} is back"
             self.player.notice(state, text)
             return None
+        if isinstance(message, Pake):
+            await self._answer_exchange(message)
+            return None
         if isinstance(message, Welcome) and state.seat is not None:
             # The welcome to a resume from a transcript: the seat is already set up, and the
             # answers the host may not have had go again before any replayed message is acted on.
@@ -531,6 +593,8 @@ class ClientSession:
         if isinstance(message, Welcome):
             if self._expected_host_key is not None and message.host_key != self._expected_host_key:
                 raise PeerGone("the host's welcome names a key other than the one its TLS certificate holds", resumable=False)
+            if self._vouch_host_key is not None and (notice := await self._vouch_host_key(message, self._exchange is not None)):
+                self.player.notice(state, notice)
             self._open_transcript(message)
             if message.seat == 1 and shuffle.is_weak_public_key(message.host_key):
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")

@@ -108,6 +108,21 @@ class ScreenPlayer:
         return answer[0]
 
 
+    async def confirm_fingerprint(self, fingerprint: str) -> bool:
+        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for)."""
+        answered = trio.Event()
+        answer = [False]
+        token = trio.lowlevel.current_trio_token()
+
+        def given(same: bool | None) -> None:
+            answer[0] = bool(same)
+            token.run_sync_soon(answered.set)
+
+        self.app.call_later(self.app.push_screen, FingerprintScreen(fingerprint), given)
+        await answered.wait()
+        return answer[0]
+
+
 # --- widgets -------------------------------------------------------------------------------
 
 
@@ -187,6 +202,27 @@ class CodeScreen(ModalScreen[str | None]):
     def on_key(self, event: events.Key) -> None:
         if event.key == "escape":
             self.dismiss(None)
+
+
+class FingerprintScreen(ModalScreen[bool]):
+    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned."""
+
+    def __init__(self, fingerprint: str) -> None:
+        super().__init__()
+        self.fingerprint = fingerprint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="code"):
+            yield Static(
+                "This host is new to you and no join code vouched for its key. Its fingerprint is\n\n"
+                f"    {self.fingerprint}\n\n"
+                "The host's screen shows its own fingerprint: if the two differ, someone is between you.\n"
+                "Does the host's screen show the same fingerprint? (y / n)"
+            )
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in ("y", "n", "escape"):
+            self.dismiss(event.key == "y")
 
 
 # --- the app -------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from ..protocol import errors
 from ..protocol.connection import ClientConnection
 from ..protocol.framing import MAX_DEPTH, MAX_FRAME, encode_frame
 from ..protocol.messages import (
-    PROTOCOL_VERSIONS,
     STREAM_TYPES,
     Commit,
     Error,
@@ -80,7 +79,8 @@ async def open_wire(target: Target) -> tuple[Wire, bytes | None]:
 
 
 def hello(target: Target | None = None, **fields) -> Hello:
-    values = {"versions": PROTOCOL_VERSIONS, "name": "Conformance", "nonce": os.urandom(32)}
+    # The checks are of version 1, the version every host must speak; its join code goes in the hello.
+    values = {"versions": (1,), "name": "Conformance", "nonce": os.urandom(32)}
     if target is not None and target.code is not None:
         values["code"] = target.code
     values.update(fields)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hmac
 import math
+import os
 import secrets
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..protocol.errors import CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE, ProtocolError
+from ..protocol.errors import BAD_MESSAGE, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE, ProtocolError
 from ..protocol.messages import Hello
 from ..protocol.joincode import normalize_code
+from ..protocol.pake import CodeMismatch, HostCodeExchange, PakeError
 from .limits import CodeAttempts, HandshakeGate, WrongCodeBudget
 
 # No I, L, O, 0 or 1: a code is read aloud or copied from another screen.
@@ -65,11 +67,15 @@ def weak_code_problem(code: str) -> str | None:
 @dataclass
 class Admission:
     code: str | None = None  # None: an open table
+    host_key: bytes | None = None  # the key the code exchange binds (version 2); None: the table speaks version 1 only
     gate: HandshakeGate = field(default_factory=HandshakeGate)
     attempts: CodeAttempts = field(default_factory=CodeAttempts)
     budget: WrongCodeBudget = field(default_factory=WrongCodeBudget)
     # Told the new code, and why, when too many wrong codes replaced it: the host's player must see it.
     on_new_code: Callable[[str, str], None] = lambda code, why: None
+    # Told of each wrong code, with the address and the lockout it earned: a failed attempt is shown on the host's screen.
+    on_wrong_code: Callable[[str, float], None] = lambda address, lockout: None
+    entropy: Callable[[int], bytes] = os.urandom  # the code exchange's randomness (fixed only for the example sessions)
 
     def check(self, hello: Hello, address: str) -> ProtocolError | None:
         """The refusal this hello earns, or None when it may sit down.
@@ -85,10 +91,52 @@ class Admission:
         if hello.code is None:
             return ProtocolError(CODE_REQUIRED, "this table needs its join code")
         if not hmac.compare_digest(normalize_code(hello.code).encode(), normalize_code(self.code).encode()):
-            lockout = self.attempts.failed(address)
-            if self.budget.spend():
-                self.code = make_join_code()
-                self.on_new_code(self.code, f"more than {self.budget.per_minute} wrong join codes within a minute")
-            return ProtocolError(WRONG_CODE, f"wrong join code; wait {lockout:.0f} s before trying again")
+            return self._wrong_code(address)
         self.attempts.succeeded(address)
         return None
+
+    def begin_exchange(self, hello: Hello, address: str) -> tuple[ProtocolError | None, HostCodeExchange | None, bytes, bytes]:
+        """Version 2 (PROTOCOL.md 14.9, step 2): the refusal this hello earns, or the exchange begun and the
+        host's `pake` and `confirm`.  No exchange for an open table or a resume; a locked-out address is
+        refused before its message is looked at, and a malformed message counts as a wrong code."""
+        if hello.token is not None or self.code is None:
+            if hello.token is None and hello.pake is not None:
+                return ProtocolError(BAD_MESSAGE, "this table has no join code: join without one"), None, b"", b""
+            return None, None, b"", b""
+        wait = self.attempts.wait_for(address)
+        if wait > 0:
+            return ProtocolError(TOO_MANY_ATTEMPTS, f"too many wrong codes; try again in {wait:.0f} s"), None, b"", b""
+        if hello.pake is None:
+            return ProtocolError(CODE_REQUIRED, "this table needs its join code"), None, b"", b""
+        assert self.host_key is not None and hello.key is not None  # the connection checked the hello for version 2
+        exchange = HostCodeExchange(self.code, host_key=self.host_key, entropy=self.entropy)
+        try:
+            message, confirm = exchange.answer(hello.pake, guest_key=hello.key, guest_nonce=hello.nonce)
+        except PakeError as err:
+            self._wrong_code(address)
+            return ProtocolError(BAD_MESSAGE, f"field 'pake': {err}"), None, b"", b""
+        return None, exchange, message, confirm
+
+    def finish_exchange(self, exchange: HostCodeExchange, confirm: bytes | None, address: str) -> ProtocolError | None:
+        """Step 4: None when the client proved it holds the code (and saw this host's key), else wrong_code.
+
+        ``confirm`` None: the client ended the exchange without its confirmation.  Its message fixed one
+        guess of the code, and a client that learns the guess was wrong (or that it met another host key
+        than the one the host has) stops there: that is a failed attempt too.
+        """
+        try:
+            if confirm is None:
+                raise CodeMismatch("no key confirmation came")
+            exchange.check(confirm)
+        except CodeMismatch:
+            return self._wrong_code(address)
+        self.attempts.succeeded(address)
+        return None
+
+    def _wrong_code(self, address: str) -> ProtocolError:
+        lockout = self.attempts.failed(address)
+        self.on_wrong_code(address, lockout)
+        if self.budget.spend():
+            self.code = make_join_code()
+            self.on_new_code(self.code, f"more than {self.budget.per_minute} wrong join codes within a minute")
+        return ProtocolError(WRONG_CODE, f"wrong join code; wait {lockout:.0f} s before trying again")

@@ -25,7 +25,7 @@ from ..protocol.errors import (
     UNSUPPORTED_VERSION,
     ProtocolError,
 )
-from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Message, Ping, Pong
+from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
 from ..client.liveness import Liveness
 from .admission import Admission
 from .limits import FIRST_BYTES_TIMEOUT, MessageRate
@@ -88,6 +88,32 @@ async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) ->
             return None
         data = await stream.receive_some(RECEIVE_SIZE)
         connection.receive_data(data)
+
+
+async def _exchange_code(
+    stream: trio.abc.Stream, connection: HostConnection, admission: Admission, hello: Hello, address: str, timeout: float
+) -> ProtocolError | None:
+    """Version 2's code exchange (PROTOCOL.md 14.9, steps 2 and 4): the refusal it ends in, or None."""
+    refusal, exchange, message, confirm = admission.begin_exchange(hello, address)
+    if refusal is not None or exchange is None:
+        return refusal
+    answer: bytes | None = None
+    try:
+        with trio.fail_after(timeout):
+            await stream.send_all(connection.send(Pake(message, confirm)))
+            while True:
+                event = connection.next_event()
+                if isinstance(event, PakeConfirm):
+                    answer = event.confirm
+                    break
+                if isinstance(event, (ConnectionClosed, Error, Leave)):
+                    break
+                if event is None:
+                    connection.receive_data(await stream.receive_some(RECEIVE_SIZE))
+    finally:
+        # However the exchange ends, it used up the one guess the client's message fixed.
+        refusal = admission.finish_exchange(exchange, answer, address)
+    return refusal
 
 
 class Seating(Protocol):
@@ -202,7 +228,22 @@ async def _handshake(
         supported = ", ".join(map(str, PROTOCOL_VERSIONS))
         await _refuse(stream, connection, ProtocolError(UNSUPPORTED_VERSION, f"this host speaks version {supported}"))
         return None
-    refusal = admission.check(hello, address) if admission is not None else None
+    version = max(common)
+    try:
+        connection.agree(version)
+        if admission is None:
+            refusal = None
+        elif version >= 2:
+            refusal = await _exchange_code(stream, connection, admission, hello, address, handshake_timeout)
+        else:
+            refusal = admission.check(hello, address)
+    except trio.TooSlowError:
+        refusal = ProtocolError(TIMEOUT, "no key confirmation within the handshake deadline")
+    except ProtocolError as err:
+        refusal = err
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        await trio.aclose_forcefully(stream)
+        return None
     if refusal is not None:
         await _refuse(stream, connection, refusal)
         return None
@@ -216,16 +257,16 @@ async def _handshake(
         if hello.received is not None and hello.received > sent:
             await _refuse(stream, connection, ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}"))
             return None
-        return table, seat, hello, max(common), hello.received
+        return table, seat, hello, version, hello.received
     # The same hello again: its player was cut off before the welcome reached it.
     placement = seating.seat_holding(hello=hello)
     if placement is not None:
-        return (*placement, hello, max(common), 0)
+        return (*placement, hello, version, 0)
     placement = seating.seat_for(hello, reserved_seat)
     if placement is None:
         await _refuse(stream, connection, ProtocolError(TABLE_FULL, seating.full_reason(hello)))
         return None
-    return (*placement, hello, max(common), None)
+    return (*placement, hello, version, None)
 
 
 async def _serve_seat(

@@ -290,7 +290,16 @@ class _Door:
         gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
         if on_new_code is None:
             on_new_code = lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")  # noqa: E731
-        self.admission = Admission(code=code, gate=gate, on_new_code=on_new_code)
+        self.admission = Admission(
+            code=code,
+            host_key=public_key_bytes(identity),
+            gate=gate,
+            on_new_code=on_new_code,
+            on_wrong_code=lambda address, lockout: say(
+                f"A join from {address} failed the join code (a mistyped code, or someone between the players); "
+                f"that address waits {lockout:.0f} s"
+            ),
+        )
 
     @property
     def code(self) -> str | None:

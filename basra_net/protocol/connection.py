@@ -11,19 +11,21 @@ from dataclasses import dataclass
 
 from .errors import (
     BAD_FRAME,
+    BAD_MESSAGE,
     BAD_RESUME,
     FATAL_CODES,
     NOT_YOUR_TURN,
     STALE_REQUEST,
     UNEXPECTED,
     UNSUPPORTED_VERSION,
+    WRONG_CODE,
     ProtocolError,
 )
 from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
+from .shuffle import is_weak_public_key
 from .messages import (
-    STREAM_TYPES,
-    Away,
-    Back,
+    CLIENT,
+    HOST,
     Commit,
     Deal,
     Error,
@@ -33,17 +35,18 @@ from .messages import (
     MatchEnd,
     MatchStart,
     Message,
+    Phase,
     Play,
-    Ping,
     Played,
-    Pong,
     Reveal,
     Seed,
     Welcome,
     YourTurn,
     from_wire,
+    kind_of,
     to_wire,
 )
+
 
 class LocalProtocolError(Exception):
     """This side tried to send something the protocol does not allow here: a bug."""
@@ -155,6 +158,9 @@ class HostConnection(_Connection):
         self._decoder.max_frame = MAX_FRAME_BEFORE_WELCOME  # a hello is all that may come before the welcome
         self._decoder.max_entries = MAX_CLIENT_FRAME_ENTRIES
         self.hello: Hello | None = None
+        self.version: int | None = None  # agreed once the hello is in (agree())
+        self.pake_sent = False  # version 2: the host's half of the code exchange went out
+        self.awaiting_confirm = False  # and the client's key confirmation has not come yet
         self.seat: int | None = None
         self.awaiting_seed: int | None = None  # the game whose commitment awaits the seed
         self.open_request: int | None = None
@@ -167,23 +173,45 @@ class HostConnection(_Connection):
         return self.seat is not None
 
 
+    def agree(self, version: int) -> None:
+        """The version the host chose for this connection; the hello must suit it (section 14.7)."""
+        assert self.hello is not None and self.version is None
+        if version >= 2:
+            if self.hello.key is None:
+                raise ProtocolError(BAD_MESSAGE, "a version 2 'hello' gives the guest's identity key in 'key'")
+            if is_weak_public_key(self.hello.key):
+                raise ProtocolError(BAD_MESSAGE, "the 'key' of the hello is a weak key, under which signatures prove nothing")
+            if self.hello.code is not None:
+                raise ProtocolError(BAD_MESSAGE, "version 2 sends no 'code': the code never crosses the network (section 14.9)")
+        self.version = version
+
     def restore(self, *, open_request: int | None, answered_request: int | None, awaiting_seed: int | None, seed_taken: Seed | None) -> None:
         """Take over what the seat's earlier connection left open, before a resumed seat's replay."""
         self.open_request, self.answered_request = open_request, answered_request
         self.awaiting_seed, self.seed_taken = awaiting_seed, seed_taken
 
     def _check_incoming(self, message: Message) -> bool | None:
-        if isinstance(message, (Error, Leave)) and self.hello is not None:
-            return True
-        if isinstance(message, (Ping, Pong)) and self.seated:
-            return True
+        kind = kind_of(message)
         if self.hello is None:
-            if not isinstance(message, Hello):
+            if kind.phase is not Phase.FIRST:
                 raise _unexpected(message, "cannot come before 'hello'")
             self.hello = message
             return True
+        if CLIENT not in kind.sent_by or kind.phase is Phase.FIRST:
+            raise _unexpected(message, "is not something a client sends here")
+        if self.version is not None and self.version not in kind.versions:
+            raise _unexpected(message, f"is not part of version {self.version}")
+        if kind.phase is Phase.ANY:
+            return True
+        if kind.phase is Phase.EXCHANGE:
+            if not self.awaiting_confirm:
+                raise _unexpected(message, "answers no code exchange")
+            self.awaiting_confirm = False
+            return True
         if not self.seated:
             raise _unexpected(message, "cannot come before 'welcome'")
+        if kind.phase is Phase.SEATED:
+            return True
         if isinstance(message, Seed):
             if message == self.seed_taken:
                 return False
@@ -202,28 +230,33 @@ class HostConnection(_Connection):
                 )
             self.open_request = None
             self.answered_request = message.request
-        else:
-            raise _unexpected(message, "is not something a client sends")
         return True
 
     def _check_outgoing(self, message: Message) -> None:
-        if isinstance(message, Welcome):
+        kind = kind_of(message)
+        if HOST not in kind.sent_by:
+            raise LocalProtocolError(f"the host does not send {message.TYPE}")
+        if self.version is not None and self.version not in kind.versions:
+            raise LocalProtocolError(f"{message.TYPE} is not part of version {self.version}")
+        if kind.phase is Phase.EXCHANGE:
+            if self.hello is None or self.hello.pake is None or self.pake_sent or self.seated:
+                raise LocalProtocolError("pake answers a hello's pake, once")
+            self.pake_sent = self.awaiting_confirm = True
+        elif kind.phase is Phase.ANSWER:
             if self.hello is None or self.seated:
                 raise LocalProtocolError("welcome goes once, after hello")
+            if self.awaiting_confirm:
+                raise LocalProtocolError("welcome goes after the key confirmation")
             self.seat = message.seat
             self._decoder.max_frame = MAX_FRAME
-        elif isinstance(message, (Error, Leave, MatchEnd)):
-            return
+        elif kind.phase is Phase.ANY or isinstance(message, MatchEnd):
+            return  # a match abandoned may end before a seat's welcome
         elif not self.seated:
             raise LocalProtocolError(f"{message.TYPE} before the seat is taken")
-        elif isinstance(message, (Ping, Pong, Away, Back)):
-            return
         elif isinstance(message, Commit):
             self.awaiting_seed = message.game
         elif isinstance(message, YourTurn):
             self.open_request = message.request
-        elif not isinstance(message, (MatchStart, Deal, Played, GameEnd, Reveal)):
-            raise LocalProtocolError(f"the host does not send {message.TYPE}")
 
 
 class ClientConnection(_Connection):
@@ -233,6 +266,9 @@ class ClientConnection(_Connection):
         super().__init__()
         self.hello_sent = False
         self.offered_versions: tuple[int, ...] = ()
+        self.exchange_begun = False  # version 2: the hello began a code exchange
+        self.pake_taken = False  # the host's half of it arrived
+        self.confirm_sent = False
         self.welcome: Welcome | None = None
         self.match_started = False
         self.game = 0  # the game in progress or last ended
@@ -291,27 +327,40 @@ class ClientConnection(_Connection):
         self.replay_until = message.sent
 
     def _check_incoming(self, message: Message) -> bool | None:
-        if isinstance(message, (Error, Leave)):
+        kind = kind_of(message)
+        if HOST not in kind.sent_by:
+            raise _unexpected(message, "is not something a host sends")
+        if kind.phase is Phase.ANY:
             return True
         if not self.hello_sent:
             raise _unexpected(message, "cannot come before 'hello'")
         if self.resuming:
-            if not isinstance(message, Welcome):
+            if kind.phase is not Phase.ANSWER:
                 raise _unexpected(message, "cannot come before the welcome to a resume")
             self._check_resume_welcome(message)
             return True
+        if kind.phase is Phase.EXCHANGE:
+            if not self.exchange_begun or self.pake_taken or self.welcome is not None:
+                raise _unexpected(message, "answers no code exchange")
+            self.pake_taken = True
+            return True
         if self.welcome is None:
-            if not isinstance(message, Welcome):
+            if kind.phase is not Phase.ANSWER:
                 raise _unexpected(message, "cannot come before 'welcome'")
             if message.version not in self.offered_versions:
                 raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
+            if self.exchange_begun and not self.confirm_sent:
+                # A host that knows the code answers the exchange; seating without it proves nothing.
+                raise ProtocolError(WRONG_CODE, "the host seated this player without the code exchange its hello began")
             self.welcome = message
             self.replay_until = message.sent
             return True
-        if isinstance(message, (Ping, Pong, Away, Back)):
+        if self.welcome.version not in kind.versions:
+            raise _unexpected(message, f"is not part of version {self.welcome.version}")
+        if kind.phase is Phase.SEATED:
             return True
-        if not isinstance(message, STREAM_TYPES):
-            raise _unexpected(message, "is not something a host sends")
+        if not kind.stream:
+            raise _unexpected(message, "came again")
         self._check_stream(message)
         self.received += 1
         return True
@@ -391,20 +440,26 @@ class ClientConnection(_Connection):
             self.closed = True
 
     def _check_outgoing(self, message: Message) -> None:
-        if isinstance(message, Hello):
+        kind = kind_of(message)
+        if CLIENT not in kind.sent_by:
+            raise LocalProtocolError(f"a client does not send {message.TYPE}")
+        if kind.phase is Phase.FIRST:
             if self.resuming:
                 if message.token != self.resume_token or message.received != self.received:
                     raise LocalProtocolError("a resume hello gives the token and the count received")
-                self.hello_sent = True
-                self.offered_versions = message.versions
-                return
-            if self.hello_sent:
+            elif self.hello_sent:
                 raise LocalProtocolError("hello goes once")
+            else:
+                self.exchange_begun = message.pake is not None
             self.hello_sent = True
             self.offered_versions = message.versions
-        elif isinstance(message, (Error, Leave)):
+        elif kind.phase is Phase.EXCHANGE:
+            if not self.pake_taken or self.confirm_sent:
+                raise LocalProtocolError("pake_confirm answers the host's pake, once")
+            self.confirm_sent = True
+        elif kind.phase is Phase.ANY:
             return
-        elif isinstance(message, (Ping, Pong)):
+        elif kind.phase is Phase.SEATED:
             if self.welcome is None:
                 raise LocalProtocolError(f"{message.TYPE} before welcome")
         elif isinstance(message, Seed):
@@ -417,5 +472,3 @@ class ClientConnection(_Connection):
                 raise LocalProtocolError("a play answers the open request")
             self.open_request = None
             self.unconfirmed_play = message
-        else:
-            raise LocalProtocolError(f"a client does not send {message.TYPE}")

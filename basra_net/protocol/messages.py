@@ -10,7 +10,8 @@ the wire.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Callable, ClassVar
+from enum import Enum
+from typing import Any, ClassVar
 
 from ..engine.cards import Card, card_name, parse_card
 from ..engine.events import Move
@@ -18,7 +19,7 @@ from ..engine.scoring import PRESETS, GameScore
 from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from .text import is_name, is_printable
 
-PROTOCOL_VERSIONS = (1,)
+PROTOCOL_VERSIONS = (2, 1)  # the versions this package speaks, the preferred first
 MAX_NAME = 32
 MAX_TEXT = 512
 # Four cards, each with every distinct largest capture.  Play reaches a dozen
@@ -29,92 +30,140 @@ MATCH_END_REASONS = ("target", "abandoned")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
 
 
-# --- field validators: wire value -> python value, or ProtocolError --------------------
+# --- field types: each checks a wire value and gives the python value, or ProtocolError --------
+#
+# A field type is a small object rather than a closure so that what it allows
+# can be read back: the encoder finds card fields by their type, and the
+# tests build their strategies from the same objects.
 
 
 def _bad(field: str, why: str) -> ProtocolError:
     return ProtocolError(BAD_MESSAGE, f"field '{field}' {why}")
 
 
-def _int(lo: int, hi: int) -> Callable[[str, Any], int]:
-    def check(field: str, value: Any) -> int:
-        if type(value) is not int or not lo <= value <= hi:
-            raise _bad(field, f"must be an integer from {lo} to {hi}")
+class FieldType:
+    def check(self, field: str, value: Any) -> Any:
+        raise NotImplementedError
+
+    def to_wire(self, value: Any) -> Any:
         return value
 
-    return check
+
+@dataclass(frozen=True)
+class Int(FieldType):
+    lo: int
+    hi: int
+
+    def check(self, field: str, value: Any) -> int:
+        if type(value) is not int or not self.lo <= value <= self.hi:
+            raise _bad(field, f"must be an integer from {self.lo} to {self.hi}")
+        return value
 
 
-def _optional(inner: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
-    def check(field: str, value: Any) -> Any:
-        return None if value is None else inner(field, value)
+@dataclass(frozen=True)
+class Nullable(FieldType):
+    """The inner type, or nil."""
 
-    return check
+    inner: FieldType
+
+    def check(self, field: str, value: Any) -> Any:
+        return None if value is None else self.inner.check(field, value)
+
+    def to_wire(self, value: Any) -> Any:
+        return None if value is None else self.inner.to_wire(value)
 
 
-def _text(max_len: int, *, allow_empty: bool = True) -> Callable[[str, Any], str]:
-    def check(field: str, value: Any) -> str:
-        if type(value) is not str or len(value) > max_len or (not allow_empty and not value):
-            raise _bad(field, f"must be a string of {'1' if not allow_empty else '0'} to {max_len} characters")
+@dataclass(frozen=True)
+class Text(FieldType):
+    max_len: int
+    allow_empty: bool = True
+
+    def check(self, field: str, value: Any) -> str:
+        if type(value) is not str or len(value) > self.max_len or (not self.allow_empty and not value):
+            raise _bad(field, f"must be a string of {'0' if self.allow_empty else '1'} to {self.max_len} characters")
         if not is_printable(value):
             # Text reaches the other player's terminal: no control characters, no escape sequences.
             raise _bad(field, "must be printable text")
         return value
 
-    return check
+
+@dataclass(frozen=True)
+class Name(FieldType):
+    """A player's or a table's name: 1 to MAX_NAME printable characters, no outer spaces."""
+
+    def check(self, field: str, value: Any) -> str:
+        name = Text(MAX_NAME, allow_empty=False).check(field, value)
+        if not is_name(name, MAX_NAME):
+            raise _bad(field, "must be printable, without leading or trailing spaces")
+        return name
 
 
-def _name(field: str, value: Any) -> str:
-    name = _text(MAX_NAME, allow_empty=False)(field, value)
-    if not is_name(name, MAX_NAME):
-        raise _bad(field, "must be printable, without leading or trailing spaces")
-    return name
+@dataclass(frozen=True)
+class Choice(FieldType):
+    options: tuple[str, ...]
 
-
-def _choice(options: tuple[str, ...]) -> Callable[[str, Any], str]:
-    def check(field: str, value: Any) -> str:
-        if value not in options or type(value) is not str:
-            raise _bad(field, "must be one of " + ", ".join(options))
+    def check(self, field: str, value: Any) -> str:
+        if value not in self.options or type(value) is not str:
+            raise _bad(field, "must be one of " + ", ".join(self.options))
         return value
 
-    return check
 
+@dataclass(frozen=True)
+class Bin(FieldType):
+    length: int
 
-def _bin(length: int) -> Callable[[str, Any], bytes]:
-    def check(field: str, value: Any) -> bytes:
-        if type(value) is not bytes or len(value) != length:
-            raise _bad(field, f"must be {length} bytes of binary")
+    def check(self, field: str, value: Any) -> bytes:
+        if type(value) is not bytes or len(value) != self.length:
+            raise _bad(field, f"must be {self.length} bytes of binary")
         return value
 
-    return check
+
+@dataclass(frozen=True)
+class CardField(FieldType):
+    """One card: an engine int here, its name on the wire."""
+
+    def check(self, field: str, value: Any) -> Card:
+        try:
+            return parse_card(value)
+        except ValueError:
+            raise _bad(field, "must be a card name such as 'AS', '10D' or 'QH'") from None
+
+    def to_wire(self, value: Card) -> str:
+        return card_name(value)
 
 
-def _card(field: str, value: Any) -> Card:
-    try:
-        return parse_card(value)
-    except ValueError:
-        raise _bad(field, "must be a card name such as 'AS', '10D' or 'QH'") from None
+@dataclass(frozen=True)
+class Cards(FieldType):
+    """Distinct cards; ``ordered`` lists keep the sender's order, the others are a set, kept sorted."""
 
+    max_len: int
+    ordered: bool = True
 
-def _cards(max_len: int) -> Callable[[str, Any], tuple[Card, ...]]:
-    def check(field: str, value: Any) -> tuple[Card, ...]:
-        if type(value) is not list or len(value) > max_len:
-            raise _bad(field, f"must be a list of at most {max_len} cards")
-        cards = tuple(_card(field, v) for v in value)
+    def check(self, field: str, value: Any) -> tuple[Card, ...]:
+        if type(value) is not list or len(value) > self.max_len:
+            raise _bad(field, f"must be a list of at most {self.max_len} cards")
+        cards = tuple(CardField().check(field, v) for v in value)
         if len(set(cards)) != len(cards):
             raise _bad(field, "names a card twice")
-        return cards
+        return cards if self.ordered else tuple(sorted(cards))
 
-    return check
+    def to_wire(self, value: tuple[Card, ...]) -> list[str]:
+        return [card_name(c) for c in value]
 
 
-def _pair(inner: Callable[[str, Any], Any]) -> Callable[[str, Any], tuple]:
-    def check(field: str, value: Any) -> tuple:
+@dataclass(frozen=True)
+class Pair(FieldType):
+    """One value per seat, seat 0 first."""
+
+    inner: FieldType
+
+    def check(self, field: str, value: Any) -> tuple:
         if type(value) is not list or len(value) != 2:
             raise _bad(field, "must be a list of two entries, seat 0 first")
-        return (inner(field, value[0]), inner(field, value[1]))
+        return (self.inner.check(field, value[0]), self.inner.check(field, value[1]))
 
-    return check
+    def to_wire(self, value: tuple) -> list:
+        return [self.inner.to_wire(v) for v in value]
 
 
 def _map(field: str, value: Any) -> dict:
@@ -123,40 +172,66 @@ def _map(field: str, value: Any) -> dict:
     return value
 
 
-def _moves(field: str, value: Any) -> tuple[Move, ...]:
-    if type(value) is not list or len(value) > MAX_MOVES:
-        raise _bad(field, f"must be a list of at most {MAX_MOVES} moves")
-    moves = []
-    for entry in value:
-        entry = _map(field, entry)
-        moves.append(
-            Move(
-                _card(field, entry.get("card")),
-                tuple(sorted(_cards(52)(field, entry.get("captures")))),
-                _choice(PLAY_KINDS)(field, entry.get("kind")),
+@dataclass(frozen=True)
+class Moves(FieldType):
+    """The legal moves of a request, at most ``max_len``."""
+
+    max_len: int
+
+    def check(self, field: str, value: Any) -> tuple[Move, ...]:
+        if type(value) is not list or len(value) > self.max_len:
+            raise _bad(field, f"must be a list of at most {self.max_len} moves")
+        moves = []
+        for entry in value:
+            entry = _map(field, entry)
+            moves.append(
+                Move(
+                    CardField().check(field, entry.get("card")),
+                    Cards(52, ordered=False).check(field, entry.get("captures")),
+                    Choice(PLAY_KINDS).check(field, entry.get("kind")),
+                )
             )
-        )
-    return tuple(moves)
+        return tuple(moves)
+
+    def to_wire(self, value: tuple[Move, ...]) -> list[dict]:
+        return [{"card": card_name(m.card), "captures": [card_name(c) for c in m.captures], "kind": m.kind} for m in value]
 
 
-_SCORE_FIELDS = tuple(f.name for f in fields(GameScore))
+SCORE_FIELDS = tuple(f.name for f in fields(GameScore))
 
 
-def _score(field: str, value: Any) -> GameScore:
-    value = _map(field, value)
-    return GameScore(**{k: _int(0, 1 << 31)(f"{field}.{k}", value.get(k)) for k in _SCORE_FIELDS})
+@dataclass(frozen=True)
+class Score(FieldType):
+    """One seat's score of a game: every part of GameScore, each an integer in ``part``'s range."""
+
+    part: Int
+
+    def check(self, field: str, value: Any) -> GameScore:
+        value = _map(field, value)
+        return GameScore(**{k: self.part.check(f"{field}.{k}", value.get(k)) for k in SCORE_FIELDS})
+
+    def to_wire(self, value: GameScore) -> dict:
+        return value.to_dict()
 
 
-def _versions(field: str, value: Any) -> tuple[int, ...]:
-    if type(value) is not list or not 1 <= len(value) <= 16:
-        raise _bad(field, "must be a list of 1 to 16 version numbers")
-    return tuple(_int(1, 0xFFFF)(field, v) for v in value)
+@dataclass(frozen=True)
+class Versions(FieldType):
+    max_len: int = 16
+
+    def check(self, field: str, value: Any) -> tuple[int, ...]:
+        if type(value) is not list or not 1 <= len(value) <= self.max_len:
+            raise _bad(field, f"must be a list of 1 to {self.max_len} version numbers")
+        return tuple(VERSION.check(field, v) for v in value)
+
+    def to_wire(self, value: tuple[int, ...]) -> list[int]:
+        return list(value)
 
 
-_SEAT = _int(0, 1)
-_GAME = _int(1, 1 << 31)
-_REQUEST = _int(0, (1 << 63) - 1)
-_POINTS = _int(0, 1 << 31)
+VERSION = Int(1, 0xFFFF)
+SEAT = Int(0, 1)
+GAME = Int(1, 1 << 31)
+REQUEST = Int(0, (1 << 63) - 1)
+POINTS = Int(0, 1 << 31)
 
 
 # --- the messages -------------------------------------------------------------------------
@@ -180,6 +255,27 @@ class Hello(Message):
     code: str | None = None  # the table's join code, when it has one
     token: bytes | None = None  # resuming: the seat's resume token from its welcome
     received: int | None = None  # resuming: how many stream messages this seat has received
+    key: bytes | None = None  # version 2: the guest's identity key (section 14.2)
+    pake: bytes | None = None  # version 2: the first message of the code exchange (section 14.9)
+
+
+@dataclass(frozen=True)
+class Pake(Message):
+    """Host -> client, version 2: the host's half of the code exchange and its key confirmation."""
+
+    TYPE = "pake"
+
+    pake: bytes
+    confirm: bytes
+
+
+@dataclass(frozen=True)
+class PakeConfirm(Message):
+    """Client -> host, version 2: the client's key confirmation; the welcome follows only if it holds."""
+
+    TYPE = "pake_confirm"
+
+    confirm: bytes
 
 
 @dataclass(frozen=True)
@@ -371,140 +467,240 @@ class Pong(Message):
     id: int
 
 
-# Wire field name -> (python attribute, validator), in wire order.
-_WIRE_FIELDS: dict[type[Message], tuple[tuple[str, str, Callable[[str, Any], Any]], ...]] = {
-    Hello: (
-        ("versions", "versions", _versions),
-        ("name", "name", _name),
-        ("nonce", "nonce", _bin(32)),
-        ("table", "table", _optional(_name)),
-        ("code", "code", _optional(_text(MAX_NAME))),
-        ("token", "token", _optional(_bin(16))),
-        ("received", "received", _optional(_int(0, MAX_STREAM))),
-    ),
-    Welcome: (
-        ("version", "version", _int(1, 0xFFFF)),
-        ("seat", "seat", _SEAT),
-        ("match", "match_id", _bin(16)),
-        ("host_key", "host_key", _bin(32)),
-        ("scoring", "scoring", _choice(tuple(PRESETS))),
-        ("target", "target", _int(1, 1_000_000)),
-        ("token", "token", _bin(16)),
-        ("sent", "sent", _int(0, MAX_STREAM)),
-    ),
-    MatchStart: (("names", "names", _pair(_name)),),
-    Commit: (
-        ("game", "game", _GAME),
-        ("commitment", "commitment", _bin(32)),
-        ("signature", "signature", _bin(64)),
-    ),
-    Seed: (("game", "game", _GAME), ("seed", "seed", _bin(32))),
-    Deal: (
-        ("game", "game", _GAME),
-        ("hand_no", "hand_no", _int(1, 6)),
-        ("dealer", "dealer", _SEAT),
-        ("hand", "hand", _cards(4)),
-        ("table", "table", _cards(52)),
-        ("stock", "stock_left", _int(0, 40)),
-        ("moved", "moved", _cards(5)),
-        ("turn", "turn", _SEAT),
-    ),
-    YourTurn: (("request", "request", _REQUEST), ("moves", "moves", _moves)),
-    Play: (
-        ("request", "request", _REQUEST),
-        ("card", "card", _card),
-        ("captures", "captures", lambda f, v: tuple(sorted(_cards(52)(f, v)))),
-    ),
-    Played: (
-        ("game", "game", _GAME),
-        ("seat", "seat", _SEAT),
-        ("card", "card", _card),
-        ("captures", "captures", lambda f, v: tuple(sorted(_cards(52)(f, v)))),
-        ("kind", "kind", _choice(PLAY_KINDS)),
-        ("table", "table", _cards(52)),
-        ("turn", "turn", _optional(_SEAT)),
-    ),
-    GameEnd: (
-        ("game", "game", _GAME),
-        ("last_taker", "last_taker", _optional(_SEAT)),
-        ("rest", "rest", _cards(52)),
-        ("scores", "scores", _pair(_score)),
-        ("totals", "totals", _pair(_POINTS)),
-    ),
-    Reveal: (("game", "game", _GAME), ("seed", "seed", _bin(32)), ("signature", "signature", _bin(64))),
-    MatchEnd: (
-        ("winner", "winner", _optional(_SEAT)),
-        ("totals", "totals", _pair(_POINTS)),
-        ("reason", "reason", _choice(MATCH_END_REASONS)),
-    ),
-    Away: (("seat", "seat", _SEAT), ("grace", "grace", _int(0, 86_400))),
-    Back: (("seat", "seat", _SEAT),),
-    Error: (("code", "code", _text(64, allow_empty=False)), ("message", "message", _text(MAX_TEXT))),
-    Leave: (("reason", "reason", _text(MAX_TEXT)),),
-    Ping: (("id", "id", _REQUEST),),
-    Pong: (("id", "id", _REQUEST),),
-}
+# --- the catalogue: what each message is, said once ------------------------------------
+#
+# Every other place that needs to know something about a kind of message
+# (the connections' order checks, the transcript, the fuzz harness, the
+# tests' strategies, the example generator, PROTOCOL.md section 6.2) reads it
+# from here.  The order is fixed: the fuzz corpus picks a message type by its index.
 
-# Fields a sender may leave out; absent means None.
-_OPTIONAL_FIELDS: dict[type[Message], tuple[str, ...]] = {Hello: ("table", "code", "token", "received")}
+HOST = "host"
+CLIENT = "client"
 
-_BY_TYPE = {cls.TYPE: cls for cls in _WIRE_FIELDS}
+
+class Phase(Enum):
+    """When the receiving side allows a message: its words in PROTOCOL.md section 7."""
+
+    FIRST = "the first frame of a connection"
+    EXCHANGE = "between hello and welcome, in the code exchange"
+    ANSWER = "the answer that seats the connection"
+    ANY = "at any time once the hello is in"
+    SEATED = "at any time once the seat is taken"
+    MATCH = "where the match allows it"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of message: its fields and their limits, who sends it, when, and what becomes of it."""
+
+    message: type[Message]
+    fields: tuple[tuple[str, str, FieldType], ...]  # (wire name, attribute, type), in wire order
+    sent_by: frozenset[str]
+    direction: str  # PROTOCOL.md 6.2's words for who sends it to whom
+    when: str  # and when
+    section: str  # the section of 6 that defines it
+    phase: Phase
+    stream: bool = False  # numbered, kept and replayed for each seat (5.8)
+    hashed: bool = False  # in the running hash of a channel (14.4)
+    recorded: bool = True  # kept in a transcript (11.3), but for what a resume sends again
+    versions: frozenset[int] = frozenset({1, 2})
+    optional: tuple[str, ...] = ()  # wire fields a sender may leave out; absent means None
+    together: tuple[str, ...] = ()  # wire fields that come together or not at all
+
+    @property
+    def type(self) -> str:
+        return self.message.TYPE
+
+
+_HOSTS = frozenset({HOST})
+_CLIENTS = frozenset({CLIENT})
+_EITHER = frozenset({HOST, CLIENT})
+
+
+def _stream(message, fields, direction, when, section) -> Kind:
+    return Kind(message, fields, _HOSTS, direction, when, section, Phase.MATCH, stream=True, hashed=True)
+
+
+_CAPTURES = Cards(52, ordered=False)
+
+CATALOGUE: tuple[Kind, ...] = (
+    Kind(
+        Hello,
+        (
+            ("versions", "versions", Versions()),
+            ("name", "name", Name()),
+            ("nonce", "nonce", Bin(32)),
+            ("table", "table", Nullable(Name())),
+            ("code", "code", Nullable(Text(MAX_NAME))),
+            ("token", "token", Nullable(Bin(16))),
+            ("received", "received", Nullable(Int(0, MAX_STREAM))),
+            ("key", "key", Nullable(Bin(32))),
+            ("pake", "pake", Nullable(Bin(33))),
+        ),
+        _CLIENTS, "client → host", "first frame of a connection", "6.3", Phase.FIRST,
+        optional=("table", "code", "token", "received", "key", "pake"),
+        together=("token", "received"),
+    ),
+    Kind(
+        Welcome,
+        (
+            ("version", "version", VERSION),
+            ("seat", "seat", SEAT),
+            ("match", "match_id", Bin(16)),
+            ("host_key", "host_key", Bin(32)),
+            ("scoring", "scoring", Choice(tuple(PRESETS))),
+            ("target", "target", Int(1, 1_000_000)),
+            ("token", "token", Bin(16)),
+            ("sent", "sent", Int(0, MAX_STREAM)),
+        ),
+        _HOSTS, "host → client", "answer to `hello`", "6.4", Phase.ANSWER,
+    ),
+    _stream(MatchStart, (("names", "names", Pair(Name())),), "host → each seat", "both seats taken", "6.5"),
+    _stream(
+        Commit,
+        (("game", "game", GAME), ("commitment", "commitment", Bin(32)), ("signature", "signature", Bin(64))),
+        "host → seat 1", "before each game", "6.6",
+    ),
+    Kind(
+        Seed, (("game", "game", GAME), ("seed", "seed", Bin(32))),
+        _CLIENTS, "seat 1 → host", "answer to `commit`", "6.7", Phase.MATCH,
+    ),
+    _stream(
+        Deal,
+        (
+            ("game", "game", GAME),
+            ("hand_no", "hand_no", Int(1, 6)),
+            ("dealer", "dealer", SEAT),
+            ("hand", "hand", Cards(4)),
+            ("table", "table", Cards(52)),
+            ("stock", "stock_left", Int(0, 40)),
+            ("moved", "moved", Cards(5)),
+            ("turn", "turn", SEAT),
+        ),
+        "host → each seat", "each of the six hands of a game", "6.8",
+    ),
+    _stream(
+        YourTurn, (("request", "request", REQUEST), ("moves", "moves", Moves(MAX_MOVES))),
+        "host → the seat to act", "before each play", "6.9",
+    ),
+    Kind(
+        Play,
+        (("request", "request", REQUEST), ("card", "card", CardField()), ("captures", "captures", _CAPTURES)),
+        _CLIENTS, "client → host", "answer to `your_turn`", "6.10", Phase.MATCH,
+    ),
+    _stream(
+        Played,
+        (
+            ("game", "game", GAME),
+            ("seat", "seat", SEAT),
+            ("card", "card", CardField()),
+            ("captures", "captures", _CAPTURES),
+            ("kind", "kind", Choice(PLAY_KINDS)),
+            ("table", "table", Cards(52)),
+            ("turn", "turn", Nullable(SEAT)),
+        ),
+        "host → each seat", "after each legal play", "6.11",
+    ),
+    _stream(
+        GameEnd,
+        (
+            ("game", "game", GAME),
+            ("last_taker", "last_taker", Nullable(SEAT)),
+            ("rest", "rest", Cards(52)),
+            ("scores", "scores", Pair(Score(POINTS))),
+            ("totals", "totals", Pair(POINTS)),
+        ),
+        "host → each seat", "after the 48th play of a game", "6.12",
+    ),
+    _stream(
+        Reveal,
+        (("game", "game", GAME), ("seed", "seed", Bin(32)), ("signature", "signature", Bin(64))),
+        "host → seat 1", "after each `game_end`", "6.13",
+    ),
+    _stream(
+        MatchEnd,
+        (
+            ("winner", "winner", Nullable(SEAT)),
+            ("totals", "totals", Pair(POINTS)),
+            ("reason", "reason", Choice(MATCH_END_REASONS)),
+        ),
+        "host → each seat", "the match is over", "6.14",
+    ),
+    Kind(
+        Away, (("seat", "seat", SEAT), ("grace", "grace", Int(0, 86_400))),
+        _HOSTS, "host → the other seat", "a seat lost its connection", "6.19", Phase.SEATED, recorded=False,
+    ),
+    Kind(
+        Back, (("seat", "seat", SEAT),),
+        _HOSTS, "host → the other seat", "the seat that was away resumed", "6.20", Phase.SEATED, recorded=False,
+    ),
+    Kind(
+        Error, (("code", "code", Text(64, allow_empty=False)), ("message", "message", Text(MAX_TEXT))),
+        _EITHER, "either way", "a message was refused", "6.15", Phase.ANY,
+    ),
+    Kind(
+        Leave, (("reason", "reason", Text(MAX_TEXT)),),
+        _EITHER, "either way", "a side leaves the match; a client's answer to `match_end`", "6.16", Phase.ANY,
+    ),
+    Kind(Ping, (("id", "id", REQUEST),), _EITHER, "either way", "after a silence, once seated", "6.17", Phase.SEATED, recorded=False),
+    Kind(Pong, (("id", "id", REQUEST),), _EITHER, "either way", "answer to `ping`", "6.18", Phase.SEATED, recorded=False),
+    Kind(
+        Pake, (("pake", "pake", Bin(33)), ("confirm", "confirm", Bin(32))),
+        _HOSTS, "host → client", "answer to a `hello` with `pake`", "6.21", Phase.EXCHANGE,
+        recorded=False, versions=frozenset({2}),
+    ),
+    Kind(
+        PakeConfirm, (("confirm", "confirm", Bin(32)),),
+        _CLIENTS, "client → host", "answer to `pake`", "6.22", Phase.EXCHANGE,
+        recorded=False, versions=frozenset({2}),
+    ),
+)
+
+KINDS: dict[type[Message], Kind] = {kind.message: kind for kind in CATALOGUE}
+_BY_TYPE: dict[str, Kind] = {kind.type: kind for kind in CATALOGUE}
+
+MESSAGE_TYPES: tuple[type[Message], ...] = tuple(KINDS)
+
+# What the host numbers and keeps for each seat, and replays on a resume
+# (PROTOCOL.md, section 5.8); the other messages concern one connection only.
+STREAM_TYPES: tuple[type[Message], ...] = tuple(kind.message for kind in CATALOGUE if kind.stream)
+
+
+def kind_of(message: Message) -> Kind:
+    return KINDS[type(message)]
+
+
+def sent_by(sender: str, message: Message) -> bool:
+    """Whether this side (HOST or CLIENT) may send this kind of message at all."""
+    return sender in KINDS[type(message)].sent_by
 
 
 def from_wire(wire: dict) -> Message:
     """A validated message from a decoded wire map."""
-    kind = wire.get("type")
-    cls = _BY_TYPE.get(kind) if type(kind) is str else None
-    if cls is None:
-        shown = kind if type(kind) is str and kind.isidentifier() and len(kind) <= 32 else "(unprintable)"
+    name = wire.get("type")
+    kind = _BY_TYPE.get(name) if type(name) is str else None
+    if kind is None:
+        shown = name if type(name) is str and name.isidentifier() and len(name) <= 32 else "(unprintable)"
         raise ProtocolError(UNKNOWN_TYPE, f"unknown message type {shown}")
     values = {}
-    for wire_name, attr, check in _WIRE_FIELDS[cls]:
+    for wire_name, attr, field_type in kind.fields:
         if wire_name in wire:
-            values[attr] = check(wire_name, wire[wire_name])
-        elif wire_name not in _OPTIONAL_FIELDS.get(cls, ()):
-            raise ProtocolError(BAD_MESSAGE, f"'{kind}' lacks field '{wire_name}'")
-    if cls is Hello and (values.get("token") is None) != (values.get("received") is None):
-        raise ProtocolError(BAD_MESSAGE, "'hello' gives 'token' and 'received' together or neither")
-    return cls(**values)
-
-
-def _to_wire_value(value: Any) -> Any:
-    if isinstance(value, GameScore):
-        return value.to_dict()
-    if isinstance(value, Move):
-        return {"card": card_name(value.card), "captures": [card_name(c) for c in value.captures], "kind": value.kind}
-    if isinstance(value, tuple):
-        return [_to_wire_value(v) for v in value]
-    return value
-
-
-# Fields that hold cards, which go on the wire by name.
-_CARD_FIELDS = {(Play, "card"), (Played, "card")}
-_CARD_LIST_FIELDS = {
-    (Deal, "hand"), (Deal, "table"), (Deal, "moved"),
-    (Play, "captures"), (Played, "captures"), (Played, "table"), (GameEnd, "rest"),
-}
-
-
-def _card_names(cards: tuple[Card, ...]) -> list[str]:
-    return [card_name(c) for c in cards]
-
-
-def _encoder(cls: type[Message], wire_name: str) -> Callable[[Any], Any]:
-    if (cls, wire_name) in _CARD_FIELDS:
-        return card_name
-    if (cls, wire_name) in _CARD_LIST_FIELDS:
-        return _card_names
-    return _to_wire_value
+            values[attr] = field_type.check(wire_name, wire[wire_name])
+        elif wire_name not in kind.optional:
+            raise ProtocolError(BAD_MESSAGE, f"'{name}' lacks field '{wire_name}'")
+    if kind.together and len({wire.get(f) is None for f in kind.together}) > 1:
+        listed = " and ".join(f"'{f}'" for f in kind.together)
+        raise ProtocolError(BAD_MESSAGE, f"'{name}' gives {listed} together or neither")
+    return kind.message(**values)
 
 
 # For each message type, in wire order: (wire name, attribute, how its value goes on the wire,
 # whether None means absent); chosen once here rather than for every message sent.
 _ENCODERS = {
-    cls: tuple((wire_name, attr, _encoder(cls, wire_name), wire_name in _OPTIONAL_FIELDS.get(cls, ()))
-               for wire_name, attr, _ in entries)
-    for cls, entries in _WIRE_FIELDS.items()
+    kind.message: tuple(
+        (wire_name, attr, field_type.to_wire, wire_name in kind.optional) for wire_name, attr, field_type in kind.fields
+    )
+    for kind in CATALOGUE
 }
 
 
@@ -517,10 +713,3 @@ def to_wire(message: Message) -> dict:
             continue  # an optional field left out is sent as absent, not as nil
         wire[wire_name] = encode(value)
     return wire
-
-
-MESSAGE_TYPES: tuple[type[Message], ...] = tuple(_WIRE_FIELDS)
-
-# What the host numbers and keeps for each seat, and replays on a resume
-# (PROTOCOL.md, section 5.8); the other messages concern one connection only.
-STREAM_TYPES: tuple[type[Message], ...] = (MatchStart, Commit, Deal, YourTurn, Played, GameEnd, Reveal, MatchEnd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from basra_net.client.command import forget_host
-from basra_net.client.pinning import KeyChanged, KnownHosts
+from basra_net.client.pinning import FIRST_USE, KeyChanged, KnownHosts
 from basra_net.client.verify_file import verify_file
 from basra_net.host.identity import public_key_bytes
 from basra_net.protocol.fingerprint import key_fingerprint
@@ -25,7 +25,7 @@ def test_verify_pins_and_forget_name_a_key_by_the_screen_s_fingerprint(honest_ma
 
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))
     pins = KnownHosts(tmp_path / "known_hosts.json")
-    pins.check("10.0.0.7:5252", key)
+    pins.pin("10.0.0.7:5252", key, FIRST_USE)
     try:
         pins.check("10.0.0.7:5252", bytes(32))
     except KeyChanged as changed:

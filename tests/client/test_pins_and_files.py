@@ -12,7 +12,7 @@ import trio
 
 from basra_net.client.command import forget_host
 from basra_net.client.join import JoinSession
-from basra_net.client.pinning import KNOWN_HOSTS_FILE, KnownHosts, pin_address, resolved_pin_addresses
+from basra_net.client.pinning import FIRST_USE, KNOWN_HOSTS_FILE, KnownHosts, pin_address, resolved_pin_addresses
 from basra_net.client.players import BotPlayer
 from basra_net.files import create_private, open_private, private_dir, write_private
 from basra_net.identity import GUEST_KEY_FILE, IdentityError, load_or_create_key, public_key_bytes
@@ -37,7 +37,7 @@ async def test_after_a_real_match_every_folder_is_0700_and_every_file_0600(data_
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
             port, _ = await _start_host(nursery)
-            result = await JoinSession("127.0.0.1", port, "friend", BotPlayer("greedy"), None).run()
+            result = await JoinSession("127.0.0.1", port, "friend", BotPlayer("greedy"), None, trust_new_key=True).run()
     assert result.exit_code == 0, result.reason
     folders = [data_home, *(p for p in data_home.rglob("*") if p.is_dir())]
     files = [p for p in data_home.rglob("*") if p.is_file()]
@@ -121,15 +121,16 @@ async def test_localhost_and_127_0_0_1_share_one_pin(data_home, capsys):
             # Forgotten by the name the player used, the pin is gone; the next join pins the address it reached.
             forget_host("localhost", port)
             assert json.loads((data_home / KNOWN_HOSTS_FILE).read_text()) == {}
-            joined = await JoinSession("localhost", port, "friend", BotPlayer("greedy"), None).run()
+            joined = await JoinSession("localhost", port, "friend", BotPlayer("greedy"), None, trust_new_key=True).run()
     assert joined.exit_code == 0, joined.reason
     host_key = public_key_bytes(load_or_create_key(data_home / "host_identity.pem"))
-    assert json.loads((data_home / KNOWN_HOSTS_FILE).read_text()) == {f"127.0.0.1:{port}": host_key.hex()}
+    pinned = {f"127.0.0.1:{port}": {"key": host_key.hex(), "how": FIRST_USE}}
+    assert json.loads((data_home / KNOWN_HOSTS_FILE).read_text()) == pinned
 
 
 def test_forgetting_a_name_forgets_the_pin_of_its_address(data_home, capsys):
     pins = KnownHosts(private_dir(data_home) / KNOWN_HOSTS_FILE)
-    pins.check("127.0.0.1:7777", b"\x01" * 32)
+    pins.pin("127.0.0.1:7777", b"\x01" * 32, FIRST_USE)
     assert forget_host("localhost", 7777) == 0
     said = capsys.readouterr().out
     assert "the key pinned for 127.0.0.1:7777 (fingerprint 72cd 6e84 22c4 07fb) is forgotten" in said

@@ -106,6 +106,10 @@ def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_w
     host.wait_for("Waiting for the other player to sit down")
     guest = Terminal(join, env, tmp_path, size=(100, 40))  # room in the log for all that is caught up on
     try:
+        # An open table: the first join shows the host's fingerprint to compare before pinning it.
+        host_fingerprint = FINGERPRINT.search(host.screen()).group(1)
+        assert host_fingerprint in guest.wait_for("same fingerprint")
+        guest.keys("y")
         # Play a few turns, then kill the guest while the host is to move (not on the guest's own turn).
         for _ in range(3):  # the host deals the first game: the guest leads
             take_turn(guest)
@@ -177,7 +181,9 @@ def test_ctrl_c_in_basra_join_leaves_cleanly_and_the_host_is_told(basra_env, tmp
     )
     try:
         wait_for_line(host, "Waiting for the second player")
-        command = basra_command("join", f"127.0.0.1:{port}", "--name", "Zed", "--transcript", str(tmp_path / "j.basra"))
+        command = basra_command(
+            "join", f"127.0.0.1:{port}", "--name", "Zed", "--transcript", str(tmp_path / "j.basra"), "--trust-new-key"
+        )
         child = pexpect.spawn(command[0], command[1:], env=basra_env, dimensions=(24, 80), encoding="utf-8", timeout=30)
         try:
             child.expect("taken/27")

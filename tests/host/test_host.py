@@ -81,7 +81,7 @@ async def start_host(
 
 
 def hello_frame(**changes) -> bytes:
-    wire = to_wire(Hello(PROTOCOL_VERSIONS, "Omar", bytes(32)))
+    wire = to_wire(Hello(PROTOCOL_VERSIONS, "Omar", bytes(32), key=bytes(range(1, 33))))
     wire.update(changes)
     return encode_frame(wire)
 
@@ -121,7 +121,7 @@ class ManualSeat:
     @classmethod
     async def join(cls, port: int) -> "ManualSeat":
         seat = cls(await trio.open_tcp_stream("127.0.0.1", port))
-        await seat.send(Hello(PROTOCOL_VERSIONS, "Omar", bytes(range(32))))
+        await seat.send(Hello(PROTOCOL_VERSIONS, "Omar", bytes(range(32)), key=bytes(range(1, 33))))
         welcome = await seat.receive()
         assert isinstance(welcome, Welcome) and welcome.seat == 1
         return seat

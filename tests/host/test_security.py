@@ -10,14 +10,24 @@ import trio
 
 from basra_net.client.address import pin_name
 from basra_net.client.join import JoinSession
+from basra_net.client.pinning import CONFIRMED, VERIFIED
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import SessionResult
 from basra_net.host.admission import Admission, make_join_code, normalize_code
-from basra_net.host.limits import CODE_LOCKOUT_FIRST, CODE_LOCKOUT_MAX, WRONG_CODES_PER_MINUTE, CodeAttempts, MessageRate
+from basra_net.host.limits import (
+    CODE_LOCKOUT_FIRST,
+    CODE_LOCKOUT_MAX,
+    WRONG_CODES_PER_MINUTE,
+    CodeAttempts,
+    MessageRate,
+    WrongCodeBudget,
+)
 from basra_net.host.server import HostOutcome, HostSettings, run_host
-from basra_net.protocol.errors import BUSY, CODE_REQUIRED, TIMEOUT, TOO_MANY_ATTEMPTS, WRONG_CODE
+from basra_net.protocol.errors import BAD_MESSAGE, BUSY, CODE_REQUIRED, TIMEOUT, TOO_MANY_ATTEMPTS, WRONG_CODE
+from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.protocol.framing import encode_frame
 from basra_net.protocol.messages import Error, Hello, to_wire
+from basra_net.protocol.pake import GuestCodeExchange
 
 TEST_DEADLINE = 60
 
@@ -45,8 +55,10 @@ async def _start_host(nursery: trio.Nursery, *, code: str | None = None, own=Non
     return await nursery.start(host), outcomes
 
 
-def _join(port: int, name: str, *, code: str | None = None, player=None, plain: bool = False) -> JoinSession:
-    return JoinSession("127.0.0.1", port, name, player or BotPlayer("greedy"), None, code=code, plain=plain)
+def _join(port: int, name: str, *, code: str | None = None, player=None, plain: bool = False, **options) -> JoinSession:
+    """A scripted joiner; at an open table it pins the key it meets, as `--auto` does, unless told otherwise."""
+    options.setdefault("trust_new_key", code is None)
+    return JoinSession("127.0.0.1", port, name, player or BotPlayer("greedy"), None, code=code, plain=plain, **options)
 
 
 # --- join codes ------------------------------------------------------------------------------------------
@@ -145,15 +157,50 @@ def test_the_message_rate_allows_a_burst_then_a_steady_trickle():
 # --- TLS and pinned keys ---------------------------------------------------------------------------------
 
 
-async def test_the_first_join_pins_the_key_and_both_sides_know_the_same_fingerprint(tmp_path):
+async def test_a_first_join_with_the_code_pins_the_key_as_verified_and_both_sides_know_the_same_fingerprint(tmp_path):
+    code = make_join_code()
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, outcomes = await _start_host(nursery, code=code)
+            result = await _join(port, "friend", code=code).run()
+    assert result.exit_code == 0, result.reason
+    assert result.state.host_key == outcomes[0].own_seat.state.host_key
+    pins = json.loads((tmp_path / "home" / "known_hosts.json").read_text())
+    assert pins == {pin_name("127.0.0.1", port): {"key": result.state.host_key.hex(), "how": VERIFIED}}
+
+
+@pytest.mark.parametrize("answer", [True, False], ids=["confirmed", "denied"])
+async def test_a_first_join_without_a_code_pins_the_key_only_once_its_fingerprint_is_confirmed(tmp_path, answer):
+    asked: list[str] = []
+
+    async def confirm(fingerprint: str) -> bool:
+        asked.append(fingerprint)
+        return answer
+
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
             port, outcomes = await _start_host(nursery)
-            result = await _join(port, "friend").run()
-    assert result.exit_code == 0, result.reason
-    pins = json.loads((tmp_path / "home" / "known_hosts.json").read_text())
-    assert pins == {pin_name("127.0.0.1", port): outcomes[0].own_seat.state.host_key.hex()}
-    assert result.state.host_key == outcomes[0].own_seat.state.host_key
+            result = await _join(port, "friend", trust_new_key=False, confirm_key=confirm).run()
+            nursery.cancel_scope.cancel()  # a refusal leaves the host waiting for the seat's return
+    pins_file = tmp_path / "home" / "known_hosts.json"
+    host_key = outcomes[0].own_seat.state.host_key if outcomes else result.state.host_key
+    assert asked == [key_fingerprint(host_key)]
+    if answer:
+        assert result.exit_code == 0, result.reason
+        assert json.loads(pins_file.read_text()) == {pin_name("127.0.0.1", port): {"key": host_key.hex(), "how": CONFIRMED}}
+    else:
+        assert result.exit_code == 1 and "not confirmed" in result.reason
+        assert not pins_file.exists() or json.loads(pins_file.read_text()) == {}
+
+
+async def test_a_headless_first_join_without_a_code_or_trust_pins_nothing_and_says_what_to_do(tmp_path):
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, _ = await _start_host(nursery)
+            result = await _join(port, "friend", trust_new_key=False).run()
+            nursery.cancel_scope.cancel()
+    assert result.exit_code == 1 and "--trust-new-key" in result.reason
+    assert not (tmp_path / "home" / "known_hosts.json").exists()
 
 
 async def test_a_different_key_at_a_pinned_address_is_refused_with_the_command_to_forget_it(tmp_path):
@@ -304,3 +351,45 @@ async def test_a_resume_turned_away_as_busy_keeps_trying_and_the_match_finishes(
     assert connections == ["forwarded", "busy", "forwarded"]
     assert result.exit_code == 0, result.reason
     assert outcomes[0].table.completed
+
+
+def test_the_code_exchange_at_the_door_counts_every_failed_guess_and_clears_on_success():
+    """Version 2 (PROTOCOL.md 5.6, 14.9): what the host answers at each step, and what the lockout counts."""
+    now = [0.0]
+    host_key, guest_key, nonce = bytes(range(2, 34)), bytes(range(1, 33)), bytes(32)
+    wrong: list[str] = []
+    admission = Admission(
+        code="K7M-2QX", host_key=host_key,
+        attempts=CodeAttempts(clock=lambda: now[0]), budget=WrongCodeBudget(clock=lambda: now[0]),
+        on_wrong_code=lambda address, lockout: wrong.append(address),
+    )
+
+    def hello(code: str | None, **fields) -> tuple[Hello, GuestCodeExchange | None]:
+        guest = GuestCodeExchange(code, guest_key=guest_key, guest_nonce=nonce, host_key=host_key) if code else None
+        return Hello((2, 1), "p", nonce, key=guest_key, pake=guest.start() if guest else None, **fields), guest
+
+    no_pake, _ = hello(None)
+    assert admission.begin_exchange(no_pake, "a")[0].code == CODE_REQUIRED and wrong == []
+    # A malformed message is a used-up guess.
+    assert admission.begin_exchange(Hello((2, 1), "p", nonce, key=guest_key, pake=b"A" + bytes(32)), "a")[0].code == BAD_MESSAGE
+    assert wrong == ["a"]
+    # Locked out: refused before the message is looked at, and not counted again.
+    mistyped, _ = hello("K7M-2QY")
+    assert admission.begin_exchange(mistyped, "a")[0].code == TOO_MANY_ATTEMPTS and wrong == ["a"]
+    now[0] += CODE_LOCKOUT_FIRST
+    # A wrong code: the client finds the host's confirmation wrong and leaves; that counts.
+    refusal, exchange, message, confirm = admission.begin_exchange(mistyped, "a")
+    assert refusal is None
+    assert admission.finish_exchange(exchange, None, "a").code == WRONG_CODE and wrong == ["a", "a"]
+    now[0] += 2 * CODE_LOCKOUT_FIRST
+    # The right code: both confirmations hold, and the address's count is cleared.
+    right, guest = hello("k7m 2qx")
+    refusal, exchange, message, confirm = admission.begin_exchange(right, "a")
+    assert refusal is None
+    assert admission.finish_exchange(exchange, guest.answer(message, confirm), "a") is None
+    assert admission.attempts.wait_for("a") == 0
+    # A resume needs no exchange; a hello with one at an open table is refused.
+    resume, _ = hello(None, token=bytes(16), received=0)
+    assert admission.begin_exchange(resume, "b")[:2] == (None, None)
+    open_table = Admission(host_key=host_key)
+    assert open_table.begin_exchange(hello("K7M-2QX")[0], "c")[0].code == BAD_MESSAGE

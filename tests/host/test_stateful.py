@@ -81,6 +81,7 @@ KEEPALIVE = tuple(cls for cls in (Ping, Pong) if cls is not None)
 
 MATCH_ID = bytes(range(16))
 NONCE = bytes(range(32, 64))
+GUEST_KEY = bytes(range(1, 33))  # any key that is not one of the small-order ones
 TARGET = 1  # the first game decides, unless it is a tie
 SCORE = GameScore(20, 30, 1, 0, 10, 0, 40)
 HOST_MESSAGES = (
@@ -167,7 +168,7 @@ class HostConnectionMachine(RuleBasedStateMachine):
         self.seed_taken: Seed | None = None
         self.ended: str | None = None  # why the connection is over
         self.final_state: dict | None = None
-        hello = Hello(PROTOCOL_VERSIONS, "Omar", NONCE)
+        hello = Hello(PROTOCOL_VERSIONS, "Omar", NONCE, key=GUEST_KEY)
         assert self.deliver([frame(hello)]) == [hello]
         self.connection.send(Welcome(1, 1, MATCH_ID, bytes(32), "egyptian", TARGET, bytes(16), 0))
         self.host_acts()
@@ -376,7 +377,7 @@ class HostConnectionMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.alive)
     @rule(name=st.sampled_from(["Omar", "Someone Else"]))
     def say_hello_again(self, name):
-        self.refused(Hello(PROTOCOL_VERSIONS, name, NONCE), UNEXPECTED)
+        self.refused(Hello(PROTOCOL_VERSIONS, name, NONCE, key=GUEST_KEY), UNEXPECTED)
 
     @precondition(lambda self: self.alive)
     @rule(code=st.sampled_from(NON_FATAL_CODES), text=TEXT)
@@ -549,7 +550,7 @@ class World:
             nursery.start_soon(self._seat0, seat0)
             nursery.start_soon(partial(serve_connection, host1, self.table))
             nursery.start_soon(self._read)
-            await self._send(self.guest.send(Hello(PROTOCOL_VERSIONS, "Omar", NONCE)))
+            await self._send(self.guest.send(Hello(PROTOCOL_VERSIONS, "Omar", NONCE, key=GUEST_KEY)))
             await trio.testing.wait_all_tasks_blocked()
             self._ready.set()
             await self._stop.wait()
@@ -740,7 +741,7 @@ class TableMachine(RuleBasedStateMachine):
         world.act(world.guest.send(Play(world.guest.open_request, move.card, move.captures)))
         assert world.broken or world.errors_received[-1:] == [ILLEGAL_MOVE]
 
-    @rule(message=st.sampled_from(HOST_MESSAGES + (Hello(PROTOCOL_VERSIONS, "Omar", NONCE), Seed(99, bytes(32)))))
+    @rule(message=st.sampled_from(HOST_MESSAGES + (Hello(PROTOCOL_VERSIONS, "Omar", NONCE, key=GUEST_KEY), Seed(99, bytes(32)))))
     def send_a_message_out_of_turn(self, message):
         self.unsolicited += 1
         self.world.send(message)

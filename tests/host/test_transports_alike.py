@@ -55,7 +55,7 @@ async def _open(port: int, context: ssl.SSLContext | None, **tls_options) -> tri
 
 async def _answer_to_hello(stream: trio.abc.Stream, code: str | None) -> list[object]:
     """Send a hello, then read every message until the host ends the stream."""
-    hello = Hello(PROTOCOL_VERSIONS, "tester", os.urandom(32), code=code)
+    hello = Hello((1,), "tester", os.urandom(32), code=code)  # version 1: the code in the hello
     await stream.send_all(encode_frame(to_wire(hello)))
     decoder, messages = FrameDecoder(), []
     while True:
@@ -92,7 +92,7 @@ async def test_any_server_name_and_alpn_offer_are_accepted_and_the_certificate_h
             stream = await _open(port, context, server_hostname="some-name.example")
             assert stream.selected_alpn_protocol() is None
             certificate_key = peer_public_key(stream)
-            hello = Hello(PROTOCOL_VERSIONS, "tester", os.urandom(32))
+            hello = Hello(PROTOCOL_VERSIONS, "tester", os.urandom(32), key=bytes(range(1, 33)))
             await stream.send_all(encode_frame(to_wire(hello)))
             decoder = FrameDecoder()
             while (wire := decoder.next_message()) is None:

@@ -12,12 +12,15 @@ from basra_net.protocol.announce import messages_for_seat
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection, LocalProtocolError
 from basra_net.protocol.errors import (
     BAD_FRAME,
+    BAD_MESSAGE,
     NOT_YOUR_TURN,
     STALE_REQUEST,
     UNEXPECTED,
+    WRONG_CODE,
     ProtocolError,
 )
 from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, encode_frame
+from basra_net.protocol.pake import GuestCodeExchange, HostCodeExchange
 from basra_net.protocol.messages import (
     Commit,
     Deal,
@@ -28,6 +31,8 @@ from basra_net.protocol.messages import (
     MatchEnd,
     MatchStart,
     Message,
+    Pake,
+    PakeConfirm,
     Play,
     Ping,
     Played,
@@ -546,3 +551,93 @@ def test_the_host_never_sends_client_messages():
     for message in (Hello((1,), "x", NONCE), Seed(1, bytes(32)), Play(1, C("AS"), ())):
         with pytest.raises(LocalProtocolError):
             link.host.send(message)
+
+
+# --- version 2: the identity key and the code exchange (PROTOCOL.md 14.7, 14.9) ------------------------
+
+GUEST_KEY = bytes(range(1, 33))
+V2_HOST_KEY = bytes(range(2, 34))
+
+
+def exchange_link():
+    """A version-2 first join with a code, up to the host's `pake`: (link, the client's and the host's exchange, the pake)."""
+    link = Link()
+    guest = GuestCodeExchange("K7M2QX", guest_key=GUEST_KEY, guest_nonce=NONCE, host_key=V2_HOST_KEY)
+    hello = link.to_host(Hello((2, 1), "Omar", NONCE, key=GUEST_KEY, pake=guest.start()))
+    link.host.agree(2)
+    host = HostCodeExchange("K7M2QX", host_key=V2_HOST_KEY)
+    pake = link.to_client(Pake(*host.answer(hello.pake, guest_key=GUEST_KEY, guest_nonce=NONCE)))
+    return link, guest, host, pake
+
+
+def v2_welcome(seat: int = 1) -> Welcome:
+    return Welcome(2, seat, MATCH_ID, V2_HOST_KEY, "egyptian", 60, bytes(16), 0)
+
+
+def test_a_version_2_join_with_a_code_runs_hello_pake_pake_confirm_welcome():
+    link, guest, host, pake = exchange_link()
+    with pytest.raises(LocalProtocolError):
+        link.host.send(v2_welcome())  # not before the key confirmation
+    confirm = guest.answer(pake.pake, pake.confirm)
+    link.to_host(PakeConfirm(confirm))
+    host.check(confirm)
+    link.to_client(v2_welcome())
+    assert link.client.welcome is not None and link.host.seated
+    link.raw_to_client(Pake(pake.pake, pake.confirm))
+    assert refused(link.client).code == UNEXPECTED  # one exchange per connection
+
+
+def test_a_welcome_without_the_exchange_its_hello_began_is_refused_by_the_client():
+    """A man in the middle that skips the exchange (or answers with version 1) gets no seat from the client."""
+    for version in (2, 1):
+        link = Link()
+        guest = GuestCodeExchange("K7M2QX", guest_key=GUEST_KEY, guest_nonce=NONCE, host_key=V2_HOST_KEY)
+        link.client.send(Hello((2, 1), "Omar", NONCE, key=GUEST_KEY, pake=guest.start()))
+        link.raw_to_client(Welcome(version, 1, MATCH_ID, V2_HOST_KEY, "egyptian", 60, bytes(16), 0))
+        assert refused(link.client).code == WRONG_CODE
+
+
+def test_a_pake_that_answers_no_exchange_is_unexpected_on_both_sides():
+    link = Link()
+    link.to_host(Hello((2, 1), "Omar", NONCE, key=GUEST_KEY))
+    link.raw_to_client(Pake(b"B" + bytes(32), bytes(32)))
+    assert refused(link.client).code == UNEXPECTED
+    link.raw_to_host(PakeConfirm(bytes(32)))
+    assert refused(link.host).code == UNEXPECTED
+
+
+@pytest.mark.parametrize(
+    "hello, why",
+    [
+        (Hello((2, 1), "Omar", NONCE), "key"),
+        (Hello((2, 1), "Omar", NONCE, key=bytes(32)), "weak"),
+        (Hello((2, 1), "Omar", NONCE, code="K7M2QX", key=GUEST_KEY), "code"),
+    ],
+    ids=["no-key", "weak-key", "code"],
+)
+def test_a_hello_unfit_for_version_2_is_bad_message_once_version_2_is_chosen(hello, why):
+    host = HostConnection()
+    host.receive_data(frame(hello))
+    assert host.next_event() == hello
+    with pytest.raises(ProtocolError) as info:
+        host.agree(2)
+    assert info.value.code == BAD_MESSAGE and why in info.value.message
+
+
+def test_the_same_hellos_are_fine_in_version_1():
+    for hello in (Hello((2, 1), "Omar", NONCE), Hello((1,), "Omar", NONCE, code="K7M2QX")):
+        host = HostConnection()
+        host.receive_data(frame(hello))
+        host.next_event()
+        host.agree(1)
+        host.send(welcome(1))
+
+
+def test_version_2_messages_are_unexpected_in_a_version_1_connection():
+    link = Link()
+    link.to_host(Hello((1,), "Omar", NONCE))
+    link.host.agree(1)
+    link.raw_to_host(PakeConfirm(bytes(32)))
+    assert refused(link.host).code == UNEXPECTED
+    with pytest.raises(LocalProtocolError):
+        link.host.send(Pake(b"B" + bytes(32), bytes(32)))

@@ -10,6 +10,7 @@ from basra_net.engine.cards import card_name, parse_card
 from basra_net.engine.events import Move
 from basra_net.engine.scoring import PRESETS, GameScore
 from basra_net.protocol.errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
+from basra_net.protocol import messages
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 from basra_net.protocol.text import is_name, is_printable
 from basra_net.protocol.messages import (
@@ -29,6 +30,8 @@ from basra_net.protocol.messages import (
     Leave,
     Ping,
     Pong,
+    Pake,
+    PakeConfirm,
     MatchEnd,
     MatchStart,
     Message,
@@ -71,76 +74,43 @@ scores = st.builds(
 )
 moves = st.builds(Move, cards, card_tuples(52, sort=True), st.sampled_from(PLAY_KINDS))
 
-MESSAGE_STRATEGIES = {
-    Hello: st.builds(
-        Hello,
-        versions=st.lists(st.integers(1, 0xFFFF), min_size=1, max_size=16).map(tuple),
-        name=names,
-        nonce=binary(32),
-        table=st.none() | names,
-        code=st.none() | st.text(max_size=32).filter(is_printable),
-        token=st.none() | binary(16),
-        received=st.none() | st.integers(0, (1 << 31) - 1),
-    ).filter(lambda hello: (hello.token is None) == (hello.received is None)),
-    Welcome: st.builds(
-        Welcome,
-        version=st.integers(1, 0xFFFF),
-        seat=seats,
-        match_id=binary(16),
-        host_key=binary(32),
-        scoring=st.sampled_from(tuple(PRESETS)),
-        target=st.integers(1, 1_000_000),
-        token=binary(16),
-        sent=st.integers(0, (1 << 31) - 1),
-    ),
-    MatchStart: st.builds(MatchStart, names=st.tuples(names, names)),
-    Commit: st.builds(Commit, game=games, commitment=binary(32), signature=binary(64)),
-    Seed: st.builds(Seed, game=games, seed=binary(32)),
-    Deal: st.builds(
-        Deal,
-        game=games,
-        hand_no=st.integers(1, 6),
-        dealer=seats,
-        hand=card_tuples(4),
-        table=card_tuples(52),
-        stock_left=st.integers(0, 40),
-        moved=card_tuples(5),
-        turn=seats,
-    ),
-    YourTurn: st.builds(YourTurn, request=requests, moves=st.lists(moves, max_size=64).map(tuple)),
-    Play: st.builds(Play, request=requests, card=cards, captures=card_tuples(52, sort=True)),
-    Played: st.builds(
-        Played,
-        game=games,
-        seat=seats,
-        card=cards,
-        captures=card_tuples(52, sort=True),
-        kind=st.sampled_from(PLAY_KINDS),
-        table=card_tuples(52),
-        turn=st.none() | seats,
-    ),
-    GameEnd: st.builds(
-        GameEnd,
-        game=games,
-        last_taker=st.none() | seats,
-        rest=card_tuples(52),
-        scores=st.tuples(scores, scores),
-        totals=st.tuples(points, points),
-    ),
-    Reveal: st.builds(Reveal, game=games, seed=binary(32), signature=binary(64)),
-    MatchEnd: st.builds(
-        MatchEnd,
-        winner=st.none() | seats,
-        totals=st.tuples(points, points),
-        reason=st.sampled_from(MATCH_END_REASONS),
-    ),
-    Error: st.builds(Error, code=st.text(min_size=1, max_size=64).filter(is_printable), message=texts),
-    Leave: st.builds(Leave, reason=texts),
-    Away: st.builds(Away, seat=seats, grace=st.integers(0, 86_400)),
-    Back: st.builds(Back, seat=seats),
-    Ping: st.builds(Ping, id=requests),
-    Pong: st.builds(Pong, id=requests),
-}
+def strategy_for(field_type: messages.FieldType):
+    """Every valid value of a field, from the type the message catalogue gives it."""
+    match field_type:
+        case messages.Nullable(inner):
+            return st.none() | strategy_for(inner)
+        case messages.Int(lo, hi):
+            return st.integers(lo, hi)
+        case messages.Name():
+            return names
+        case messages.Text(max_len, allow_empty):
+            return st.text(min_size=0 if allow_empty else 1, max_size=max_len).filter(is_printable)
+        case messages.Choice(options):
+            return st.sampled_from(options)
+        case messages.Bin(length):
+            return binary(length)
+        case messages.CardField():
+            return cards
+        case messages.Cards(max_len, ordered):
+            return card_tuples(max_len, sort=not ordered)
+        case messages.Pair(inner):
+            return st.tuples(strategy_for(inner), strategy_for(inner))
+        case messages.Score(part):
+            return st.builds(GameScore, **{name: strategy_for(part) for name in messages.SCORE_FIELDS})
+        case messages.Moves(max_len):
+            return st.lists(moves, max_size=min(max_len, 64)).map(tuple)
+        case messages.Versions(max_len):
+            return st.lists(strategy_for(messages.VERSION), min_size=1, max_size=max_len).map(tuple)
+    raise AssertionError(f"no strategy for {field_type!r}: add one")
+
+
+def message_strategy(kind: messages.Kind):
+    built = st.builds(kind.message, **{attr: strategy_for(t) for _, attr, t in kind.fields})
+    together = [attr for wire_name, attr, _ in kind.fields if wire_name in kind.together]
+    return built.filter(lambda m: len({getattr(m, attr) is None for attr in together}) <= 1)
+
+
+MESSAGE_STRATEGIES = {kind.message: message_strategy(kind) for kind in messages.CATALOGUE}
 
 any_message = st.one_of(*MESSAGE_STRATEGIES.values())
 
@@ -200,7 +170,10 @@ def test_captures_arrive_sorted_whatever_order_the_sender_used():
 C = parse_card
 SCORE = GameScore(cards=30, most_cards=30, basras=1, jack_basras=0, basra_points=10, card_bonus=0, total=40)
 SAMPLES: dict[type[Message], Message] = {
-    Hello: Hello(versions=(1,), name="Samira", nonce=bytes(range(32)), table="main", token=bytes(range(16)), received=7),
+    Hello: Hello(
+        versions=(2, 1), name="Samira", nonce=bytes(range(32)), table="main", token=bytes(range(16)), received=7,
+        key=bytes(range(1, 33)), pake=b"A" + bytes(32),
+    ),
     Welcome: Welcome(version=1, seat=1, match_id=bytes(16), host_key=bytes(32), scoring="egyptian", target=101, token=bytes(range(16)), sent=0),
     MatchStart: MatchStart(names=("Hoda", "Omar")),
     Commit: Commit(game=1, commitment=bytes(32), signature=bytes(64)),
@@ -224,11 +197,13 @@ SAMPLES: dict[type[Message], Message] = {
     Back: Back(seat=0),
     Ping: Ping(id=1),
     Pong: Pong(id=1),
+    Pake: Pake(pake=b"B" + bytes(32), confirm=bytes(32)),
+    PakeConfirm: PakeConfirm(confirm=bytes(32)),
 }
 
 # Fields whose value may be nil on the wire.
 # Fields a sender may leave out altogether.
-ABSENT_ALLOWED = {("hello", "table"), ("hello", "code"), ("hello", "token"), ("hello", "received")}
+ABSENT_ALLOWED = {("hello", f) for f in ("table", "code", "token", "received", "key", "pake")}
 OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner")} | ABSENT_ALLOWED
 
 # One value of each wire type; a field must refuse every one whose type differs from its own.

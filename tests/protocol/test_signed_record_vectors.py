@@ -27,6 +27,7 @@ def h(value: str) -> bytes:
 
 
 KEYS = VECTORS["keys"]
+SEEDS = {entry["game"]: h(entry["seed"]) for entry in VECTORS["client_seeds"]}
 CONTEXT = record.ChannelContext(
     h(VECTORS["context"]["match_id"]), h(KEYS["host_key"]), h(KEYS["guest_key"]),
     VECTORS["context"]["guest_seat"], h(VECTORS["context"]["guest_nonce"]),
@@ -35,11 +36,6 @@ CONTEXT = record.ChannelContext(
 
 def test_file_matches_generator():
     assert load_generator().build_vectors() == VECTORS
-
-
-def test_every_field_is_described():
-    described = {name.split(".")[0] for name in VECTORS["fields"]} - {"bytes"}
-    assert described == set(VECTORS) - {"description", "fields"}
 
 
 def test_the_context_bytes():
@@ -56,7 +52,7 @@ def test_the_running_hash_and_every_statement_of_a_whole_game():
     for step in VECTORS["stream"]["steps"]:
         message = channel.host_frame(h(step["frame"]))
         if message["type"] == "commit":  # the guest answers the commitment with its seed
-            channel.guest_seed(message["game"], h(VECTORS["client_seeds"][str(message["game"])]))
+            channel.guest_seed(message["game"], SEEDS[message["game"]])
         assert channel.chain.count == step["n"] and channel.chain.digest == h(step["hash"]), f"stream message {step['n']}"
         owed = channel.owed_by_host
         if owed is None:

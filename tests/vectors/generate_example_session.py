@@ -23,6 +23,7 @@ Run from anywhere:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -32,15 +33,17 @@ import trio
 import trio.testing
 from trio.testing import MockClock, wait_all_tasks_blocked
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from basra_net.engine.cards import card_name
+from basra_net.host.admission import Admission
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
-from basra_net.protocol import shuffle, transcript
+from basra_net.protocol import messages, shuffle, transcript
 from basra_net.protocol.connection import ClientConnection
 from basra_net.protocol.framing import decode_body, encode_frame
+from basra_net.protocol.pake import GuestCodeExchange
 from basra_net.protocol.messages import (
-    STREAM_TYPES,
     Away,
     Back,
     Commit,
@@ -51,6 +54,9 @@ from basra_net.protocol.messages import (
     Leave,
     MatchEnd,
     Message,
+    PROTOCOL_VERSIONS,
+    Pake,
+    PakeConfirm,
     Ping,
     Pong,
     Play,
@@ -70,12 +76,30 @@ DOC_PATH = HERE.parents[1] / "PROTOCOL.md"
 
 # RFC 8032 section 7.1, TEST 1: the key of PROTOCOL.md 9.11 and of fair_deal.json.
 HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+# RFC 8032 section 7.1, TEST 2: the guest's identity, as in signed_records.json.
+GUEST_PRIVATE_SEED = bytes.fromhex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")
 HOST_NAME, GUEST_NAME = "Sam", "Layla"
 END_OF_MATCH = "the match is over"  # the leave that answers match_end (PROTOCOL.md 5.8, rule 10)
 
 
 def counting(start: int, size: int = 32) -> bytes:
     return bytes(range(start, start + size))
+
+
+def public_key(seed: bytes) -> bytes:
+    return Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+GUEST_KEY = public_key(GUEST_PRIVATE_SEED)
+
+
+def fixed_entropy(label: bytes):
+    """entropy_S of PROTOCOL.md 14.12, as signed_records.json's exchange uses it: the same run of the code exchange."""
+
+    def entropy(count: int) -> bytes:
+        return b"".join(hashlib.sha256(label + i.to_bytes(4, "big")).digest() for i in range((count + 31) // 32))[:count]
+
+    return entropy
 
 
 @dataclass(frozen=True)
@@ -92,7 +116,8 @@ class Script:
     target: int = 30
     scoring: str = "egyptian"
     tokens: tuple[bytes, bytes] = (bytes(16), bytes(16))  # the resume tokens of seat 0 and seat 1
-    versions: tuple[int, ...] = (1,)
+    versions: tuple[int, ...] = PROTOCOL_VERSIONS
+    code: str | None = None  # the table's join code: the guest proves it by the code exchange (14.9)
     illegal_first_play: bool = False  # answer the first your_turn with a move the rules forbid
     leave_at_first_turn: bool = False
     ping_before_seed: bool = False  # check that the host is there, as after a silence (5.7)
@@ -116,8 +141,9 @@ SCRIPTS = (
         host_seeds=(counting(0x40),),
         client_seeds=(counting(0x60),),
         tokens=(counting(0x70, 16), counting(0x80, 16)),
+        code="K7M-2QX",
         illegal_first_play=True,
-        shown_opening=26,  # up to the deal of hand 2 ...
+        shown_opening=28,  # up to the deal of hand 2 ...
         shown_at_end=8,  # ... and from the guest's last your_turn to the end
     ),
     Script(
@@ -140,7 +166,7 @@ SCRIPTS = (
         client_nonce=counting(0x50),
         host_seeds=(),
         client_seeds=(),
-        versions=(2,),
+        versions=(3,),
     ),
     Script(
         name="guest-resumes",
@@ -174,6 +200,8 @@ class Session:
     host_seeds_used: int = 0
 
     def add(self, sender: str, message: Message, data: bytes, tag: str = "") -> None:
+        side = messages.HOST if sender == HOST else messages.CLIENT
+        assert side in messages.kind_of(message).sent_by, f"a {sender} does not send '{message.TYPE}'"
         self.frames.append(Frame(len(self.frames) + 1, sender, message, data, tag))
 
 
@@ -234,12 +262,20 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
         session.add(GUEST, message, data)
         await stream.send_all(data)
 
-    await send(Hello(script.versions, GUEST_NAME, script.client_nonce))
+    exchange = None
+    if script.code is not None:
+        exchange = GuestCodeExchange(
+            script.code, guest_key=GUEST_KEY, guest_nonce=script.client_nonce, host_key=public_key(HOST_PRIVATE_SEED),
+            entropy=fixed_entropy(b"basra-net/v2/pake-vector/guest"),
+        )
+    await send(Hello(script.versions, GUEST_NAME, script.client_nonce, key=GUEST_KEY, pake=exchange.start() if exchange else None))
     while (received := await receive(reader, connection)) is not None:
         message, data = received
-        tag = "replayed" if isinstance(message, STREAM_TYPES) and connection.received <= connection.replay_until else ""
+        tag = "replayed" if messages.kind_of(message).stream and connection.received <= connection.replay_until else ""
         session.add(HOST, message, data, tag)
-        if isinstance(message, Welcome):
+        if isinstance(message, Pake):
+            await send(PakeConfirm(exchange.answer(message.pake, message.confirm)))
+        elif isinstance(message, Welcome):
             welcome = message
         elif isinstance(message, Commit):
             signed = shuffle.commit_signed_bytes(welcome.match_id, message.game, message.commitment)
@@ -271,7 +307,9 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
                 stream = await connect()
                 reader = FrameReader(stream)
                 connection.begin_resume(welcome.token)
-                resume = Hello(script.versions, GUEST_NAME, script.resume_nonce, token=welcome.token, received=connection.received)
+                resume = Hello(
+                    script.versions, GUEST_NAME, script.resume_nonce, token=welcome.token, received=connection.received, key=GUEST_KEY
+                )
                 await send(resume)
                 answer, data = await receive(reader, connection)
                 assert isinstance(answer, Welcome), answer
@@ -345,19 +383,24 @@ async def run_session(script: Script) -> Session:
     with trio.fail_after(300):
         async with trio.open_nursery() as nursery:
 
-            def connector(reserved_seat: int | None):
+            def connector(reserved_seat: int | None, admission: Admission | None = None):
                 async def connect():
                     player_end, host_end = trio.testing.memory_stream_pair()
-                    nursery.start_soon(lambda: serve_connection(host_end, table, reserved_seat=reserved_seat))
+                    nursery.start_soon(lambda: serve_connection(host_end, table, reserved_seat=reserved_seat, admission=admission))
                     return player_end
 
                 return connect
 
-            if script.versions == (1,):
+            door = None
+            if script.code is not None:
+                door = Admission(
+                    code=script.code, host_key=public_key(HOST_PRIVATE_SEED), entropy=fixed_entropy(b"basra-net/v2/pake-vector/host")
+                )
+            if set(script.versions) & set(PROTOCOL_VERSIONS):
                 nursery.start_soon(table.run)
                 nursery.start_soon(run_host_player, connector(0), script, seat_0_may_return)
                 await wait_all_tasks_blocked()  # seat 0 is seated first, so it takes the first token
-            await run_guest(connector(None), script, session, seat_0_may_return)
+            await run_guest(connector(None, door), script, session, seat_0_may_return)
     return session
 
 
@@ -376,6 +419,7 @@ def session_json(session: Session) -> dict:
     used = session.host_seeds_used
     inputs = {
         "host_private_seed": HOST_PRIVATE_SEED.hex(),
+        "guest_private_seed": GUEST_PRIVATE_SEED.hex(),
         "match_id": script.match_id.hex(),
         "client_nonce": script.client_nonce.hex(),
         "host_seeds": [s.hex() for s in script.host_seeds[:used]],
@@ -398,6 +442,8 @@ def session_json(session: Session) -> dict:
     }
     if script.resume_nonce is not None:
         inputs["resume_nonce"] = script.resume_nonce.hex()
+    if script.code is not None:
+        inputs["code"] = script.code
     return {
         "name": script.name,
         "section": script.section,
@@ -419,6 +465,8 @@ FIELDS = {
     "sessions[].section": "the section of PROTOCOL.md that shows this session",
     "sessions[].inputs": "the fixed inputs the reference host and guest ran the session with, so that it can be reproduced",
     "sessions[].inputs.host_private_seed": "32 bytes, hex: the host's Ed25519 private key (RFC 8032); its public key is the welcome's host_key",
+    "sessions[].inputs.guest_private_seed": "32 bytes, hex: the guest's Ed25519 private key (RFC 8032); its public key is the hello's key",
+    "sessions[].inputs.code": "only at a table with a join code: the code, which the guest proves by the code exchange (14.9) with the entropy of 14.12",
     "sessions[].inputs.match_id": "16 bytes, hex: the match id",
     "sessions[].inputs.client_nonce": "32 bytes, hex: the nonce of the guest's first hello",
     "sessions[].inputs.host_seeds": "32 bytes each, hex: the host's seed of each game played, in order",
@@ -439,7 +487,7 @@ FIELDS = {
 
 def build_json(sessions: list[Session]) -> dict:
     return {
-        "protocol": "basra-net protocol version 1; PROTOCOL.md, section 12, and the messages of section 6",
+        "protocol": "basra-net protocol version 2; PROTOCOL.md, section 12, and the messages of section 6",
         "description": "basra-net example sessions: every frame of the seat-1 connection, in order, as the "
         "host and the guest sent them",
         "fields": FIELDS,
@@ -527,7 +575,7 @@ def stream_frames(session: Session, before: int) -> list[int]:
     return [
         f.number
         for f in session.frames[: before - 1]
-        if f.sender == HOST and isinstance(f.message, STREAM_TYPES)
+        if f.sender == HOST and messages.kind_of(f.message).stream
     ]
 
 
@@ -539,12 +587,30 @@ def describe(frame: Frame, session: Session) -> str:
             taken = stream_frames(session, frame.number)
             listed = ", ".join(map(str, taken[:-1])) + f" and {taken[-1]}"
             return (
-                f"on a new connection: resumes the seat with the token of frame 2 and the number of stream messages "
+                f"on a new connection: resumes the seat with the token of frame {first_welcome_number(session)} and the number of stream messages "
                 f"the guest has taken ({m.received}: frames {listed}); the nonce is fresh and goes unused."
             )
-        return f"offers protocol versions {list(m.versions)}, names the player and sends a fresh 32-byte nonce."
+        said = f"offers protocol versions {list(m.versions)}, names the player and sends a fresh 32-byte nonce"
+        if m.key is not None:
+            said += " and the guest's identity key (14.2)"
+        if m.pake is not None:
+            said += (
+                f"; in place of the join code `{script.code}`, the first message of the code exchange (14.9, step 1): "
+                "`41` and X*, bound to the guest key, this nonce and the host key of the TLS certificate"
+            )
+        return said + "."
+    if isinstance(m, Pake):
+        return (
+            "the host's half of the code exchange (14.9, step 2): `42` and Y*, and its key confirmation, which only "
+            "a host that knows the code and holds the key the guest saw can make."
+        )
+    if isinstance(m, PakeConfirm):
+        return (
+            "the host's confirmation held, so the guest will pin the host key as verified; its own confirmation "
+            "(step 3). The host checks it before it seats the guest (step 4)."
+        )
     if isinstance(m, Welcome):
-        if frame.number > 2:
+        if any(isinstance(f.message, Welcome) for f in session.frames[: frame.number - 1]):
             resume = next(f.message for f in reversed(session.frames[: frame.number]) if isinstance(f.message, Hello))
             missed = m.sent - resume.received
             return (
@@ -623,6 +689,10 @@ def describe(frame: Frame, session: Session) -> str:
     if isinstance(m, Pong):
         return f"the host answers ping {m.id} at once; a `pong` changes nothing in the match."
     return ""
+
+
+def first_welcome_number(session: Session) -> int:
+    return next(f.number for f in session.frames if isinstance(f.message, Welcome))
 
 
 def first_play_number(session: Session) -> int:

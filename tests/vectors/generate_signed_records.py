@@ -45,17 +45,80 @@ CODE = "K7M-2QX"
 PAKE_GUEST_ENTROPY = b"basra-net/v2/pake-vector/guest"
 PAKE_HOST_ENTROPY = b"basra-net/v2/pake-vector/host"
 
+PROTOCOL = "basra-net protocol version 2; the signed records and the code exchange of PROTOCOL.md, section 14"
+DESCRIPTION = (
+    "test vectors for version 2: the channel context, the running hash of a whole game's stream step by step, "
+    "every statement either player signs (game, result, absence) with its exact input bytes and both signatures, "
+    "and a SPAKE2 run of the join code with fixed randomness"
+)
+CONVENTIONS = {
+    "bytes": "lowercase hex strings; every field named bytes is exactly the input that is hashed or signed",
+    "keys": "Ed25519 private seeds as RFC 8032 section 7.1 gives them (TEST 1 for the host, TEST 2 for the guest) and raw public keys",
+    "notation": "u8, u16, u32, u64 and lp as PROTOCOL.md sections 9.1 and 14.1 define them",
+}
+_STATEMENT = {
+    "bytes": "the exact input signed, hex",
+    "signature": "the 64-byte Ed25519 signature of bytes, hex",
+}
 FIELDS = {
-    "bytes": "lowercase hex strings; every *_bytes field is exactly the input that is hashed or signed",
-    "keys": "the Ed25519 private seeds (RFC 8032 section 7.1, TEST 1 for the host, TEST 2 for the guest) and public keys",
-    "context": "inputs of the channel context (14.3) and `bytes`, the 131-byte ctx",
-    "stream.h0": "the running hash before the first stream message (14.4)",
-    "stream.steps": "each stream message in order: n, its type, the whole frame (length prefix and body) and h_n after it",
-    "client_seeds": "the guest's seed for each game, from its `seed` (signed in game_signed)",
-    "game_statements": "for each game: checkpoint c_g, and per signer (host, guest) the game_signed bytes and the signature (14.5)",
-    "result_statement": "the result's fields, and per signer the result_signed bytes and the signature (14.6)",
-    "absence_statement": "an account of an absence (not from session 12.1), the absence_signed bytes and the host's signature (14.6)",
-    "pake": "a SPAKE2 run (14.9) with the fixed entropy of 14.12: code, password, idA, idB, both messages, the shared key k and both confirmations",
+    "protocol": "the basra-net protocol version these vectors belong to, and where it is specified",
+    "description": "what the file holds",
+    "conventions": "how values are written",
+    "fields": "this map: every field of the file by its path, [] standing for each element of an array",
+    "keys": "both identity keys of the channel",
+    "keys.host_private_seed": "the host's Ed25519 private seed, 32 bytes",
+    "keys.host_key": "the host key (14.2), 32 bytes",
+    "keys.guest_private_seed": "the guest's Ed25519 private seed, 32 bytes",
+    "keys.guest_key": "the guest key (14.2), 32 bytes",
+    "context": "the channel context (14.3)",
+    "context.match_id": "16 bytes: the match id of welcome",
+    "context.guest_seat": "the seat of the channel's player",
+    "context.guest_nonce": "32 bytes: the nonce of the hello that took the seat",
+    "context.bytes": "ctx, the 131 bytes every statement carries after its label",
+    "stream": "the running hash of the host's stream to the guest (14.4): session 12.1 with the host's sig messages added",
+    "stream.h0": "h_0, the hash before the first stream message",
+    "stream.steps": "each stream message in the order the host sent it",
+    "stream.steps[].n": "its stream number, from 1",
+    "stream.steps[].type": "its message type",
+    "stream.steps[].frame": "the whole frame as sent: the 4-byte length and the body, hex",
+    "stream.steps[].hash": "h_n, the running hash after it",
+    "client_seeds": "the guest's seed of each game, from its seed message (signed in game_signed, 14.5)",
+    "client_seeds[].game": "the game",
+    "client_seeds[].seed": "32 bytes: the seed",
+    "game_statements": "for each game that reached its checkpoint, game_signed by each signer (14.5)",
+    "game_statements[].game": "the game g",
+    "game_statements[].checkpoint": "c_g, the stream number of the game's reveal",
+    "game_statements[].hash": "h_(c_g), the running hash at the checkpoint",
+    **{f"game_statements[].{role}": f"game_signed with signer {role}" for role in ("host", "guest")},
+    **{f"game_statements[].{role}.{name}": text for role in ("host", "guest") for name, text in _STATEMENT.items()},
+    "result_statement": "result_signed by each signer (14.6), with the fields it repeats from the stream",
+    "result_statement.names": "name_0 and name_1, of match_start",
+    "result_statement.scoring": "the scoring of welcome",
+    "result_statement.target": "the target of welcome",
+    "result_statement.totals": "total_0 and total_1, of match_end",
+    "result_statement.winner": "the winner of match_end (nil: none, signed as ff)",
+    "result_statement.reason": "the reason of match_end",
+    "result_statement.end_count": "e, the stream number of match_end",
+    "result_statement.end_hash": "h_e, the running hash after match_end",
+    **{f"result_statement.{role}": f"result_signed with signer {role}" for role in ("host", "guest")},
+    **{f"result_statement.{role}.{name}": text for role in ("host", "guest") for name, text in _STATEMENT.items()},
+    "absence_statement": "the host's account of an absence (14.6), not from session 12.1",
+    "absence_statement.absent_seat": "the seat that was away",
+    "absence_statement.grace": "the grace period, seconds",
+    "absence_statement.events": "each event as [kind, time in ms since 1970, stream messages sent], in order",
+    **{f"absence_statement.{name}": text for name, text in _STATEMENT.items()},
+    "pake": "one code exchange (14.9) with the entropy functions of 14.12",
+    "pake.code": "the join code as the host shows it",
+    "pake.password": "pw: the code without spaces and dashes, upper case",
+    "pake.guest_entropy_label": "S for the client's entropy function",
+    "pake.host_entropy_label": "S for the host's entropy function",
+    "pake.id_a": "idA, hex",
+    "pake.id_b": "idB, hex",
+    "pake.message_a": "msg_A, the hello's pake: 41 and enc(X*)",
+    "pake.message_b": "msg_B, the pake message's pake: 42 and enc(Y*)",
+    "pake.key": "k, the shared key both sides derive",
+    "pake.confirm_b": "confirm_B, the host's key confirmation",
+    "pake.confirm_a": "confirm_A, the client's key confirmation",
 }
 
 
@@ -167,7 +230,9 @@ def build_vectors() -> dict:
     )
 
     return {
-        "description": "basra-net version 2 signed records and code exchange test vectors (PROTOCOL.md section 14)",
+        "protocol": PROTOCOL,
+        "description": DESCRIPTION,
+        "conventions": CONVENTIONS,
         "fields": FIELDS,
         "keys": {
             "host_private_seed": HOST_PRIVATE_SEED.hex(), "host_key": host_key.hex(),
@@ -175,7 +240,7 @@ def build_vectors() -> dict:
         },
         "context": {"match_id": match_id.hex(), "guest_seat": guest_seat, "guest_nonce": nonce.hex(), "bytes": ctx.hex()},
         "stream": {"h0": h0.hex(), "steps": steps},
-        "client_seeds": {str(game): seed.hex() for game, seed in seeds.items()},
+        "client_seeds": [{"game": game, "seed": seed.hex()} for game, seed in seeds.items()],
         "game_statements": games,
         "result_statement": result,
         "absence_statement": {**ABSENCE, "bytes": absence.hex(), "signature": host.sign(absence).hex()},
