@@ -6,6 +6,7 @@ Heavy imports wait until a command needs them, so `basra --help` starts fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from .client.address import DEFAULT_PORT
 EXIT_USAGE = 2
 EXIT_CRASH = 1
 EXIT_INTERRUPTED = 130  # a copy of client.session.EXIT_LEFT: Ctrl-C, as shells report an interrupt
+EXIT_BROKEN_PIPE = 141  # the reader of our output went away (`| head`), as shells report SIGPIPE
 # Copies of client.players.BOT_LEVELS / DEFAULT_BOT, which import trio and are too heavy to load
 # for --help; tests/test_cli.py keeps them in step.
 BOT_LEVELS = ("search", "greedy", "random")
@@ -201,11 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _run(args)
+        code = _run(args)
+        sys.stdout.flush()  # here, where a reader that went away is handled, and not at exit
+        return code
     except KeyboardInterrupt:
         print(f"basra {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # a bug: one line for the user, the traceback kept in a file for a report
+        if _only_broken_pipes(err) and _stdout_reader_gone():
+            return _quiet_exit_for_a_closed_stdout()
         from .crash import write_crash_report
 
         print(f"basra {args.command}: {write_crash_report(err, argv if argv is not None else sys.argv[1:])}", file=sys.stderr)
@@ -215,6 +221,38 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"basra {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _only_broken_pipes(err: Exception) -> bool:
+    if isinstance(err, ExceptionGroup):
+        return err.split(BrokenPipeError)[1] is None
+    return isinstance(err, BrokenPipeError)
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (`basra ... | head`), not some socket's peer."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no descriptor of its own (a test's capture), or no poll
+        return False
+
+
+def _quiet_exit_for_a_closed_stdout() -> int:
+    """Stop quietly: what was wanted was read, and there is no one left to tell.
+
+    stdout is pointed at the null device so that flushing it at exit does not raise again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except OSError:
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _run(args: argparse.Namespace) -> int:

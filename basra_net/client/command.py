@@ -26,15 +26,18 @@ def wants_screen(auto_level: str | None) -> bool:
     return auto_level is None and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def make_player(auto_level: str | None, label: str) -> Player:
-    """The bot when --auto is given, else the line prompt (the full screen is run by run_seat_on_screen)."""
+def make_player(auto_level: str | None, label: str, *, fingerprint: bool = True) -> Player:
+    """The bot when --auto is given, else the line prompt (the full screen is run by run_seat_on_screen).
+
+    ``fingerprint``: whether the line prompt shows the host key's fingerprint (not in a bot game, nor over plain TCP).
+    """
     if auto_level is not None:
         from .players import BotPlayer
 
         return BotPlayer(auto_level, log=lambda line: print(f"[{label}] {line}", flush=True))
     from .terminal import TerminalPlayer
 
-    return TerminalPlayer()
+    return TerminalPlayer(fingerprint=fingerprint)
 
 
 def run_seat_on_screen(main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]], *, fingerprint: bool) -> T | None:
@@ -152,7 +155,7 @@ def run_join_command(host: str, port: int, args: argparse.Namespace, announced_f
     else:
         interactive = args.auto is None and sys.stdin.isatty()
         session = join(
-            make_player(args.auto, args.name),
+            make_player(args.auto, args.name, fingerprint=not args.plain),
             ask_join_code if interactive else None,
             confirm_host_fingerprint if interactive else None,
         )

@@ -85,6 +85,7 @@ class JoinSession:
         announced_fingerprint: str | None = None,
         confirm_key: Callable[[str], Awaitable[bool]] | None = None,
         trust_new_key: bool = False,
+        make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
     ) -> None:
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -101,6 +102,7 @@ class JoinSession:
         self.trust_new_key = trust_new_key
         self._unpinned: str | None = None  # the pin address of a key met for the first time, until it is pinned
         self._fingerprint_told = False
+        self._seed_source = {} if make_seed is None else {"make_seed": make_seed}
 
     def _failure(self, reason: str, refusal: str | None = None) -> SessionResult:
         return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None, refusal)
@@ -241,6 +243,7 @@ class JoinSession:
             on_welcome=self._keep_ticket,
             vouch_host_key=None if self.plain else self._vouch_host_key,
             identity=identity,
+            **self._seed_source,
         )
         result = await session.run(stop)
         if not result.cut_off:

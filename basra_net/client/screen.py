@@ -90,15 +90,17 @@ def render(
     prompt_hint: str | None = None,
     style: CardStyle = PLAIN,
     game_over: GameSummary | None = None,
+    fingerprint: bool = True,
 ) -> str:
     """The whole screen for this state: at most ROWS lines of at most WIDTH cells.
 
     ``log`` is what happened, oldest first; as many of its last entries as
     fit are shown.  ``prompt_hint`` is shown under the status line (help, a
     complaint about the last input, or capture choices).  ``game_over`` shows
-    that game's breakdown whatever the state has moved on to.
+    that game's breakdown whatever the state has moved on to.  ``fingerprint``
+    shows the host key's fingerprint, for two people to compare over TLS.
     """
-    top = [_title(state), _rule()]
+    top = [_title(state, fingerprint), _rule()]
     if game_over is not None:
         body = _game_over(state, game_over)
     elif state.end_reason is not None:
@@ -169,12 +171,12 @@ def _you_and_them(state: ClientState) -> tuple[int, int]:
     return seat, 1 - seat
 
 
-def _title(state: ClientState) -> Text:
+def _title(state: ClientState, fingerprint: bool) -> Text:
     left = "BASRA"
     if state.game:
         left += f"   Game {state.game}, hand {state.hand_no}/{HANDS_PER_GAME}"
     right = f"First to {state.target}, {state.scoring}" if state.target else ""
-    if state.host_key:
+    if state.host_key and fingerprint:
         # The same on both players' screens when nobody is between them (PROTOCOL.md 5.5).
         right += f"  key {key_fingerprint(state.host_key)}"
     title = _spread(left, right)

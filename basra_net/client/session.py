@@ -471,8 +471,10 @@ class ClientSession:
                 if isinstance(event, ConnectionClosed) and self._resumable:
                     raise PeerGone("the host closed the connection")
                 await messages.send(event)
-                if isinstance(event, ConnectionClosed) or (isinstance(event, Error) and self.connection.closed):
-                    return  # the end, or a refusal: the handler tells the player
+                if isinstance(event, (ConnectionClosed, MatchEnd, Leave)) or (isinstance(event, Error) and self.connection.closed):
+                    # The end, the host's leave, or a refusal: the handler tells the player.  After the
+                    # match's end or the host's leave the close that follows is never a break to resume.
+                    return
             with trio.move_on_after(liveness.seconds_to_next_check()):
                 self.connection.receive_data(await self.stream.receive_some(RECEIVE_SIZE))
                 liveness.heard()

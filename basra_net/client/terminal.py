@@ -37,12 +37,15 @@ class PlayerQuit(PlayerLeft):
 
 
 class TerminalPlayer:
-    def __init__(self, out: TextIO | None = None, inp: TextIO | None = None, style: CardStyle | None = None) -> None:
+    def __init__(
+        self, out: TextIO | None = None, inp: TextIO | None = None, style: CardStyle | None = None, *, fingerprint: bool = True
+    ) -> None:
         # Resolved here rather than as default arguments so a replaced sys.stdout/stdin is honoured.
         self._out = out if out is not None else sys.stdout
         self._inp = inp if inp is not None else sys.stdin
         self.style = style if style is not None else CardStyle.detect(self._out)
         self._clears = is_terminal(self._out)
+        self._fingerprint = fingerprint  # the host key's, for two people to compare; nothing to a bot
         self._drawn = False
         self._unread_result: GameSummary | None = None  # a game's breakdown the player has not yet dwelt on
         self.log: list[str] = []
@@ -131,7 +134,7 @@ class TerminalPlayer:
         del self.log[:-MAX_LOG]
 
     def _draw(self, state: ClientState, hint: str | None = None, game_over: GameSummary | None = None) -> None:
-        screen = render(state, self.log, hint, self.style, game_over)
+        screen = render(state, self.log, hint, self.style, game_over, self._fingerprint)
         if self._clears:
             self._write(CLEAR_SCREEN + screen + "\n")
         else:

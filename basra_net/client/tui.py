@@ -14,6 +14,8 @@ the turn was drawn: nothing typed while the opponent thinks is ever played.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ CARDS_TO_WIN_MOST = 27  # of the 52, more than the other player can have
 TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
 KEEP_LOG = 500
+_OLD_CODE = re.compile(r"(--code |Join code: )\S+")  # where the host's lines name its join code
 
 HELP = """\
 [b]Basra in short[/b]
@@ -86,6 +89,10 @@ class ScreenPlayer:
     def say(self, line: str) -> None:
         """A line the person at the host must see before the match (addresses, the join command, the code)."""
         self.app.call_later(self.app.lobby_line, line)
+
+    def code_changed(self, code: str, why: str) -> None:
+        """The host's join code was replaced (too many wrong ones): shown wherever the code is, and on the status line."""
+        self.app.call_later(self.app.join_code_changed, code, why)
 
     async def ask_code(self, reason: str) -> str | None:
         answered = trio.Event()
@@ -139,11 +146,12 @@ class Tile(Static):
 
 
 class ResultScreen(ModalScreen[None]):
-    """A game's score, line by line with what each line means; Enter goes on."""
+    """A game's score, line by line with what each line means; Enter goes on, and q asks to leave (``leave``)."""
 
-    def __init__(self, body: Text) -> None:
+    def __init__(self, body: Text, leave: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.body = body
+        self.leave = leave
 
     def compose(self) -> ComposeResult:
         yield Static(self.body, id="result")
@@ -152,6 +160,8 @@ class ResultScreen(ModalScreen[None]):
         event.stop()  # the key that closes it is not also a move
         if self.is_current and event.key in ("enter", "space", "escape"):
             self.dismiss()
+        elif self.is_current and event.key == "q" and self.leave is not None:
+            self.leave()  # asked over the score: staying comes back to it
 
 
 class HelpScreen(ModalScreen[None]):
@@ -253,15 +263,18 @@ class TableView(App):
     ENABLE_COMMAND_PALETTE = False
 
     def __init__(self, *, fingerprint: bool, ascii: bool | None = None) -> None:
-        super().__init__(ansi_color=False)
+        # Under NO_COLOR, Textual strips every colour from what it draws when it uses the terminal's
+        # own ANSI colours; with colours of its own it only turns them grey.
+        super().__init__(ansi_color="NO_COLOR" in os.environ)
         self.show_fingerprint = fingerprint
-        self.style = screen_style(ascii, colour=not self.no_color)  # Textual itself honours NO_COLOR
+        self.style = screen_style(ascii, colour=not self.no_color)
         self.state = ClientState(name="")
         self.lobby: list[str] = []
         self.cursor = 0
         self.typed = ""
         self.hint = ""
         self.choice: CaptureChoice | None = None
+        self.new_code: str | None = None  # the host's join code that replaced the one shown first, once one has
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -383,6 +396,8 @@ class TableView(App):
             parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
         if not parts:
             parts.append("connected" if state.seat is not None else "connecting...")
+        if self.new_code is not None:
+            parts.append(f"join code now {self.new_code}")
         totals = ""
         if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
@@ -462,6 +477,13 @@ class BasraApp(TableView, Generic[T]):
         self.state, self.controls, self.token = state, controls, token
         self._draw()
 
+    def join_code_changed(self, code: str, why: str) -> None:
+        self.lobby = [_OLD_CODE.sub(rf"\g<1>{code}", line) for line in self.lobby]
+        self.lobby.append(f"The join code changed ({why}); the old one no longer works.")
+        self.new_code = code
+        self._draw()
+        self._draw_status()
+
     def lobby_line(self, line: str) -> None:
         self.lobby.append(line)
         self._draw()
@@ -472,9 +494,9 @@ class BasraApp(TableView, Generic[T]):
         for line in lines:
             log.write(Text(line, style="bold yellow" if line.startswith(ANNOUNCEMENT) else ""))
         if isinstance(message, GameEnd) and state.results:
-            self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style)), self._result_read)
+            self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style), self.action_leave), self._result_read)
         elif isinstance(message, MatchEnd):
-            self.push_screen(ResultScreen(match_result(state, self.style)))
+            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave))
         if isinstance(message, (YourTurn, Commit)):
             return  # a request is drawn by turn_opened; a commitment changes nothing on screen
         self._draw()

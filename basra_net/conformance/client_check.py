@@ -18,7 +18,9 @@ report says which:
   never does: it signs a commitment wrongly, or commits again to a deal the
   client's seed has fixed (the client must not send a seed: on the wire),
   deals from another deck than it committed to, or abandons a fixed deal
-  without its reveal.  Section 9.10 requires the client to tell its player,
+  without its reveal.  A last, short match ends at once (seat 0 leaves)
+  and is cut right after its `match_end`: the match is over, so the client
+  must not resume (section 5.8, rules 10 and 13).  Section 9.10 requires the client to tell its player,
   which is not on the wire: so that, and the verdict on every honest deal,
   is judged by the client's exit status, which the checker sees only when
   it runs the client itself (`--exec`); otherwise those cases are skipped.
@@ -82,6 +84,8 @@ REFUSED_COMMITMENTS = {
     "forged_commit": ("9.10", "a commitment whose signature does not verify gets no seed"),
     "second_commit": ("5.8, 7.2", "a second commitment for a fixed deal, after a resume, gets no seed"),
 }
+AFTER_END_WAIT = 1.5  # seconds a client cut off after match_end is watched for a resume (rule 13 retries after 0.25 s)
+CUT_AFTER_END = "cut_after_end"  # the match that ends at once, then is cut before the client's leave is read
 CUT_AFTER = ("match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal")
 HOST_NAME = "Conformance"
 
@@ -300,6 +304,9 @@ class ScriptedMatch:
         if self.unfair in REFUSED_COMMITMENTS:
             await self.refused_commitment(*REFUSED_COMMITMENTS[self.unfair])
             return
+        if self.unfair == CUT_AFTER_END:
+            await self.cut_after_the_end()
+            return
         if self.unfair is None:
             await self.ping_away_back()
         while not self.match.over:
@@ -308,6 +315,19 @@ class ScriptedMatch:
         self.begin("7.3, 5.8", "match_end answered with leave")
         await self.expect_leave()
         self.passed(f"scripted: after {self.games} games, {self.resumes} resumes")
+
+    async def cut_after_the_end(self) -> None:
+        """Seat 0 leaves at once: match_end, then the connection is cut whether or not the leave came."""
+        assert self.link is not None
+        self.begin("5.8, 6.14", "cut after match_end: the match is over, no resume")
+        await self.stream(MatchEnd(winner=1, totals=(0, 0), reason="abandoned"))
+        await self.link.close()
+        with trio.move_on_after(AFTER_END_WAIT):
+            link = await self.door.next_link(AFTER_END_WAIT + 1)
+            event = await link.next_event(ANSWER_TIMEOUT)
+            await link.close()
+            raise CaseFailed(f"the client connected again after the match's end, with {_what(event)} (rules 10 and 13)")
+        self.passed(f"scripted: no new connection within {AFTER_END_WAIT:g} s")
 
     async def refused_commitment(self, section: str, name: str) -> None:
         """A commitment no client may answer with a seed (9.10; 5.8, rule 11): it may leave, report or wait."""
@@ -642,12 +662,15 @@ def report_arising(report: Report, match: ScriptedMatch, client: ClientRun | Non
             report.skipped(section, name, f"arising: did not arise in {games} games (the cards depend on the client's seed)")
 
 
-def judge_exit(report: Report, section: str, name: str, client: ClientRun | None, *, fair: bool) -> None:
+def judge_exit(report: Report, section: str, name: str, client: ClientRun | None, *, fair: bool | None) -> None:
+    """The client's exit status: 0 after an honest match, not 0 after an unfair one; None: that it exits at all."""
     if client is None:
         report.skipped(section, name, "what the client tells its player is not on the wire: run it with --exec")
         return
     if client.result is None:
         report.failed(section, name, client.told())
+    elif fair is None:
+        report.passed(section, name, f"ended: {client.told()}")
     elif (client.result.returncode == 0) == fair:
         report.passed(section, name, f"{'honest' if fair else 'unfair'}: {client.told()}")
     else:
@@ -661,6 +684,7 @@ MATCHES = (
     ("unrevealed", "7.3, 10.2", "an abandoned deal (no reveal) is reported"),
     ("forged_commit", "9.10", "a commitment that does not verify is reported"),
     ("second_commit", "5.8, 10.2", "a second commitment for a fixed deal is reported"),
+    (CUT_AFTER_END, "5.8, 6.14", "a client cut off after match_end ends"),
 )
 
 
@@ -676,7 +700,7 @@ async def check_client(settings: ClientCheckSettings, say: Callable[[str], None]
                 say(f"match {number} of {len(MATCHES)}: connect the client to port {port} now")
             client, finished = await run_match(door, report, settings, unfair)
             if finished:
-                judge_exit(report, section, name, client, fair=unfair is None)
+                judge_exit(report, section, name, client, fair=None if unfair == CUT_AFTER_END else unfair is None)
             else:
                 report.skipped(section, name, "not judged: the match did not run to its end")
         nursery.cancel_scope.cancel()

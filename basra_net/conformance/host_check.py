@@ -2,8 +2,9 @@
 
 First the refusals, each on a connection of its own: broken frames and
 bodies, every handshake refusal a host can be driven to from outside (the
-join code's ones only when the checker is given the code), and the
-handshake deadline.  Then one connection takes seat 1 and plays a whole
+join code's ones only when the checker is given the code), the
+handshake deadline, and stalled handshakes filling the places of the
+checker's address (a newcomer still answered, only the oldest dropped).  Then one connection takes seat 1 and plays a whole
 match against the host's own seat, doing on the way what a careless or
 hostile client would: a ping, a play out of turn, a stale and an illegal
 play, a repeated play, a resume that says it lost the last messages, and a
@@ -51,6 +52,8 @@ ANSWER_TIMEOUT = 10.0  # seconds a host has to answer what the checker sent
 TURN_TIMEOUT = 120.0  # seconds the host's own seat may take over a move
 HANDSHAKE_DEADLINE = 5.0  # section 5.1: what a host must give a connection at least
 LOCKOUT_FIRST = 1.0  # section 5.6: the first wrong code locks the address out this long
+HANDSHAKES_PER_ADDRESS = 8  # section 5.1: the reference host's places for handshakes from one address
+DROP_NOTICE = 1.0  # seconds a dropped handshake has to see its busy, or its close
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,70 @@ async def check_handshake_deadline(target: Target, report: Report) -> None:
         report.failed(section, name, str(failed))
 
 
+async def check_busy(target: Target, report: Report) -> None:
+    """Handshakes that stall hold every place an address has: a newcomer still gets in, and only the oldest goes."""
+    section, name = "5.1", "a newcomer gets its handshake when stalled ones fill the places; the oldest is dropped"
+    stalled: list[Wire] = []
+    try:
+        for _ in range(HANDSHAKES_PER_ADDRESS):
+            wire, _ = await open_wire(target)
+            stalled.append(wire)
+            await wire.send_raw(body_frame(b"")[:1])  # first bytes, so only the handshake deadline applies
+            await trio.sleep(0.05)  # the order of their ages is clear
+        newcomer, _ = await open_wire(target)
+        try:
+            # A resume with a token no seat holds: answered by the handshake itself, and it takes no seat.
+            await newcomer.send(hello(target, token=os.urandom(16), received=0))
+            await expect_refusal(newcomer, errors.UNKNOWN_TOKEN)
+        finally:
+            await newcomer.close()
+        # All watched at once: the stalled ones reach their own handshake deadline a few seconds on.
+        seen: list[bool | str] = [False] * len(stalled)
+
+        async def watch(index: int) -> None:
+            try:
+                seen[index] = await _dropped(stalled[index], target.tls)
+            except CaseFailed as failed:
+                seen[index] = str(failed)
+
+        async with trio.open_nursery() as nursery:
+            for index in range(len(stalled)):
+                nursery.start_soon(watch, index)
+        broken = next((what for what in seen if isinstance(what, str)), None)
+        if broken is not None:
+            raise CaseFailed(broken)
+        dropped = [index for index, what in enumerate(seen) if what]
+        if dropped and dropped != [0]:
+            raise CaseFailed(f"the host dropped handshake {dropped[0] + 1} of {len(stalled)}, not the oldest")
+        if dropped:
+            how = "closed (over TLS)" if target.tls else "error busy, then closed"
+            report.passed(section, name, f"the newcomer was answered (unknown_token); the oldest of {len(stalled)} stalled: {how}")
+        else:
+            report.passed(section, name, f"the newcomer was answered (unknown_token); no limit at {len(stalled) + 1} from one address")
+    except CaseFailed as failed:
+        report.failed(section, name, str(failed))
+    finally:
+        for wire in stalled:
+            await wire.close()
+
+
+async def _dropped(wire: Wire, tls: bool) -> bool:
+    """Whether the host let this stalled handshake go: `busy` then the end over plain TCP, the end alone over TLS."""
+    try:
+        first = await wire.receive(DROP_NOTICE)
+    except CaseFailed:
+        return False  # nothing came: still waiting for its hello
+    if isinstance(first, Ended):
+        if not tls:
+            raise CaseFailed("a handshake was closed without error busy (plain TCP can carry it)")
+        return True
+    if not isinstance(first, Error) or first.code != errors.BUSY:
+        raise CaseFailed(f"a stalled handshake got {_what(first)}, not error busy")
+    if not isinstance(await wire.receive(ANSWER_TIMEOUT), Ended):
+        raise CaseFailed("after error busy the host did not close")
+    return True
+
+
 # --- one seat through a whole match -------------------------------------------------------------
 
 
@@ -307,14 +374,24 @@ async def _play_match(seat: Seat) -> None:
         welcome = await seat.next(ANSWER_TIMEOUT)
         if not isinstance(welcome, Welcome):
             raise CaseFailed(f"{_what(welcome)} instead of welcome")
-        if welcome.seat != 1 or welcome.sent != 0:
-            raise CaseFailed(f"welcome gives seat {welcome.seat} and sent {welcome.sent}, not seat 1 and 0")
+        if welcome.sent != 0:
+            raise CaseFailed(f"welcome gives sent {welcome.sent}, not 0, to a new player")
+        if welcome.seat == 0:
+            # A host whose seats are both remote (`basra serve`): this connection waits for a second player.
+            seat.welcome = welcome
+            return f"welcome: version {welcome.version}, seat 0 (both seats remote), {welcome.scoring} to {welcome.target}"
+        if welcome.seat != 1:
+            raise CaseFailed(f"welcome gives seat {welcome.seat}, neither 0 nor 1")
         if seat.certificate_key is not None and welcome.host_key != seat.certificate_key:
             raise CaseFailed("the welcome's host_key is not the key of the TLS certificate")
         seat.welcome = welcome
         return f"welcome: version {welcome.version}, seat 1, {welcome.scoring} to {welcome.target}"
 
     if not await run_case(report, "5.3", "a new player is seated", sit_down):
+        return
+    assert seat.welcome is not None
+    if seat.welcome.seat == 0:
+        await _play_served_match(seat)
         return
 
     async def second_player() -> str:
@@ -444,6 +521,55 @@ async def _play_match(seat: Seat) -> None:
     await run_case(report, "9.10, 11.5, 7.3", "a whole match verified", whole_match)
 
 
+async def _play_served_match(first: Seat) -> None:
+    """A host with two remote seats: the checker takes the second as well and plays both to the end."""
+    report, target = first.report, first.target
+    second = Seat(target, report)
+
+    async def second_player() -> str:
+        second.wire, second.certificate_key = await open_wire(target)
+        second.hello = hello(target)
+        await second.send(second.hello)
+        welcome = await second.next(ANSWER_TIMEOUT)
+        if not isinstance(welcome, Welcome):
+            raise CaseFailed(f"{_what(welcome)} instead of welcome")
+        assert first.welcome is not None
+        if welcome.seat != 1 or welcome.sent != 0 or welcome.match_id != first.welcome.match_id:
+            raise CaseFailed(f"welcome gives seat {welcome.seat} of match {welcome.match_id.hex()[:8]}, not seat 1 at the first one's table")
+        second.welcome = welcome
+        return "seat 1 at the same table"
+
+    try:
+        if not await run_case(report, "5.3", "a second player sits at the first one's table", second_player):
+            return
+
+        async def whole_match() -> str:
+            ends: list[Message] = []
+
+            async def play_out(seat: Seat) -> None:
+                ends.append(await seat.until(MatchEnd))
+                await seat.send(Leave("the match is over"))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(play_out, first)
+                nursery.start_soon(play_out, second)
+            if ends[0] != ends[1]:
+                raise CaseFailed("the two seats were told different ends of the match")
+            problems = [p for check in second.verifier.checks for p in check.discrepancies] + second.verifier.finish()
+            if problems:
+                raise CaseFailed(f"seat 1's record does not verify: {problems[0]}")
+            if not second.verifier.checks or not all(c.complete for c in second.verifier.checks):
+                raise CaseFailed("a game ended without its reveal, or none was played")
+            end = ends[0]
+            assert isinstance(end, MatchEnd)
+            return f"{len(second.verifier.checks)} games, every deal, play and score verified; totals {end.totals[0]}-{end.totals[1]}"
+
+        await run_case(report, "5.3, 7.3, 9.10, 11.5", "two remote seats play a whole match, verified", whole_match)
+    finally:
+        if second.wire is not None:
+            await second.wire.close()
+
+
 async def _first_pending_or(seat: Seat, kind: type) -> Message:
     """A message of this kind that arrived while a case read for something else, or the next one."""
     while seat.pending:
@@ -461,6 +587,7 @@ async def check_host(target: Target, say: Callable[[str], None] = print) -> int:
     say(f"basra conformance host: checking {target.host}:{target.port} over {transport}")
     await check_refusals(target, report)
     await check_handshake_deadline(target, report)
+    await check_busy(target, report)
     await check_match(target, report)
     say(report.summary())
     return report.exit_code

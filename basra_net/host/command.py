@@ -34,7 +34,13 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-async def _host(args: argparse.Namespace, own_player: Player, say: Callable[[str], None], stop: trio.Event) -> HostOutcome:
+async def _host(
+    args: argparse.Namespace,
+    own_player: Player,
+    say: Callable[[str], None],
+    stop: trio.Event,
+    on_new_code: Callable[[str, str], None] | None = None,
+) -> HostOutcome:
     from ..client.players import BotPlayer
     from .server import HostSettings, latest_journal, run_host
 
@@ -55,18 +61,23 @@ async def _host(args: argparse.Namespace, own_player: Player, say: Callable[[str
         settings.resume = latest_journal() if args.resume is True else args.resume
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
-    return await run_host(settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop)
+    return await run_host(
+        settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop, on_new_code=on_new_code
+    )
 
 
 def run_host_command(args: argparse.Namespace) -> int:
+    # The fingerprint means something only to a second person comparing it over TLS.
+    fingerprint = not (args.bot or args.plain)
     try:
         if wants_screen(args.auto):
-            # The fingerprint means something only to a second person comparing it over TLS.
-            outcome = run_seat_on_screen(lambda player, stop: _host(args, player, player.say, stop), fingerprint=not (args.bot or args.plain))
+            outcome = run_seat_on_screen(
+                lambda player, stop: _host(args, player, player.say, stop, player.code_changed), fingerprint=fingerprint
+            )
         else:
             from ..client.command import make_player
 
-            own_player = make_player(args.auto, args.name)
+            own_player = make_player(args.auto, args.name, fingerprint=fingerprint)
             outcome = trio.run(run_until_interrupted, lambda stop: _host(args, own_player, _say, stop))
     except Exception as err:
         from .server import CannotListen, CannotResume

@@ -54,8 +54,11 @@ class Lobby:
         self._by_nonce: dict[bytes, Table] = {}
         self._next_number = 1  # the lowest number that may be free for a table opened without a name
         self.matches_finished = 0
+        self._stopping: str | None = None  # why no one is seated any more, once stop() is called
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None:
+        if self._stopping is not None:
+            return None
         if hello.table is not None:
             table = self.tables.get(hello.table) or self._open(hello.table)
         else:
@@ -63,6 +66,8 @@ class Lobby:
         return None if table is None else table.seat_for(hello, reserved)
 
     def full_reason(self, hello: Hello) -> str:
+        if self._stopping is not None:
+            return self._stopping
         if hello.table is not None and hello.table in self.tables:
             return f"table {hello.table!r} is full: both of its seats are taken"
         return f"this server is full: all {self.max_tables} tables are in play; try again when a match ends"
@@ -106,6 +111,12 @@ class Lobby:
     def _release_number(self, name: str) -> None:
         if name.isdigit() and int(name) < self._next_number:
             self._next_number = int(name)
+
+    def stop(self, reason: str) -> None:
+        """End every table now, each seated player told ``reason``; seat no one after this."""
+        self._stopping = reason
+        for table in [*self.tables.values(), *self._closing]:
+            table.stop(reason)
 
     def _open(self, name: str | None) -> Table | None:
         if len(self.tables) >= self.max_tables:

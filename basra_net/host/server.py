@@ -31,6 +31,8 @@ from .seat_link import serve_connection
 from .table import GRACE, JournalMismatch, Table, TableResult
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
+SERVER_STOPPING = "the server is stopping"  # the reason `basra serve` gives each seated player as it stops
+STOP_DRAIN = 2.0  # seconds a stopping server gives its connections to send their last frames and close
 ACCEPT_BATCH = 128  # connections taken from a listening socket's queue each time it is ready, at most
 ACCEPT_RETRY = 0.1  # seconds to wait when out of descriptors or memory, as trio does
 # accept() failing for want of resources, and for a connection that went away while it was queued.
@@ -188,11 +190,15 @@ async def run_host(
     say: Callable[[str], None] = print,
     log: Callable[[str], None] | None = None,
     stop: trio.Event | None = None,
+    on_new_code: Callable[[str, str], None] | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> HostOutcome:
-    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
+    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see.
+
+    ``on_new_code`` is told the new join code, and why, when wrong codes replaced it (by default, it is said).
+    """
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls, say)
+    door = _Door(identity, settings.code, settings.tls, say, on_new_code)
     if settings.resume is not None:
         table, path, tokens, resumed_bot = _resumed_table(settings, identity)
         if resumed_bot is not None:
@@ -274,17 +280,21 @@ def open_files_limit() -> int:
 class _Door:
     """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
 
-    def __init__(self, identity, code: str | None, tls: bool, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, identity, code: str | None, tls: bool, say: Callable[[str], None], on_new_code: Callable[[str, str], None] | None = None
+    ) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
         self.tls = server_tls_context(identity, data_dir()) if tls else None
         # Connections waiting in their handshake hold a descriptor each: no more of them than half the
         # descriptors the process may open, so that accepting never fails for want of one.
         gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
+        if on_new_code is None:
+            on_new_code = lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")  # noqa: E731
         self.admission = Admission(
             code=code,
             host_key=public_key_bytes(identity),
             gate=gate,
-            on_new_code=lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works."),
+            on_new_code=on_new_code,
             on_wrong_code=lambda address, lockout: say(
                 f"A join from {address} failed the join code (a mistyped code, or someone between the players); "
                 f"that address waits {lockout:.0f} s"
@@ -436,16 +446,27 @@ async def run_serve(
         async def handle(stream: trio.SocketStream) -> None:
             await door.serve(stream, lobby)
 
+        accepting, announcing = trio.CancelScope(), trio.CancelScope()  # until the server stops
         if stop is not None:
 
             async def stop_serving() -> None:
                 await stop.wait()
-                nursery.cancel_scope.cancel()
+                accepting.cancel()
+                announcing.cancel()
+                # Every seated player is told, and its last frames get out as its connection closes.
+                lobby.stop(SERVER_STOPPING)
+                nursery.cancel_scope.deadline = trio.current_time() + STOP_DRAIN
 
             nursery.start_soon(stop_serving)
         task_status.started(port)
         if settings.announce:
-            nursery.start_soon(partial(
-                announce_lobby, lobby, door.fingerprint, code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say
-            ))
-        await serve_listeners(handle, listeners, nursery)
+
+            async def announce() -> None:
+                with announcing:
+                    await announce_lobby(
+                        lobby, door.fingerprint, code=door.code is not None, tls=door.tls is not None, listeners=listeners, say=say
+                    )
+
+            nursery.start_soon(announce)
+        with accepting:
+            await serve_listeners(handle, listeners, nursery)

@@ -514,6 +514,29 @@ class Table:
             self.finished.set()
         self.on_event(self.result.reason)
 
+    def stop(self, reason: str) -> None:
+        """End the table at once (its server is stopping); each seat still in a match is told why.
+
+        Called between two inputs, so the match is waiting for its next one and
+        its state is whole.  A game dealt from a fixed deck is revealed first,
+        so that seat 1's record shows the deal was not walked away from
+        (PROTOCOL.md, section 6.16).  A seat whose match has ended already has
+        its `match_end`.  The match's own cleanup then closes the outboxes,
+        whose writers send what is queued before the connections close.
+        """
+        if self.result is None:
+            if self._fixed_deal is not None:
+                self._reveal(*self._fixed_deal)
+            for seat in (0, 1):
+                self._send(seat, Leave(_clip(reason, MAX_TEXT)))
+            self.result = TableResult(False, None, (self.match.totals[0], self.match.totals[1]), reason)
+            self.on_event(reason)
+        self.flush()
+        machine, self._machine = self._machine, None
+        if machine is not None:
+            machine.close()
+        self.finished.set()
+
     async def _wait_for_players(self) -> None:
         """Until both seats are held; a player who leaves before the match starts frees the seat."""
         while not all(self.seats):

@@ -142,8 +142,10 @@ class MatchVerifier:
                 else:
                     problems.append(Discrepancy(game, "reveal", "the host seed after the seed exchange", self._why_unrevealed()))
         end = self.match_end
+        # The match stopped in its last game: abandoned, or the host left after revealing the deal in play.
+        cut_short = end.reason == "abandoned" if end is not None else self.left is not None and self.left[0] == HOST
         for check in self.checks:
-            if check.ok and not check.complete and not (check is self.checks[-1] and end is not None and end.reason == "abandoned"):
+            if check.ok and not check.complete and not (check is self.checks[-1] and cut_short):
                 plays = self.match.game.plays if self.match and self.match.game else 0
                 problems.append(Discrepancy(check.game, "game end", "a complete game of 48 plays", f"{plays} plays"))
         if end is not None and self.match is not None and not self.failed:

@@ -348,3 +348,10 @@ def test_the_title_shows_the_host_key_fingerprint_and_still_fits():
         title = screen.split("\n")[0]
         assert f"key {key_fingerprint(key)}" in title
         assert_fits(screen)
+
+
+def test_the_title_leaves_the_fingerprint_out_where_nobody_compares_it():
+    """A bot game, or a plain connection: the line prompt shows no fingerprint, as the full screen does not."""
+    key = bytes(range(32))
+    screen = render(in_game(host_key=key), [], style=LETTERS, fingerprint=False)
+    assert key_fingerprint(key) not in screen and "key " not in screen.split("\n")[0]

@@ -3,7 +3,8 @@
     python broken_client.py FLAW [the minimal client's arguments]
 
 FLAW is one of: no_pong (never answers a ping), no_resume (gives up when its
-connection breaks), trusting (never finds a deal unfair).
+connection breaks), trusting (never finds a deal unfair), resume_after_end
+(reads on after match_end, and takes the close that follows for a break to resume from).
 """
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ elif flaw == "no_resume":
     client.resume = give_up
 elif flaw == "trusting":
     client.check_game = lambda *args: []
+elif flaw == "resume_after_end":
+    honest_receive = client.Connection.receive
+
+    def read_on_after_the_end(self):
+        message = honest_receive(self)
+        if message["type"] == "match_end":
+            self.send({"type": "leave", "reason": "the match is over"})
+            honest_receive(self)  # the host's close: ConnectionLost, and the client resumes
+        return message
+
+    client.Connection.receive = read_on_after_the_end
 else:
     sys.exit(f"unknown flaw {flaw!r}")
 sys.exit(client.main(sys.argv))

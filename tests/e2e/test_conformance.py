@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ import trio
 
 from basra_net.client.players import BotPlayer
 from basra_net.conformance.host_check import Target, check_host
-from basra_net.host.limits import CodeAttempts
-from basra_net.host.server import HostSettings, run_host
+from basra_net.host.limits import CodeAttempts, HandshakeGate
+from basra_net.host.lobby import Lobby
+from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.host.table import Table
 
 from .processes import basra_command, free_port, wait_for_line
@@ -54,6 +56,8 @@ SCRIPTED = [
     "a commitment that does not verify is reported",
     "a second commitment for a fixed deal, after a resume, gets no seed",
     "a second commitment for a fixed deal is reported",
+    "cut after match_end: the match is over, no resume",
+    "a client cut off after match_end ends",
 ]
 
 
@@ -82,13 +86,16 @@ def test_the_minimal_client_passes_every_case(basra_env):
         ("no_pong", "a ping is answered"),
         ("no_resume", "cut after welcome, and the resume"),
         ("trusting", "a deal other than the one committed to is reported"),
+        ("resume_after_end", "cut after match_end: the match is over, no resume"),
     ],
 )
 def test_a_broken_client_fails_the_case_that_names_its_flaw(basra_env, flaw, failing):
     result = check_client(basra_env, f"{sys.executable} {BROKEN_CLIENT} {flaw} --plain 127.0.0.1 {{port}}", plain=True)
     failed = verdicts(result.stdout)["FAIL"]
     assert result.returncode == 1, result.stdout
-    assert failed and failing in failed[0], result.stdout
+    # The first case it fails is the one named for its flaw; a client that resumes after the end also
+    # comes back after the honest match's close, which the later matches then see.
+    assert failed and failing in (failed[0] if flaw != "resume_after_end" else "\n".join(failed)), result.stdout
 
 
 # --- the host checker ------------------------------------------------------------------------------
@@ -111,8 +118,56 @@ def test_the_reference_host_passes_every_case(basra_env):
         host.wait()
     found = verdicts(result.stdout)
     assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
-    assert len(found["PASS"]) == 23
+    assert len(found["PASS"]) == 24
     assert "a whole match verified" in found["PASS"][-1]
+
+
+SERVED = [
+    "a new player is seated: welcome: version 1, seat 0 (both seats remote)",
+    "a second player sits at the first one's table",
+    "two remote seats play a whole match, verified",
+]
+
+
+def test_a_server_whose_seats_are_both_remote_passes_every_case(basra_env):
+    port = free_port()
+    server = subprocess.Popen(
+        basra_command("serve", "--code", "K7M-2QXZ9", "--port", str(port), "--bind", "127.0.0.1", "--target", "30", "--no-announce"),
+        env=basra_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        wait_for_line(server, "listening")
+        result = subprocess.run(
+            basra_command("conformance", "host", f"127.0.0.1:{port}", "--code", "K7M-2QXZ9"),
+            env=basra_env, capture_output=True, text=True, timeout=CHECK_TIMEOUT,
+        )
+    finally:
+        server.kill()
+        server.wait()
+    found = verdicts(result.stdout)
+    assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
+    for name in SERVED:
+        assert any(name in line for line in found["PASS"]), result.stdout
+
+
+async def test_a_server_that_seats_the_second_player_at_another_table_fails_the_second_seat_case(data_home, monkeypatch):
+    honest_seat_for = Lobby.seat_for
+
+    def a_table_each(self, hello, reserved):
+        if not self.tables:
+            return honest_seat_for(self, hello, reserved)
+        return self._open(None).seat_for(hello, reserved)
+
+    monkeypatch.setattr(Lobby, "seat_for", a_table_each)
+    lines: list[str] = []
+    settings = ServeSettings(bind="127.0.0.1", port=0, target=30, code=CODE + "Z9", tls=False)
+    with trio.fail_after(CHECK_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(partial(run_serve, settings, say=lambda line: None))
+            code = await check_host(Target("127.0.0.1", port, tls=False, code=settings.code), say=lines.append)
+            nursery.cancel_scope.cancel()
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert code == 1 and failed and "a second player sits at the first one's table" in failed[0], failed
 
 
 async def check_broken_host(monkeypatch_flaw) -> list[str]:
@@ -153,6 +208,23 @@ async def test_a_host_that_replays_a_resume_out_of_order_fails_the_resume_case(d
     monkeypatch.setattr(Table, "seat_resumed", reversed_replay)
     failed = await check_broken_host(monkeypatch)
     assert any("resume after a cut, with a replay" in line for line in failed), failed
+
+
+async def test_a_host_that_turns_the_newcomer_away_when_handshakes_are_full_fails_the_busy_case(data_home, monkeypatch):
+    honest_enter = HandshakeGate.enter
+
+    def drop_the_newcomer(self, address):
+        crowded = len(self._by_address.get(address, {})) >= self.per_address
+        self.per_address += crowded  # so that the honest gate keeps the oldest
+        handshake = honest_enter(self, address)
+        self.per_address -= crowded
+        if crowded:
+            self._drop(handshake)
+        return handshake
+
+    monkeypatch.setattr(HandshakeGate, "enter", drop_the_newcomer)
+    failed = await check_broken_host(monkeypatch)
+    assert failed and "the oldest is dropped" in failed[0] and "busy" in failed[0], failed
 
 
 def test_readmes_conformance_commands_are_ones_the_command_line_takes():

@@ -172,3 +172,43 @@ def test_ctrl_c_on_the_host_waiting_for_the_guest_ends_cleanly(basra_env, tmp_pa
     finally:
         host.close()
     assert code == 130 and "basra host: you left the match" in out, out
+
+
+def test_q_at_the_game_end_screen_of_basra_join_leaves_and_the_host_is_told(basra_env, tmp_path):
+    host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
+    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
+    try:
+        result = play_until(join, "Enter: next game", timeout=90)
+        assert "Game 1 " in result and "MATCH OVER" not in result, result
+        leave_with_q(join)  # asked over the score
+        join_code, join_out = ended(join)
+        host_code, host_out = finish(host)
+    finally:
+        join.close()
+        stopped(host)
+    assert join_code == 130 and "basra join: you left the match" in join_out, join_out
+    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
+    verified(basra_env, host_file, guest_file)
+
+
+def test_q_at_the_game_end_screen_of_basra_host_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", "151",
+                     "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
+    join = None
+    try:
+        host.wait_for("Waiting for the other player to sit down")
+        join = headless(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
+        result = play_until(host, "Enter: next game", timeout=90)
+        assert "Game 1 " in result and "MATCH OVER" not in result, result
+        leave_with_q(host)
+        host_code, host_out = ended(host)
+        join_code, join_out = finish(join)
+    finally:
+        host.close()
+        if join is not None:
+            stopped(join)
+    assert host_code == 130 and "basra host: you left the match" in host_out, host_out
+    assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
+    verified(basra_env, host_file, guest_file)

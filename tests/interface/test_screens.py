@@ -421,3 +421,80 @@ def test_a_join_code_is_asked_for_on_the_screen():
     app = run_app(scenario, main=main)
     assert "this table needs its join code" in seen["asked"] and "join code shown on the host's screen" in seen["asked"]
     assert app.result == "tulip-42"
+
+
+def _host_whose_code_is_guessed(code: str, *, guest_first: bool):
+    """The app's main: a real `basra host` table on loopback (plain TCP); a crowd then guesses its code.
+
+    With ``guest_first``, a guest with the right code sits down before the guessing, so the game is on.
+    """
+    from basra_net.client.join import JoinSession
+    from basra_net.host.limits import WRONG_CODES_PER_MINUTE
+    from basra_net.host.server import HostSettings, run_host
+    from basra_net.protocol.framing import encode_frame
+    from basra_net.protocol.messages import Hello, to_wire
+
+    async def main(player, stop: trio.Event):
+        settings = HostSettings(bind="127.0.0.1", port=0, target=500, code=code, tls=False, announce=False)
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                await run_host(settings, player, say=player.say, stop=stop, on_new_code=player.code_changed, task_status=task_status)
+
+            port = await nursery.start(host)
+            if guest_first:
+                guest = JoinSession("127.0.0.1", port, "Omar", BotPlayer("greedy"), None, code=code, plain=True)
+                nursery.start_soon(guest.run)
+                while player.app.state.game == 0:
+                    await trio.sleep(0.05)
+            for n in range(WRONG_CODES_PER_MINUTE + 1):  # each from an address of its own, so no lockout slows them
+                async with await trio.open_tcp_stream("127.0.0.1", port, local_address=f"127.7.{n}.1") as guesser:
+                    await guesser.send_all(encode_frame(to_wire(Hello((1,), "guesser", bytes(32), code="AAA-AAA"))))
+                    await guesser.receive_some(4096)
+            await stop.wait()
+            nursery.cancel_scope.cancel()
+
+    return main
+
+
+@pytest.mark.parametrize("guest_first", [False, True], ids=["waiting-screen", "game-on"])
+def test_a_join_code_replaced_after_too_many_wrong_ones_is_shown_where_the_host_reads_the_code(guest_first, tmp_path, monkeypatch):
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))  # the host's key and journal
+    code = "tulip-river-42"
+    seen = {}
+
+    async def scenario(app, pilot):
+        await until(pilot, lambda: app.new_code is not None, "the join code to be replaced")
+        await pilot.pause()
+        seen["text"] = screen_text(app)
+        seen["code"] = app.new_code
+        seen["lobby"] = list(app.lobby)
+        app.stop.set()
+
+    run_app(scenario, main=_host_whose_code_is_guessed(code, guest_first=guest_first))
+    text, new_code = seen["text"], seen["code"]
+    assert new_code != code and code not in text
+    if guest_first:
+        status = text.rstrip("\n").split("\n")[-1]
+        assert f"join code now {new_code}" in status, text
+    else:
+        assert f"--code {new_code}" in text and f"Join code: {new_code}" in text, text
+        assert any("The join code changed (more than 30 wrong join codes within a minute)" in line for line in seen["lobby"])
+
+
+def test_q_over_a_game_s_result_asks_before_leaving_and_n_comes_back_to_it():
+    seen = {}
+
+    async def scenario(app, pilot):
+        await until(pilot, lambda: isinstance(app.screen, ResultScreen), "the game's result")
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, LeaveScreen), "the question")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ResultScreen), "the result again")
+        seen["back"] = True
+        await pilot.press("enter")
+        await my_turn(app, pilot)
+        await pilot.press("enter")
+
+    run_app(scenario, main=scripted(*game_end_state()))
+    assert seen["back"]

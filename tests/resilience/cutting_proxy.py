@@ -14,6 +14,7 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass, field
+from typing import Callable
 
 import msgpack
 import trio
@@ -31,6 +32,7 @@ class Cut:
     half: bool = False  # deliver the first half of that frame first, then cut
     reset: bool = False  # an RST rather than a FIN
     blackout: float = 0.0  # seconds after the cut during which new connections are refused
+    when: Callable[[dict], bool] | None = None  # only frames whose message this accepts count towards nth
 
 
 @dataclass
@@ -89,6 +91,7 @@ class CuttingProxy:
 
     def __post_init__(self) -> None:
         self._links: set[trio.Event] = set()
+        self.chosen_seen: dict[int, int] = {}  # frames each cut with a ``when`` has accepted so far
 
     def cut_now(self, blackout: float) -> None:
         """Drop every connection now, and refuse new ones for ``blackout`` seconds (the network is down)."""
@@ -96,6 +99,16 @@ class CuttingProxy:
         self.cuts_made += 1
         for link in list(self._links):
             link.set()
+
+    def _due(self, cut: Cut, direction: str, message: dict) -> bool:
+        if (cut.direction, cut.kind) != (direction, message.get("type")):
+            return False
+        if cut.when is None:
+            return cut.nth == self.seen[(direction, cut.kind)]
+        if not cut.when(message):
+            return False
+        self.chosen_seen[id(cut)] = self.chosen_seen.get(id(cut), 0) + 1
+        return cut.nth == self.chosen_seen[id(cut)]
 
     async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, cut: trio.Event) -> None:
         buffer = b""
@@ -109,10 +122,11 @@ class CuttingProxy:
                 while len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
                     size = 4 + int.from_bytes(buffer[:4], "big")
                     frame, buffer = buffer[:size], buffer[size:]
-                    kind = msgpack.unpackb(frame[4:], raw=False).get("type")
+                    message = msgpack.unpackb(frame[4:], raw=False)
+                    kind = message.get("type")
                     key = (direction, kind)
                     self.seen[key] = self.seen.get(key, 0) + 1
-                    chosen = next((c for c in self.cuts if (c.direction, c.kind, c.nth) == (direction, kind, self.seen[key])), None)
+                    chosen = next((c for c in self.cuts if self._due(c, direction, message)), None)
                     if chosen is not None:
                         self.cuts.remove(chosen)
                         self.cuts_made += 1

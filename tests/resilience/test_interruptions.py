@@ -222,3 +222,35 @@ async def test_at_basra_serve_a_player_who_presses_ctrl_c_on_the_others_turn_tel
     (guest,) = [path for path in (tmp_path / "amr.basra", tmp_path / "dina.basra") if path.exists()]
     assert f"transcript saved to {guest}" in (amr_out if guest.stem == "amr" else dina_out)
     verified(env, guest)
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+async def test_basra_serve_stopped_mid_match_tells_every_player_who_ends_at_once(tmp_path, stop_signal):
+    """Ctrl-C (or SIGTERM) at `basra serve` during a match: each player is told the server is stopping and ends, without retrying."""
+    env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    port = free_port()
+    with trio.fail_after(CELL_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            server = await start(nursery, env, "serve", "--plain", "--bind", "127.0.0.1", "--port", str(port), "--target", "151")
+            await listening(port)
+            proxy = CuttingProxy(port, marks=[Mark(TO_HOST, "play", nth=3)])
+            proxy_port = await nursery.start(proxy.serve)
+            players = [
+                await start(nursery, env, "join", f"127.0.0.1:{proxy_port}", "--plain", "--auto", "greedy", "--name", "Amr",
+                            "--transcript", str(tmp_path / "amr.basra")),
+                await start(nursery, env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Dina",
+                            "--transcript", str(tmp_path / "dina.basra")),
+            ]
+            await proxy.marks[0].reached.wait()
+            server.process.send_signal(stop_signal)
+            server_code, server_out = await server.ended()
+            ended = [await player.ended() for player in players]
+            nursery.cancel_scope.cancel()
+    assert server_code == 0 and "basra serve: stopped" in server_out, server_out
+    assert server_out.count("the server is stopping") == 1, server_out  # the table's log line
+    for code, out in ended:
+        assert code == 1 and "basra join: the host left the match: the server is stopping" in out, out
+        assert "lost the connection" not in out and "reconnecting" not in out.lower(), out
+    # Seat 1's record ends with the host's leave after the reveal of the deal in play: it verifies.
+    (guest,) = [path for path in (tmp_path / "amr.basra", tmp_path / "dina.basra") if path.exists()]
+    verified(env, guest)
