@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load import cpu_check, cpu_seconds, machine_lines, rss_kb  # noqa: E402
 
+from basra_net.client.pinning import client_tls_context  # noqa: E402
 from basra_net.host.server import open_files_limit  # noqa: E402
 
 from basra_net.protocol.connection import HostConnection  # noqa: E402
@@ -85,14 +86,6 @@ class AttackCounts:
         return f"attack connections opened in all: {kinds}; {self.failed} failed to connect or finish TLS"
 
 
-def _client_tls() -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.minimum_version = ssl.TLSVersion.TLSv1_3
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
-
-
 def _client_hello(context: ssl.SSLContext) -> bytes:
     """The bytes of a fresh TLS ClientHello, as a real client would send first."""
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -118,7 +111,7 @@ class Attack:
 
     def __init__(self, port: int, size: AttackSize | None = None, tls: bool = True) -> None:
         self.port, self.size = port, size or AttackSize()
-        self.tls = _client_tls() if tls else None
+        self.tls = client_tls_context() if tls else None
         self.counts = AttackCounts()
         self._slow_hello = encode_frame(to_wire(Hello(PROTOCOL_VERSIONS, "slow", bytes(32), key=GUEST_KEY)))
         self._maximal = maximal_hello()
@@ -168,7 +161,7 @@ class Attack:
         await self._drain(stream)
 
     async def _stalled_tls(self, stream: trio.SocketStream) -> None:
-        await stream.send_all(_client_hello(self.tls or _client_tls()))
+        await stream.send_all(_client_hello(self.tls or client_tls_context()))
         await self._drain(stream)  # the host's answer is read, and never answered
 
     async def _secure(self, stream: trio.SocketStream) -> trio.abc.Stream | None:
