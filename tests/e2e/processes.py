@@ -26,6 +26,22 @@ def basra_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "basra_net.cli", *args]
 
 
+def start_basra(env: dict[str, str], *args: str) -> subprocess.Popen:
+    """A `basra` process with stdout and stderr merged into one text pipe."""
+    return subprocess.Popen(basra_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(process: subprocess.Popen, deadline: float) -> tuple[int, str]:
+    """Its exit status and everything it said; AssertionError (after killing it) when it runs past the deadline."""
+    try:
+        out, _ = process.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+        raise AssertionError(f"{process.args} did not finish; it said: {out}")
+    return process.returncode, out
+
+
 def wait_for_line(process: subprocess.Popen, needle: str, timeout: float = 20.0) -> list[str]:
     """Read the process's stdout until a line contains needle; return the lines read."""
     lines: list[str] = []

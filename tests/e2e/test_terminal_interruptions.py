@@ -16,7 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from .processes import basra_command, free_port, wait_for_line
+from .processes import basra_command, free_port, start_basra, wait_for_line
+from .processes import finish as finish_process
 from .terminals import EXIT_MARK, Terminal, needs_tmux, play_out, play_until, take_turn, terminal_env
 
 pytestmark = needs_tmux
@@ -24,19 +25,10 @@ DEADLINE = 30
 CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")
 
 
-def headless(env, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(basra_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 def finish(process: subprocess.Popen) -> tuple[int, str]:
-    try:
-        out, _ = process.communicate(timeout=DEADLINE)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, _ = process.communicate()
-        raise AssertionError(f"{process.args} did not finish; it said: {out}")
+    code, out = finish_process(process, DEADLINE)
     assert "Traceback" not in out, out
-    return process.returncode, out
+    return code, out
 
 
 def stopped(process: subprocess.Popen) -> None:
@@ -79,7 +71,7 @@ def verified(env, *paths: Path) -> None:
 def host_and_join(basra_env, tmp_path, target: str):
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = headless(basra_env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "20",
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "20",
                     "--target", target, "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
     join_args = ["join", f"127.0.0.1:{port}", "--plain", "--transcript", str(guest_file)]
@@ -148,7 +140,7 @@ def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tm
     join = None
     try:
         host.wait_for("Waiting for the other player to sit down")
-        join = headless(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
+        join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
         host.wait_for("YOUR TURN")
         leave_with_q(host)
         host_code, host_out = ended(host)
@@ -199,7 +191,7 @@ def test_q_at_the_game_end_screen_of_basra_host_leaves_and_the_joining_player_is
     join = None
     try:
         host.wait_for("Waiting for the other player to sit down")
-        join = headless(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
+        join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
         result = play_until(host, "Enter: next game", timeout=90)
         assert "Game 1 " in result and "MATCH OVER" not in result, result
         leave_with_q(host)

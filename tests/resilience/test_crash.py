@@ -16,7 +16,8 @@ import pytest
 from basra_net.protocol import transcript
 from basra_net.protocol.messages import STREAM_TYPES, Commit, Played, Reveal
 
-from ..e2e.processes import basra_command, free_port, wait_for_line
+from ..e2e.processes import basra_command, free_port, start_basra, wait_for_line
+from ..e2e.processes import finish as finish_process
 
 PROCESS_DEADLINE = 120
 
@@ -27,18 +28,8 @@ def env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def start(env, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(basra_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 def finish(process: subprocess.Popen) -> tuple[int, str]:
-    try:
-        out, _ = process.communicate(timeout=PROCESS_DEADLINE)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, _ = process.communicate()
-        raise AssertionError(f"{process.args} did not finish; it said: {out}")
-    return process.returncode, out
+    return finish_process(process, PROCESS_DEADLINE)
 
 
 def verify(env, path: Path) -> subprocess.CompletedProcess:
@@ -67,15 +58,15 @@ def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60"]
-    host = start(env, "host", *common, "--target", "101", "--transcript", str(host_file))
+    host = start_basra(env, "host", *common, "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
-    join = start(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
+    join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
     wait_for_line(host, "game 2 dealt")
     host.send_signal(signal.SIGKILL)
     host.wait()
     commits_before = [m for _, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, Commit)]
 
-    again = start(env, "host", "--resume", *common)
+    again = start_basra(env, "host", "--resume", *common)
     code, out = finish(again)
     join_code, join_out = finish(join)
     assert code == 0, out
@@ -102,17 +93,17 @@ def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes
 def test_a_joining_player_killed_mid_game_runs_join_again_and_resumes(tmp_path, env):
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = start(env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60",
+    host = start_basra(env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60",
                  "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
     join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
-    first = start(env, *join_args)
+    first = start_basra(env, *join_args)
     wait_for_line(host, "game 2 dealt")
     first.send_signal(signal.SIGKILL)
     first.wait()
     wait_for_line(host, "lost the connection")
 
-    second = start(env, *join_args)
+    second = start_basra(env, *join_args)
     join_code, join_out = finish(second)
     code, out = finish(host)
     assert join_code == 0, join_out
@@ -155,12 +146,12 @@ def test_a_damaged_or_finished_journal_is_refused_with_a_clear_message(tmp_path,
 
 def test_a_host_with_the_bot_seated_killed_mid_game_resumes_both_its_own_seats(tmp_path, env):
     host_file = tmp_path / "host.basra"
-    host = start(env, "host", "--auto", "greedy", "--bot", "greedy", "--target", "301", "--transcript", str(host_file))
+    host = start_basra(env, "host", "--auto", "greedy", "--bot", "greedy", "--target", "301", "--transcript", str(host_file))
     wait_for_line(host, "game 2 dealt")
     host.send_signal(signal.SIGKILL)
     host.wait()
     # Neither seat has a transcript of its own: both resume from nothing, the whole stream replayed.
-    code, out = finish(start(env, "host", "--resume", "--auto", "greedy"))
+    code, out = finish(start_basra(env, "host", "--resume", "--auto", "greedy"))
     assert code == 0, out
     assert "Host resumed seat 0 after 0 of" in out and "Bot resumed seat 1 after 0 of" in out
     assert "the match is over" in out
