@@ -88,7 +88,16 @@ class Purpose(IntEnum):
 
 
 class HiddenDealError(ValueError):
-    """A check of the hidden deal failed; the message says what, where and whose."""
+    """A check of the hidden deal failed; the message says what, where and whose.
+
+    seat is the party the record proves at fault, or None where it does not:
+    a proven reveal of no card's point is an honest step over a corrupted
+    deck, and only the audit names who corrupted it.
+    """
+
+    def __init__(self, message: str, seat: int | None = None) -> None:
+        super().__init__(message)
+        self.seat = seat
 
 
 class MalformedPoint(HiddenDealError):
@@ -146,29 +155,33 @@ def scalar_bytes(scalar: int) -> bytes:
     return scalar.to_bytes(SCALAR_SIZE, "little")
 
 
-def decode_point(data: object, what: str) -> bytes:
-    """data if it is the canonical encoding of a point of the prime-order subgroup other than the identity."""
+def decode_point(data: object, what: str, seat: int | None = None) -> bytes:
+    """data if it is the canonical encoding of a point of the prime-order subgroup other than the identity.
+
+    seat: the party that sent it, named by the error.
+    """
     if not isinstance(data, bytes) or len(data) != POINT_SIZE:
-        raise MalformedPoint(f"{what}: a point is {POINT_SIZE} bytes")
+        raise MalformedPoint(f"{what}: a point is {POINT_SIZE} bytes", seat)
     if data == IDENTITY:
-        raise MalformedPoint(f"{what}: the identity point")
+        raise MalformedPoint(f"{what}: the identity point", seat)
     if not sodium.crypto_core_ed25519_is_valid_point(data):
         raise MalformedPoint(
             f"{what}: not a point of the prime-order group"
-            " (non-canonical, off the curve, of small order, or with a small-order part)"
+            " (non-canonical, off the curve, of small order, or with a small-order part)",
+            seat,
         )
     return data
 
 
-def decode_scalar(data: object, what: str) -> int:
+def decode_scalar(data: object, what: str, seat: int | None = None) -> int:
     """The scalar data encodes (32 bytes, little-endian), if it is canonical (below L) and not zero."""
     if not isinstance(data, bytes) or len(data) != SCALAR_SIZE:
-        raise MalformedScalar(f"{what}: a scalar is {SCALAR_SIZE} bytes")
+        raise MalformedScalar(f"{what}: a scalar is {SCALAR_SIZE} bytes", seat)
     scalar = int.from_bytes(data, "little")
     if scalar >= GROUP_ORDER:
-        raise MalformedScalar(f"{what}: not reduced below the group order")
+        raise MalformedScalar(f"{what}: not reduced below the group order", seat)
     if scalar == 0:
-        raise MalformedScalar(f"{what}: zero")
+        raise MalformedScalar(f"{what}: zero", seat)
     return scalar
 
 
@@ -275,12 +288,12 @@ class Proof:
         return scalar_bytes(self.challenge) + scalar_bytes(self.response)
 
     @classmethod
-    def from_bytes(cls, data: object, what: str) -> Proof:
+    def from_bytes(cls, data: object, what: str, seat: int | None = None) -> Proof:
         if not isinstance(data, bytes) or len(data) != PROOF_SIZE:
-            raise MalformedScalar(f"{what}: a proof is {PROOF_SIZE} bytes")
+            raise MalformedScalar(f"{what}: a proof is {PROOF_SIZE} bytes", seat)
         return cls(
-            decode_scalar(data[:SCALAR_SIZE], f"{what}, challenge"),
-            decode_scalar(data[SCALAR_SIZE:], f"{what}, response"),
+            decode_scalar(data[:SCALAR_SIZE], f"{what}, challenge", seat),
+            decode_scalar(data[SCALAR_SIZE:], f"{what}, response", seat),
         )
 
 
@@ -349,8 +362,10 @@ class _Step:
     def from_bytes(cls, position: int, seat: int, data: object) -> Self:
         what = f"seat {seat}'s {cls.NAME} of position {position}"
         if not isinstance(data, bytes) or len(data) != POINT_SIZE + PROOF_SIZE:
-            raise MalformedPoint(f"{what}: {POINT_SIZE + PROOF_SIZE} bytes expected")
-        return cls(position, seat, decode_point(data[:POINT_SIZE], what), Proof.from_bytes(data[POINT_SIZE:], what))
+            raise MalformedPoint(f"{what}: {POINT_SIZE + PROOF_SIZE} bytes expected", seat)
+        return cls(
+            position, seat, decode_point(data[:POINT_SIZE], what, seat), Proof.from_bytes(data[POINT_SIZE:], what, seat)
+        )
 
 
 class Unmasking(_Step):
@@ -530,6 +545,19 @@ class DealOrder:
         return self.non_dealer if holder is TABLE else holder
 
 
+@dataclass(frozen=True)
+class Owed:
+    """A step the deal waits for: seat's public point, locked list, or unmaskings or reveals of positions."""
+
+    seat: int
+    step: str  # "public point", "locked list", "unmasking" or "reveal"
+    positions: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        where = f" of position{'s' if len(self.positions) > 1 else ''} {', '.join(map(str, self.positions))}"
+        return f"seat {self.seat}'s {self.step}{where if self.positions else ''}"
+
+
 # --- the referee's check -----------------------------------------------------------------------
 
 
@@ -561,24 +589,26 @@ class DealChecker:
 
     def public_point(self, seat: int, data: object) -> None:
         if self.public[seat] is not None:
-            raise OutOfTurn(f"seat {seat} has published its point already")
-        self.public[seat] = decode_point(data, f"seat {seat}'s public point")
+            raise OutOfTurn(f"seat {seat} has published its point already", seat)
+        self.public[seat] = decode_point(data, f"seat {seat}'s public point", seat)
 
     def locked_list(self, seat: int, entries: Sequence[object]) -> None:
         """The next locked list: the dealer's first, then the non-dealer's."""
         due = (self.order.dealer, self.order.non_dealer)
         if len(self.locked) == 2 or seat != due[len(self.locked)] or self.public[seat] is None:
-            raise OutOfTurn(f"a locked list from seat {seat} is not due")
+            raise OutOfTurn(f"a locked list from seat {seat} is not due", seat)
         if len(entries) != DECK_SIZE:
-            raise MalformedPoint(f"seat {seat}'s locked list: {DECK_SIZE} entries expected, not {len(entries)}")
+            raise MalformedPoint(f"seat {seat}'s locked list: {DECK_SIZE} entries expected, not {len(entries)}", seat)
         if seat == self.own_seat:
             points = tuple(entries)
         else:
-            points = tuple(decode_point(e, f"seat {seat}'s locked list, entry {i}") for i, e in enumerate(entries))
+            points = tuple(decode_point(e, f"seat {seat}'s locked list, entry {i}", seat) for i, e in enumerate(entries))
         first: dict[bytes, int] = {}
         for i, point in enumerate(points):
             if point in first:
-                raise RepeatedEntry(f"seat {seat}'s locked list holds one card twice, at entries {first[point]} and {i}")
+                raise RepeatedEntry(
+                    f"seat {seat}'s locked list holds one card twice, at entries {first[point]} and {i}", seat
+                )
             first[point] = i
         self.locked.append(points)
 
@@ -591,14 +621,14 @@ class DealChecker:
     def unmasking(self, unmasking: Unmasking) -> None:
         p, seat = unmasking.position, unmasking.seat
         if seat != self.order.unmasker(p):
-            raise OutOfTurn(f"seat {seat} does not unmask position {p}")
+            raise OutOfTurn(f"seat {seat} does not unmask position {p}", seat)
         if self.order.hand_of(p) > self.hand_no:
-            raise OutOfTurn(f"position {p} is dealt in hand {self.order.hand_of(p)}, not yet")
+            raise OutOfTurn(f"position {p} is dealt in hand {self.order.hand_of(p)}, not yet", seat)
         if p in self._unmasked:
-            raise OutOfTurn(f"position {p} is unmasked already")
+            raise OutOfTurn(f"position {p} is unmasked already", seat)
         statement = Statement(self.context, p, seat, Purpose.UNMASK, self.public[seat], unmasking.point, self.deck[p])
         if seat != self.own_seat and not verify(statement, unmasking.proof):
-            raise WrongUnmasking(f"game {self.context.game}: seat {seat}'s unmasking of position {p} does not verify")
+            raise WrongUnmasking(f"game {self.context.game}: seat {seat}'s unmasking of position {p} does not verify", seat)
         self._unmasked[p] = unmasking.point
 
     def unmasked(self, position: int) -> bytes:
@@ -612,13 +642,15 @@ class DealChecker:
         """Check a reveal and return its card; a face-up position also advances the deal order."""
         p, seat = reveal.position, reveal.seat
         if seat != self.order.revealer(p):
-            raise OutOfTurn(f"seat {seat} does not reveal position {p}")
+            raise OutOfTurn(f"seat {seat} does not reveal position {p}", seat)
         if p in self._cards:
-            raise OutOfTurn(f"position {p} is revealed already")
-        base = self.unmasked(p)
+            raise OutOfTurn(f"position {p} is revealed already", seat)
+        if p not in self._unmasked:  # no one can take the last lock off before the other's is off
+            raise OutOfTurn(f"seat {seat} revealed position {p} before it was unmasked", seat)
+        base = self._unmasked[p]
         statement = Statement(self.context, p, seat, Purpose.REVEAL, self.public[seat], reveal.point, base)
         if seat != self.own_seat and not verify(statement, reveal.proof):
-            raise WrongReveal(f"game {self.context.game}: seat {seat}'s reveal of position {p} does not verify")
+            raise WrongReveal(f"game {self.context.game}: seat {seat}'s reveal of position {p} does not verify", seat)
         card = reveal.card
         if card is None:
             raise NotACard(f"game {self.context.game}: position {p} holds no card (the audit shows who put it there)")
@@ -637,6 +669,32 @@ class DealChecker:
             raise OutOfTurn(f"{DECK_SIZE - len(self._cards)} positions are still hidden")
         return tuple(self._cards[p] for p in range(DECK_SIZE))
 
+    def owed(self) -> tuple[Owed, ...]:
+        """The steps of the deal due now, and from whom: what a party that stops answering withholds.
+
+        The reveal of a hand's card is due only when its holder plays it, and
+        the audit scalars after the last play: the rules say when (the referee's game).
+        """
+        missing = tuple(Owed(seat, "public point") for seat in (0, 1) if self.public[seat] is None)
+        if missing:
+            return missing
+        if len(self.locked) < 2:
+            return (Owed((self.order.dealer, self.order.non_dealer)[len(self.locked)], "locked list"),)
+        due: dict[tuple[int, str], list[int]] = {}
+        for hand_no in range(1, self.hand_no + 1):
+            for positions in self.order.hand(hand_no).values():
+                for p in positions:
+                    if p not in self._unmasked and p not in self._cards:  # a moved position comes back face up
+                        due.setdefault((self.order.unmasker(p), "unmasking"), []).append(p)
+        wanted = self.order.face_up_wanted()
+        for p in wanted:
+            if p not in self._unmasked:
+                due.setdefault((self.order.unmasker(p), "unmasking"), []).append(p)
+        if not due:  # the table turns up once the round's unmaskings are all in (15.8)
+            for p in wanted:
+                due.setdefault((self.order.revealer(p), "reveal"), []).append(p)
+        return tuple(Owed(seat, step, tuple(positions)) for (seat, step), positions in sorted(due.items()))
+
     def audit(self, scalars: dict[int, object]) -> None:
         """Both parties' published scalars: each matches its public point, each list is a permutation.
 
@@ -650,14 +708,17 @@ class DealChecker:
             if seat == self.own_seat:
                 previous = self.locked[layer]
                 continue
-            scalar = decode_scalar(scalars.get(seat), f"seat {seat}'s audit scalar")
+            scalar = decode_scalar(scalars.get(seat), f"seat {seat}'s audit scalar", seat)
             if _multiply_base(scalar) != self.public[seat]:
-                raise ScalarMismatch(f"game {self.context.game}: seat {seat}'s audit scalar is not the one behind its public point")
+                raise ScalarMismatch(
+                    f"game {self.context.game}: seat {seat}'s audit scalar is not the one behind its public point", seat
+                )
             expected = {_multiply(scalar, point) for point in previous}
             strangers = [i for i, point in enumerate(self.locked[layer]) if point not in expected]
             if strangers:
                 raise NotAPermutation(
                     f"game {self.context.game}: seat {seat}'s locked list is not the list before it under its scalar"
-                    f" (entries {', '.join(map(str, strangers))})"
+                    f" (entries {', '.join(map(str, strangers))})",
+                    seat,
                 )
             previous = self.locked[layer]

@@ -453,7 +453,7 @@ def test_steps_out_of_turn_are_refused():
     with pytest.raises(OutOfTurn, match="seat 1 does not unmask position 0"):
         table.referee.unmasking(table.unmask(0, seat=NON_DEALER))
     reveal_too_early = table.parties[NON_DEALER].reveal(0, table.deck[0])
-    with pytest.raises(OutOfTurn, match="position 0 is not unmasked yet"):
+    with pytest.raises(OutOfTurn, match="seat 1 revealed position 0 before it was unmasked"):
         table.referee.reveal(reveal_too_early)
     with pytest.raises(OutOfTurn, match="the first table is not complete"):
         table.referee.order.hand(2)
