@@ -640,6 +640,14 @@ class DealChecker:
 
     def reveal(self, reveal: Reveal) -> Card:
         """Check a reveal and return its card; a face-up position also advances the deal order."""
+        card = self.revealed_card(reveal)
+        if self.order.holder(reveal.position) is TABLE:
+            self.order.turned_up(reveal.position, card)
+        self._cards[reveal.position] = card
+        return card
+
+    def revealed_card(self, reveal: Reveal) -> Card:
+        """The card a reveal proves, checked as reveal() checks it, without recording it."""
         p, seat = reveal.position, reveal.seat
         if seat != self.order.revealer(p):
             raise OutOfTurn(f"seat {seat} does not reveal position {p}", seat)
@@ -654,9 +662,6 @@ class DealChecker:
         card = reveal.card
         if card is None:
             raise NotACard(f"game {self.context.game}: position {p} holds no card (the audit shows who put it there)")
-        if self.order.holder(p) is TABLE:
-            self.order.turned_up(p, card)
-        self._cards[p] = card
         return card
 
     def card_at(self, position: int) -> Card | None:
@@ -701,24 +706,30 @@ class DealChecker:
         Names the first party at fault, the dealer's list being checked first.
         A party does not audit itself.
         """
+        for seat in (self.order.dealer, self.order.non_dealer):
+            if seat != self.own_seat:
+                self.audit_party(seat, scalars.get(seat))
+
+    def audit_party(self, seat: int, data: object) -> None:
+        """One party's published scalar: behind its public point, and its list a permutation of the one before.
+
+        Each layer checks on its own, so a party's scalar is checked whether or
+        not the other party ever publishes its own.
+        """
         if len(self.locked) < 2:
             raise OutOfTurn("the audit comes after both locked lists")
-        previous = card_points()
-        for layer, seat in enumerate((self.order.dealer, self.order.non_dealer)):
-            if seat == self.own_seat:
-                previous = self.locked[layer]
-                continue
-            scalar = decode_scalar(scalars.get(seat), f"seat {seat}'s audit scalar", seat)
-            if _multiply_base(scalar) != self.public[seat]:
-                raise ScalarMismatch(
-                    f"game {self.context.game}: seat {seat}'s audit scalar is not the one behind its public point", seat
-                )
-            expected = {_multiply(scalar, point) for point in previous}
-            strangers = [i for i, point in enumerate(self.locked[layer]) if point not in expected]
-            if strangers:
-                raise NotAPermutation(
-                    f"game {self.context.game}: seat {seat}'s locked list is not the list before it under its scalar"
-                    f" (entries {', '.join(map(str, strangers))})",
-                    seat,
-                )
-            previous = self.locked[layer]
+        layer = (self.order.dealer, self.order.non_dealer).index(seat)
+        previous = card_points() if layer == 0 else self.locked[0]
+        scalar = decode_scalar(data, f"seat {seat}'s audit scalar", seat)
+        if _multiply_base(scalar) != self.public[seat]:
+            raise ScalarMismatch(
+                f"game {self.context.game}: seat {seat}'s audit scalar is not the one behind its public point", seat
+            )
+        expected = {_multiply(scalar, point) for point in previous}
+        strangers = [i for i, point in enumerate(self.locked[layer]) if point not in expected]
+        if strangers:
+            raise NotAPermutation(
+                f"game {self.context.game}: seat {seat}'s locked list is not the list before it under its scalar"
+                f" (entries {', '.join(map(str, strangers))})",
+                seat,
+            )
