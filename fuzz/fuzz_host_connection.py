@@ -93,6 +93,17 @@ from basra_net.protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    Shuffle,
+    Lock,
+    Locked,
+    Open,
+    Opened,
+    HiddenTurn,
+    HiddenPlay,
+    Audit,
+    Audited,
+    Option,
+    KINDS_OF_CARD,
     from_wire,
     to_wire,
 )
@@ -148,7 +159,9 @@ def expected_answer(state: Snapshot, message: Message) -> str | None:
     # What the match allows: a seed answers the open commitment, a play the open request.
     if isinstance(message, Seed):
         return None if state.awaiting_seed == message.game else UNEXPECTED
-    if isinstance(message, Play):
+    if isinstance(message, (Lock, Open, Audit)):
+        return None  # the hidden deal's steps: the table, not the connection, knows which are owed
+    if isinstance(message, (Play, HiddenPlay)):
         if state.open_request is None:
             return NOT_YOUR_TURN
         return None if message.request == state.open_request else STALE_REQUEST
@@ -166,7 +179,7 @@ def after_accepting(state: Snapshot, message: Message) -> Snapshot:
         confirm = False
     elif isinstance(message, Seed):
         seed = None
-    elif isinstance(message, Play):
+    elif isinstance(message, (Play, HiddenPlay)):
         request = None
     elif isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
         closed = True
@@ -325,6 +338,27 @@ class Harness:
             return Pake(b"B" + self.blob(32), self.blob(32))
         if cls is PakeConfirm:
             return PakeConfirm(self.blob(32))
+        deck = tuple(bytes([i]) * 32 for i in range(52))
+        steps = tuple((p, self.blob(96)) for p in range(fdp.ConsumeIntInRange(0, 4)))
+        if cls is Shuffle:
+            return Shuffle(self.game + 1, 0)
+        if cls is Lock:
+            return Lock(max(self.game, 1), self.blob(32), deck)
+        if cls is Locked:
+            return Locked(max(self.game, 1), 0, self.blob(32), deck)
+        if cls is Open:
+            return Open(max(self.game, 1), steps, ())
+        if cls is Opened:
+            return Opened(max(self.game, 1), 0, steps, ())
+        if cls is HiddenTurn:
+            return HiddenTurn(self.request + 1, tuple((Option((), "drop"),) for _ in range(KINDS_OF_CARD)))
+        if cls is HiddenPlay:
+            request = pick(fdp, (connection.open_request or self.request, self.request, self.request - 1, 0))
+            return HiddenPlay(max(request, 0), fdp.ConsumeIntInRange(0, 13), 0, fdp.ConsumeIntInRange(0, 51), self.blob(96))
+        if cls is Audit:
+            return Audit(max(self.game, 1), self.blob(32))
+        if cls is Audited:
+            return Audited(max(self.game, 1), 0, self.blob(32))
         raise AssertionError(f"the harness has no builder for '{cls.TYPE}': add one")
 
     def blob(self, size: int) -> bytes:

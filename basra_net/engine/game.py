@@ -166,6 +166,23 @@ class Game:
             (self.jack_basras[0], self.jack_basras[1]),
         )
 
+    def swap_unseen(self, a: Card, b: Card) -> None:
+        """Two cards still hidden (in a hand or the stock) trade places.
+
+        The referee of a hidden deal plays the rules with a stand-in at each
+        position no one has revealed; a revealed card trades places with the
+        stand-in of its position.  Unseen cards are interchangeable, so this
+        changes nothing anyone can know.
+        """
+        places = (self.hands[0], self.hands[1], self.stock)
+        if not all(any(c in place for place in places) for c in (a, b)):
+            raise ValueError("only cards in a hand or the stock can trade places")
+        swap = {a: b, b: a}
+        for place in places:
+            place[:] = [swap.get(c, c) for c in place]
+        self.deck = tuple(swap.get(c, c) for c in self.deck)
+        self._legal = None
+
     # --- the one mutation --------------------------------------------------------
 
     def play(self, seat: int, move: Move) -> list[Dealt | Played | TableTaken]:

@@ -1,7 +1,8 @@
 """Engine events -> the messages each seat is sent (PROTOCOL.md, sections 6 and 7.3).
 
 The table calls this after every engine step, so what each seat learns is
-decided in one place: a deal shows a seat only its own hand.
+decided in one place: a deal shows a seat only its own hand, and with the
+hidden deal (PROTOCOL.md 15.15) no hand at all, each party knowing its own.
 """
 
 from __future__ import annotations
@@ -10,8 +11,15 @@ from ..engine.events import Dealt, Event, GameEnded, MatchEnded, Played as Playe
 from .messages import Deal, GameEnd, MatchEnd, Message, Played
 
 
-def messages_for_seat(events: list[Event], seat: int, turn: int | None) -> list[Message]:
-    """The messages announcing these events to one seat; ``turn`` is who acts after them."""
+def messages_for_seat(
+    events: list[Event], seat: int, turn: int | None, *, hidden: bool = False, played_from: tuple[int, bytes | None] | None = None
+) -> list[Message]:
+    """The messages announcing these events to one seat; ``turn`` is who acts after them.
+
+    ``hidden``: the hidden deal, whose deals carry no hand; ``played_from`` is then
+    the deck position and reveal of the card played.
+    """
+    position, reveal = played_from or (None, None)
     messages: list[Message] = []
     taken: TableTaken | None = None
     for event in events:
@@ -21,7 +29,7 @@ def messages_for_seat(events: list[Event], seat: int, turn: int | None) -> list[
                     game=event.game,
                     hand_no=event.hand_no,
                     dealer=event.dealer,
-                    hand=event.hands[seat],
+                    hand=() if hidden else event.hands[seat],
                     table=event.table,
                     stock_left=event.stock_left,
                     moved=event.moved_to_bottom,
@@ -38,6 +46,8 @@ def messages_for_seat(events: list[Event], seat: int, turn: int | None) -> list[
                     kind=event.kind,
                     table=event.table,
                     turn=turn,
+                    position=position,
+                    reveal=reveal,
                 )
             )
         elif isinstance(event, TableTaken):

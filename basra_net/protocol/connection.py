@@ -25,7 +25,14 @@ from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCO
 from .shuffle import is_weak_public_key
 from .messages import (
     CLIENT,
+    HIDDEN_DEAL,
     HOST,
+    Audited,
+    HiddenPlay,
+    HiddenTurn,
+    Locked,
+    Opened,
+    Shuffle,
     Commit,
     Deal,
     Error,
@@ -219,7 +226,7 @@ class HostConnection(_Connection):
                 raise _unexpected(message, f"for game {message.game} does not answer a commitment")
             self.awaiting_seed = None
             self.seed_taken = message
-        elif isinstance(message, Play):
+        elif isinstance(message, (Play, HiddenPlay)):
             if message.request == self.answered_request:
                 return False
             if self.open_request is None:
@@ -255,7 +262,7 @@ class HostConnection(_Connection):
             raise LocalProtocolError(f"{message.TYPE} before the seat is taken")
         elif isinstance(message, Commit):
             self.awaiting_seed = message.game
-        elif isinstance(message, YourTurn):
+        elif isinstance(message, (YourTurn, HiddenTurn)):
             self.open_request = message.request
 
 
@@ -271,6 +278,8 @@ class ClientConnection(_Connection):
         self.confirm_sent = False
         self.welcome: Welcome | None = None
         self.match_started = False
+        self.hidden = False  # the match deals with hidden hands (PROTOCOL.md 15.15), as its match_start says
+        self.shuffled = 0  # hidden deal: the last game whose shuffle arrived
         self.game = 0  # the game in progress or last ended
         self.game_live = False
         self.seed_sent_for = 0  # seat 1: the last game whose seed went out
@@ -286,7 +295,7 @@ class ClientConnection(_Connection):
         self.resume_token: bytes | None = None
         # Answers sent whose effect has not been seen yet; a resume sends them again.
         self.unconfirmed_seed: Seed | None = None
-        self.unconfirmed_play: Play | None = None
+        self.unconfirmed_play: Play | HiddenPlay | None = None
 
     @property
     def seat(self) -> int | None:
@@ -381,10 +390,20 @@ class ClientConnection(_Connection):
             if self.match_started:
                 raise _unexpected(message, "came twice")
             self.match_started = True
+            self.hidden = message.deal == HIDDEN_DEAL
             return
         if not self.match_started:
             raise _unexpected(message, "cannot come before 'match_start'")
-        if isinstance(message, Commit):
+        if isinstance(message, (Commit, Reveal, YourTurn) if self.hidden else (Shuffle, Locked, Opened, Audited, HiddenTurn)):
+            raise _unexpected(message, "belongs to the other deal mode than this match's")
+        if isinstance(message, Shuffle):
+            if self.game_live or message.game != self.game + 1 or self.shuffled == message.game:
+                raise _unexpected(message, f"for game {message.game} is out of order")
+            self.shuffled = message.game
+        elif isinstance(message, (Locked, Opened, Audited)):
+            if message.game != self.shuffled or message.seat == self.seat:
+                raise _unexpected(message, f"for game {message.game} of seat {message.seat} relays no step of the other party")
+        elif isinstance(message, Commit):
             if self.seat == 1 and message.game == self.seed_sent_for == self.commit_for and self.revealed < message.game:
                 raise RedealRefused(message.game)
             if self.seat != 1 or self.game_live or self.reveal_due is not None or message.game != self.game + 1:
@@ -398,14 +417,16 @@ class ClientConnection(_Connection):
             if message.hand_no == 1:
                 if self.game_live or self.reveal_due is not None or message.game != self.game + 1:
                     raise _unexpected(message, f"of game {message.game} is out of order")
-                if self.seat == 1 and self.seed_sent_for != message.game:
+                if self.hidden and self.shuffled != message.game:
+                    raise _unexpected(message, f"of game {message.game} came before its shuffle")
+                if not self.hidden and self.seat == 1 and self.seed_sent_for != message.game:
                     raise _unexpected(message, f"of game {message.game} came before the seed exchange")
                 self.game = message.game
                 self.game_live = True
                 self.unconfirmed_seed = None
             elif not self.game_live or message.game != self.game:
                 raise _unexpected(message, "continues no game in progress")
-        elif isinstance(message, YourTurn):
+        elif isinstance(message, (YourTurn, HiddenTurn)):
             if not self.game_live:
                 raise _unexpected(message, "came with no game in progress")
             if not self._answered_before:
@@ -422,7 +443,7 @@ class ClientConnection(_Connection):
                 raise _unexpected(message, "ends no game in progress")
             self.game_live = False
             self.open_request = None
-            if self.seat == 1:
+            if self.seat == 1 and not self.hidden:
                 self.reveal_due = message.game
         elif isinstance(message, Reveal):
             if self.reveal_due == message.game:
@@ -467,7 +488,7 @@ class ClientConnection(_Connection):
                 raise LocalProtocolError("a seed answers one commitment")
             self.seed_sent_for = message.game
             self.unconfirmed_seed = message
-        elif isinstance(message, Play):
+        elif isinstance(message, (Play, HiddenPlay)):
             if self.open_request is None or message.request != self.open_request:
                 raise LocalProtocolError("a play answers the open request")
             self.open_request = None

@@ -631,6 +631,9 @@ class DealChecker:
             raise WrongUnmasking(f"game {self.context.game}: seat {seat}'s unmasking of position {p} does not verify", seat)
         self._unmasked[p] = unmasking.point
 
+    def is_unmasked(self, position: int) -> bool:
+        return position in self._unmasked
+
     def unmasked(self, position: int) -> bytes:
         """The point with one lock left at position, once its unmasking passed."""
         try:

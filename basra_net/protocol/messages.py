@@ -28,6 +28,15 @@ MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
+# The deal modes (PROTOCOL.md 15.15): the hidden-hands deal of section 15, and the commit-reveal deal of
+# section 9, which a client that offers no mode is taken to speak.
+HIDDEN_DEAL, COMMIT_DEAL = "hidden", "commit"
+DEAL_MODES = (HIDDEN_DEAL, COMMIT_DEAL)
+MAX_DEAL_MODES = 8
+# The fourteen kinds of card (15.9): Ace to King by rank, index rank - 1, then the 7 of diamonds.
+KINDS_OF_CARD = 14
+STEP_SIZE = 96  # an unmasking or a reveal: a point and its proof (15.2)
+MAX_STEPS = 8  # the most unmaskings one message carries: the dealer's of hand 1, four in hand and four on the table
 
 
 # --- field types: each checks a wire value and gives the python value, or ProtocolError --------
@@ -197,6 +206,95 @@ class Moves(FieldType):
         return [{"card": card_name(m.card), "captures": [card_name(c) for c in m.captures], "kind": m.kind} for m in value]
 
 
+@dataclass(frozen=True)
+class Modes(FieldType):
+    """The deal modes a client offers, the preferred first: names it may not all share with the host."""
+
+    def check(self, field: str, value: Any) -> tuple[str, ...]:
+        if type(value) is not list or not 1 <= len(value) <= MAX_DEAL_MODES:
+            raise _bad(field, f"must be a list of 1 to {MAX_DEAL_MODES} deal modes")
+        modes = tuple(Text(32, allow_empty=False).check(field, v) for v in value)
+        if len(set(modes)) != len(modes):
+            raise _bad(field, "names a deal mode twice")
+        return modes
+
+    def to_wire(self, value: tuple[str, ...]) -> list[str]:
+        return list(value)
+
+
+@dataclass(frozen=True)
+class Points(FieldType):
+    """A locked list: exactly ``length`` points, each 32 bytes (checked as points by the deal, 15.2)."""
+
+    length: int
+
+    def check(self, field: str, value: Any) -> tuple[bytes, ...]:
+        if type(value) is not list or len(value) != self.length:
+            raise _bad(field, f"must be a list of exactly {self.length} points")
+        return tuple(Bin(32).check(field, v) for v in value)
+
+    def to_wire(self, value: tuple[bytes, ...]) -> list[bytes]:
+        return list(value)
+
+
+@dataclass(frozen=True)
+class Steps(FieldType):
+    """Unmaskings or reveals: at most ``max_len`` pairs [deck position, 96 bytes], no position twice."""
+
+    max_len: int
+
+    def check(self, field: str, value: Any) -> tuple[tuple[int, bytes], ...]:
+        if type(value) is not list or len(value) > self.max_len:
+            raise _bad(field, f"must be a list of at most {self.max_len} [position, step] pairs")
+        steps = []
+        for entry in value:
+            if type(entry) is not list or len(entry) != 2:
+                raise _bad(field, "must hold [position, step] pairs")
+            steps.append((POSITION.check(field, entry[0]), Bin(STEP_SIZE).check(field, entry[1])))
+        if len({p for p, _ in steps}) != len(steps):
+            raise _bad(field, "names a deck position twice")
+        return tuple(steps)
+
+    def to_wire(self, value: tuple[tuple[int, bytes], ...]) -> list[list]:
+        return [[p, step] for p, step in value]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way a card of some kind may be played on the current table: what it takes and what that is."""
+
+    captures: tuple[Card, ...]
+    kind: str
+
+
+@dataclass(frozen=True)
+class KindOptions(FieldType):
+    """For each of the fourteen kinds of card, in order, its options on the table: at most ``max_len`` each."""
+
+    max_len: int
+
+    def check(self, field: str, value: Any) -> tuple[tuple[Option, ...], ...]:
+        if type(value) is not list or len(value) != KINDS_OF_CARD:
+            raise _bad(field, f"must be a list of {KINDS_OF_CARD} lists of options, one for each kind of card")
+        by_kind = []
+        for options in value:
+            if type(options) is not list or not 1 <= len(options) <= self.max_len:
+                raise _bad(field, f"must give each kind of card 1 to {self.max_len} options")
+            by_kind.append(
+                tuple(
+                    Option(
+                        Cards(52, ordered=False).check(field, _map(field, o).get("captures")),
+                        Choice(PLAY_KINDS).check(field, o.get("kind")),
+                    )
+                    for o in options
+                )
+            )
+        return tuple(by_kind)
+
+    def to_wire(self, value: tuple[tuple[Option, ...], ...]) -> list[list[dict]]:
+        return [[{"captures": [card_name(c) for c in o.captures], "kind": o.kind} for o in options] for options in value]
+
+
 SCORE_FIELDS = tuple(f.name for f in fields(GameScore))
 
 
@@ -232,6 +330,7 @@ SEAT = Int(0, 1)
 GAME = Int(1, 1 << 31)
 REQUEST = Int(0, (1 << 63) - 1)
 POINTS = Int(0, 1 << 31)
+POSITION = Int(0, 51)  # a deck position of the hidden deal (15.5)
 
 
 # --- the messages -------------------------------------------------------------------------
@@ -257,6 +356,7 @@ class Hello(Message):
     received: int | None = None  # resuming: how many stream messages this seat has received
     key: bytes | None = None  # version 2: the guest's identity key (section 14.2)
     pake: bytes | None = None  # version 2: the first message of the code exchange (section 14.9)
+    deals: tuple[str, ...] | None = None  # version 2: the deal modes offered, the preferred first (15.15); absent: commit
 
 
 @dataclass(frozen=True)
@@ -301,6 +401,7 @@ class MatchStart(Message):
     TYPE = "match_start"
 
     names: tuple[str, str]
+    deal: str | None = None  # version 2: the match's deal mode (15.15); absent: the commit-reveal deal
 
 
 @dataclass(frozen=True)
@@ -374,6 +475,8 @@ class Played(Message):
     kind: str
     table: tuple[Card, ...]
     turn: int | None
+    position: int | None = None  # hidden deal: the deck position of the card played
+    reveal: bytes | None = None  # hidden deal: its reveal, for the other party to check; none for a moved position
 
 
 @dataclass(frozen=True)
@@ -409,6 +512,106 @@ class MatchEnd(Message):
     winner: int | None
     totals: tuple[int, int]
     reason: str
+
+
+@dataclass(frozen=True)
+class Shuffle(Message):
+    """Host -> each seat, hidden deal: game ``game`` begins; ``dealer`` locks the deck first."""
+
+    TYPE = "shuffle"
+
+    game: int
+    dealer: int
+
+
+@dataclass(frozen=True)
+class Lock(Message):
+    """Party -> host, hidden deal: its public point for the game and its locked list (15.4, 15.5)."""
+
+    TYPE = "lock"
+
+    game: int
+    public: bytes
+    deck: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Locked(Message):
+    """Host -> the other party: a party's lock, relayed."""
+
+    TYPE = "locked"
+
+    game: int
+    seat: int
+    public: bytes
+    deck: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Open(Message):
+    """Party -> host, hidden deal: unmaskings it owes, and reveals of positions dealt face up (15.7, 15.8)."""
+
+    TYPE = "open"
+
+    game: int
+    unmaskings: tuple[tuple[int, bytes], ...]
+    reveals: tuple[tuple[int, bytes], ...]
+
+
+@dataclass(frozen=True)
+class Opened(Message):
+    """Host -> the other party: a party's unmaskings and reveals, relayed once checked."""
+
+    TYPE = "opened"
+
+    game: int
+    seat: int
+    unmaskings: tuple[tuple[int, bytes], ...]
+    reveals: tuple[tuple[int, bytes], ...]
+
+
+@dataclass(frozen=True)
+class HiddenTurn(Message):
+    """Host -> the seat to act, hidden deal: the options of each of the fourteen kinds of card on the table."""
+
+    TYPE = "hidden_turn"
+
+    request: int
+    options: tuple[tuple[Option, ...], ...]
+
+
+@dataclass(frozen=True)
+class HiddenPlay(Message):
+    """Party -> host, hidden deal: a kind of card, one of its options, the card's deck position and its reveal."""
+
+    TYPE = "hidden_play"
+
+    request: int
+    kind: int
+    option: int
+    position: int
+    reveal: bytes | None  # none for a position moved to the stock's bottom, already face up
+
+
+@dataclass(frozen=True)
+class Audit(Message):
+    """Party -> host, hidden deal: its scalar of the game just ended (15.10)."""
+
+    TYPE = "audit"
+
+    game: int
+    scalar: bytes
+
+
+@dataclass(frozen=True)
+class Audited(Message):
+    """Host -> the other party: a party's audit scalar, relayed."""
+
+    TYPE = "audited"
+
+    game: int
+    seat: int
+    scalar: bytes
 
 
 @dataclass(frozen=True)
@@ -506,6 +709,7 @@ class Kind:
     versions: frozenset[int] = frozenset({1, 2})
     optional: tuple[str, ...] = ()  # wire fields a sender may leave out; absent means None
     together: tuple[str, ...] = ()  # wire fields that come together or not at all
+    deal_mode: str | None = None  # a message of one deal mode only (15.15)
 
     @property
     def type(self) -> str:
@@ -515,6 +719,7 @@ class Kind:
 _HOSTS = frozenset({HOST})
 _CLIENTS = frozenset({CLIENT})
 _EITHER = frozenset({HOST, CLIENT})
+_V2 = frozenset({2})
 
 
 def _stream(message, fields, direction, when, section) -> Kind:
@@ -536,9 +741,10 @@ CATALOGUE: tuple[Kind, ...] = (
             ("received", "received", Nullable(Int(0, MAX_STREAM))),
             ("key", "key", Nullable(Bin(32))),
             ("pake", "pake", Nullable(Bin(33))),
+            ("deals", "deals", Nullable(Modes())),
         ),
         _CLIENTS, "client → host", "first frame of a connection", "6.3", Phase.FIRST,
-        optional=("table", "code", "token", "received", "key", "pake"),
+        optional=("table", "code", "token", "received", "key", "pake", "deals"),
         together=("token", "received"),
     ),
     Kind(
@@ -555,7 +761,10 @@ CATALOGUE: tuple[Kind, ...] = (
         ),
         _HOSTS, "host → client", "answer to `hello`", "6.4", Phase.ANSWER,
     ),
-    _stream(MatchStart, (("names", "names", Pair(Name())),), "host → each seat", "both seats taken", "6.5"),
+    Kind(
+        MatchStart, (("names", "names", Pair(Name())), ("deal", "deal", Nullable(Choice(DEAL_MODES)))),
+        _HOSTS, "host → each seat", "both seats taken", "6.5", Phase.MATCH, stream=True, hashed=True, optional=("deal",),
+    ),
     _stream(
         Commit,
         (("game", "game", GAME), ("commitment", "commitment", Bin(32)), ("signature", "signature", Bin(64))),
@@ -588,7 +797,7 @@ CATALOGUE: tuple[Kind, ...] = (
         (("request", "request", REQUEST), ("card", "card", CardField()), ("captures", "captures", _CAPTURES)),
         _CLIENTS, "client → host", "answer to `your_turn`", "6.10", Phase.MATCH,
     ),
-    _stream(
+    Kind(
         Played,
         (
             ("game", "game", GAME),
@@ -598,8 +807,11 @@ CATALOGUE: tuple[Kind, ...] = (
             ("kind", "kind", Choice(PLAY_KINDS)),
             ("table", "table", Cards(52)),
             ("turn", "turn", Nullable(SEAT)),
+            ("position", "position", Nullable(POSITION)),
+            ("reveal", "reveal", Nullable(Bin(STEP_SIZE))),
         ),
-        "host → each seat", "after each legal play", "6.11",
+        _HOSTS, "host → each seat", "after each legal play", "6.11", Phase.MATCH, stream=True, hashed=True,
+        optional=("position", "reveal"),
     ),
     _stream(
         GameEnd,
@@ -653,6 +865,63 @@ CATALOGUE: tuple[Kind, ...] = (
         PakeConfirm, (("confirm", "confirm", Bin(32)),),
         _CLIENTS, "client → host", "answer to `pake`", "6.22", Phase.EXCHANGE,
         recorded=False, versions=frozenset({2}),
+    ),
+    Kind(
+        Shuffle, (("game", "game", GAME), ("dealer", "dealer", SEAT)),
+        _HOSTS, "host → each seat", "hidden deal: before each game", "6.23", Phase.MATCH,
+        stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        Lock, (("game", "game", GAME), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
+        _CLIENTS, "party → host", "hidden deal: the dealer after `shuffle`, the other after `locked`", "6.24",
+        Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        Locked,
+        (("game", "game", GAME), ("seat", "seat", SEAT), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
+        _HOSTS, "host → the other seat", "hidden deal: a party's `lock`, relayed", "6.25", Phase.MATCH,
+        stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        Open,
+        (("game", "game", GAME), ("unmaskings", "unmaskings", Steps(MAX_STEPS)), ("reveals", "reveals", Steps(4))),
+        _CLIENTS, "party → host", "hidden deal: the steps a party owes", "6.26", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        Opened,
+        (
+            ("game", "game", GAME),
+            ("seat", "seat", SEAT),
+            ("unmaskings", "unmaskings", Steps(MAX_STEPS)),
+            ("reveals", "reveals", Steps(4)),
+        ),
+        _HOSTS, "host → the other seat", "hidden deal: a party's `open`, relayed", "6.27", Phase.MATCH,
+        stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        HiddenTurn, (("request", "request", REQUEST), ("options", "options", KindOptions(MAX_MOVES))),
+        _HOSTS, "host → the seat to act", "hidden deal: before each play", "6.28", Phase.MATCH,
+        stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        HiddenPlay,
+        (
+            ("request", "request", REQUEST),
+            ("kind", "kind", Int(0, KINDS_OF_CARD - 1)),
+            ("option", "option", Int(0, MAX_MOVES - 1)),
+            ("position", "position", POSITION),
+            ("reveal", "reveal", Nullable(Bin(STEP_SIZE))),
+        ),
+        _CLIENTS, "party → host", "hidden deal: answer to `hidden_turn`", "6.29", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        Audit, (("game", "game", GAME), ("scalar", "scalar", Bin(32))),
+        _CLIENTS, "party → host", "hidden deal: after each `game_end`", "6.30", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+    ),
+    Kind(
+        Audited, (("game", "game", GAME), ("seat", "seat", SEAT), ("scalar", "scalar", Bin(32))),
+        _HOSTS, "host → the other seat", "hidden deal: a party's `audit`, relayed", "6.31", Phase.MATCH,
+        stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
 )
 

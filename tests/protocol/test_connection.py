@@ -41,6 +41,16 @@ from basra_net.protocol.messages import (
     Welcome,
     YourTurn,
     to_wire,
+    Shuffle,
+    Lock,
+    Locked,
+    Open,
+    Opened,
+    HiddenTurn,
+    HiddenPlay,
+    Audit,
+    Audited,
+    Option,
 )
 
 MATCH_ID = bytes(range(16))
@@ -641,3 +651,63 @@ def test_version_2_messages_are_unexpected_in_a_version_1_connection():
     assert refused(link.host).code == UNEXPECTED
     with pytest.raises(LocalProtocolError):
         link.host.send(Pake(b"B" + bytes(32), bytes(32)))
+
+
+# --- the deal modes (15.15) -------------------------------------------------------------------------
+
+
+def hidden_link(seat: int = 1, deal: str | None = "hidden") -> Link:
+    """A version-2 seat whose match has started with the given deal mode."""
+    link = Link()
+    link.to_host(Hello((2, 1), "Omar", NONCE, key=GUEST_KEY, deals=("hidden", "commit")))
+    link.host.agree(2)
+    link.to_client(v2_welcome(seat))
+    link.to_client(MatchStart(("Hoda", "Omar"), deal=deal))
+    return link
+
+
+def test_a_hidden_match_runs_shuffle_lock_open_deal_hidden_turn_hidden_play_game_end_audit():
+    link = hidden_link()
+    assert link.client.hidden
+    link.to_client(Shuffle(1, 0))
+    link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52))))
+    link.to_host(Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52))))
+    link.to_host(Open(1, ((4, bytes(96)),), ()))
+    link.to_client(Opened(1, 0, ((0, bytes(96)),), ()))
+    link.to_client(Deal(1, 1, 0, (), (), 40, (), 1))
+    link.to_client(HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14))))
+    link.to_host(HiddenPlay(5, 0, 0, 0, bytes(96)))
+    link.raw_to_host(HiddenPlay(5, 0, 0, 0, bytes(96)))
+    assert link.host.next_event() is None  # the repeat of a play taken is dropped, as for `play`
+    link.to_client(GameEnd(1, None, (), (ZERO, ZERO), (0, 0)))
+    link.to_host(Audit(1, bytes(32)))
+    link.to_client(Audited(1, 0, bytes(32)))
+    assert link.client.reveal_due is None  # no seed to reveal: the next game's shuffle may come
+    link.to_client(Shuffle(2, 1))
+
+
+@pytest.mark.parametrize(
+    "deal, message",
+    [
+        ("hidden", Commit(1, bytes(32), bytes(64))),
+        ("hidden", YourTurn(1, (Move(1, (), "drop"),))),
+        (None, Shuffle(1, 0)),
+        ("commit", Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52)))),
+        ("commit", HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14)))),
+    ],
+    ids=["commit-in-hidden", "your_turn-in-hidden", "shuffle-in-commit", "locked-in-commit", "hidden_turn-in-commit"],
+)
+def test_a_message_of_the_other_deal_mode_is_unexpected(deal, message):
+    link = hidden_link(deal=deal)
+    link.raw_to_client(message)
+    assert refused(link.client).code == UNEXPECTED
+
+
+def test_a_hidden_deal_before_its_shuffle_and_a_relay_of_the_seats_own_step_are_unexpected():
+    link = hidden_link()
+    link.raw_to_client(Deal(1, 1, 0, (), (), 40, (), 1))
+    assert refused(link.client).code == UNEXPECTED
+    link = hidden_link()
+    link.to_client(Shuffle(1, 0))
+    link.raw_to_client(Opened(1, 1, ((0, bytes(96)),), ()))
+    assert refused(link.client).code == UNEXPECTED

@@ -41,6 +41,16 @@ from basra_net.protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    Shuffle,
+    Lock,
+    Locked,
+    Open,
+    Opened,
+    HiddenTurn,
+    HiddenPlay,
+    Audit,
+    Audited,
+    Option,
     from_wire,
     to_wire,
 )
@@ -101,6 +111,18 @@ def strategy_for(field_type: messages.FieldType):
             return st.lists(moves, max_size=min(max_len, 64)).map(tuple)
         case messages.Versions(max_len):
             return st.lists(strategy_for(messages.VERSION), min_size=1, max_size=max_len).map(tuple)
+        case messages.Modes():
+            mode = st.text(min_size=1, max_size=32).filter(is_printable)
+            return st.lists(mode, min_size=1, max_size=messages.MAX_DEAL_MODES, unique=True).map(tuple)
+        case messages.Points(length):
+            return st.lists(binary(32), min_size=length, max_size=length).map(tuple)
+        case messages.Steps(max_len):
+            steps = st.tuples(strategy_for(messages.POSITION), binary(messages.STEP_SIZE))
+            return st.lists(steps, max_size=max_len, unique_by=lambda s: s[0]).map(tuple)
+        case messages.KindOptions(max_len):
+            option = st.builds(Option, card_tuples(52, sort=True), st.sampled_from(PLAY_KINDS))
+            by_kind = st.lists(option, min_size=1, max_size=min(max_len, 4)).map(tuple)
+            return st.lists(by_kind, min_size=messages.KINDS_OF_CARD, max_size=messages.KINDS_OF_CARD).map(tuple)
     raise AssertionError(f"no strategy for {field_type!r}: add one")
 
 
@@ -199,12 +221,27 @@ SAMPLES: dict[type[Message], Message] = {
     Pong: Pong(id=1),
     Pake: Pake(pake=b"B" + bytes(32), confirm=bytes(32)),
     PakeConfirm: PakeConfirm(confirm=bytes(32)),
+    Shuffle: Shuffle(game=1, dealer=0),
+    Lock: Lock(game=1, public=bytes(32), deck=tuple(bytes([i]) * 32 for i in range(52))),
+    Locked: Locked(game=1, seat=0, public=bytes(32), deck=tuple(bytes([i]) * 32 for i in range(52))),
+    Open: Open(game=1, unmaskings=((0, bytes(96)), (8, bytes(96))), reveals=((9, bytes(96)),)),
+    Opened: Opened(game=1, seat=0, unmaskings=((0, bytes(96)),), reveals=((9, bytes(96)),)),
+    HiddenTurn: HiddenTurn(
+        request=4, options=tuple((Option((), "drop"),) if k else (Option((C("AH"),), "capture"),) for k in range(14))
+    ),
+    HiddenPlay: HiddenPlay(request=4, kind=0, option=0, position=5, reveal=bytes(96)),
+    Audit: Audit(game=1, scalar=bytes(32)),
+    Audited: Audited(game=1, seat=1, scalar=bytes(32)),
 }
 
 # Fields whose value may be nil on the wire.
 # Fields a sender may leave out altogether.
-ABSENT_ALLOWED = {("hello", f) for f in ("table", "code", "token", "received", "key", "pake")}
-OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner")} | ABSENT_ALLOWED
+ABSENT_ALLOWED = {("hello", f) for f in ("table", "code", "token", "received", "key", "pake", "deals")} | {
+    ("match_start", "deal"), ("played", "position"), ("played", "reveal"),
+}
+OPTIONAL_FIELDS = {
+    ("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner"), ("hidden_play", "reveal"),
+} | ABSENT_ALLOWED
 
 # One value of each wire type; a field must refuse every one whose type differs from its own.
 WRONG_TYPED_VALUES = [None, True, 1, "AS", b"\x00" * 32, [], {}, [1, 1]]
@@ -287,6 +324,13 @@ def test_a_field_of_the_wrong_type_is_bad_message(cls, field, wrong):
         (GameEnd, "scores", [SCORE.to_dict(), {**SCORE.to_dict(), "basras": True}]),
         (MatchEnd, "winner", 2),
         (MatchEnd, "totals", [0, -5]),
+        (Shuffle, "dealer", 2),
+        (Open, "unmaskings", [[52, bytes(96)]]),
+        (Open, "reveals", [[-1, bytes(96)]]),
+        (HiddenPlay, "kind", 14),
+        (HiddenPlay, "option", MAX_MOVES),
+        (HiddenPlay, "position", 52),
+        (Played, "position", 52),
     ],
     ids=lambda v: repr(v)[:20],
 )
@@ -359,6 +403,18 @@ def test_a_card_named_twice_in_one_list_is_bad_message(cls, changes):
         (YourTurn, {"moves": ["5H"]}),
         (MatchEnd, {"reason": "quit"}),
         (Welcome, {"scoring": "american"}),
+        (Hello, {"deals": []}),
+        (Hello, {"deals": ["hidden", "hidden"]}),
+        (Hello, {"deals": ["m"] * 9}),
+        (MatchStart, {"deal": "open"}),
+        (Lock, {"deck": [bytes(32)] * 51}),
+        (Lock, {"deck": [bytes(32)] * 53}),
+        (Open, {"unmaskings": [[p, bytes(96)] for p in range(9)]}),
+        (Open, {"reveals": [[p, bytes(96)] for p in range(5)]}),
+        (Open, {"unmaskings": [[3, bytes(96)], [3, bytes(96)]]}),
+        (Open, {"unmaskings": [[3]]}),
+        (HiddenTurn, {"options": [[{"captures": [], "kind": "drop"}]] * 13}),
+        (HiddenTurn, {"options": [[]] * 14}),
     ],
     ids=lambda v: repr(v)[:24],
 )
@@ -379,6 +435,10 @@ def test_lists_texts_and_choices_out_of_bounds_are_bad_message(cls, changes):
         (Seed, "seed", 32),
         (Reveal, "seed", 32),
         (Reveal, "signature", 64),
+        (Lock, "public", 32),
+        (Audit, "scalar", 32),
+        (HiddenPlay, "reveal", 96),
+        (Played, "reveal", 96),
     ],
 )
 def test_a_binary_field_of_the_wrong_length_is_bad_message(cls, field, size):

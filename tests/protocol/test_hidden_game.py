@@ -1,0 +1,261 @@
+"""The hidden deal's messages between a referee and two parties, sans I/O (PROTOCOL.md 15.15).
+
+Every message crosses the wire encoding (to_wire, from_wire) on its way, as
+it would between processes.  A whole match is played with random legal
+moves; its scores must be those of the same moves dealt openly from the deck
+the reveals show, so the referee's stand-ins for unseen cards change nothing.
+Each tampered step is refused with its named error.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import replace
+
+import pytest
+
+from basra_net.engine import IllegalMove, Match, Move
+from basra_net.engine.cards import parse_card
+from basra_net.protocol.announce import messages_for_seat
+from basra_net.protocol.hidden_deal import (
+    OutOfTurn,
+    RepeatedEntry,
+    ScalarMismatch,
+    WrongReveal,
+    WrongUnmasking,
+)
+from basra_net.protocol.hidden_game import PartyGame, RefereeGame, kind_of_card
+from basra_net.protocol.messages import (
+    Audit,
+    Deal,
+    GameEnd,
+    HiddenTurn,
+    Lock,
+    Locked,
+    Open,
+    Opened,
+    Played,
+    from_wire,
+    to_wire,
+)
+
+MATCH_ID = bytes(range(16))
+
+
+def wire(message):
+    return from_wire(to_wire(message))
+
+
+class Table:
+    """A referee and two parties passing messages, with hooks to tamper with what a party sends."""
+
+    def __init__(self, seed: int, target: int = 80) -> None:
+        self.rng = random.Random(seed)
+        self.match = Match(scoring="egyptian", target=target)
+        self.moves: list[list[Move]] = []  # per game, the moves made
+        self.decks: list[tuple[int, ...]] = []  # per game, the deck the reveals show
+        self.tamper = lambda seat, message: message
+        self.sent_by_referee: list[tuple[int, object]] = []
+
+    def random(self, n: int) -> bytes:
+        return self.rng.randbytes(n)
+
+    def new_game(self) -> None:
+        self.referee = RefereeGame(MATCH_ID, self.match)
+        self.parties = [PartyGame(MATCH_ID, self.referee.game, self.referee.dealer, seat, self.random) for seat in (0, 1)]
+        self.moves.append([])
+        self.steps([(seat, m) for seat in (0, 1) for m in self.parties[seat].begin()])
+        assert not self.referee.due
+
+    def steps(self, sent: list) -> None:
+        """Party steps to the referee, each relay to the other party, its answers back, until none is owed."""
+        queue = deque(sent)
+        while queue:
+            seat, message = queue.popleft()
+            relay = self.referee.take(seat, wire(self.tamper(seat, message)))
+            self.sent_by_referee.append((1 - seat, relay))
+            queue.extend((1 - seat, m) for m in self.parties[1 - seat].take(wire(relay)))
+
+    def announce(self, events, played_from=None) -> None:
+        turn = self.match.turn
+        for kind in (Played, Deal, GameEnd):  # a hand's steps come between its last play and its deal
+            # Both seats have each message before the answer of either is relayed, as on the wire.
+            answers = []
+            for seat in (0, 1):
+                for message in messages_for_seat(events, seat, turn, hidden=True, played_from=played_from):
+                    if isinstance(message, kind):
+                        answers += self.receive(seat, wire(message))
+            self.steps(answers)
+        assert not self.referee.due  # every step owed came without being asked for
+
+    def receive(self, seat: int, message) -> list:
+        party = self.parties[seat]
+        if isinstance(message, Deal):
+            assert message.hand == ()
+            dealt = party.deal(message)
+            assert len(dealt.hand) == 4 and set(dealt.hand) <= set(party.own_cards.values())
+            return []
+        return [(seat, m) for m in party.take(message)]
+
+    def play_one(self, choose=None) -> None:
+        seat = self.match.turn
+        turn = wire(HiddenTurn(len(self.moves[-1]), self.referee.options()))
+        moves = self.parties[seat].turn(turn)
+        move = (choose or self.rng.choice)(moves)
+        play = wire(self.tamper(seat, self.parties[seat].play(turn.request, turn.options, move)))
+        events = self.referee.play(seat, play)
+        self.moves[-1].append(move)
+        self.announce(events, (play.position, play.reveal))
+
+    def play_game(self) -> None:
+        self.new_game()
+        self.announce(self.referee.start())
+        while self.match.turn is not None:
+            self.play_one()
+        assert self.referee.audited
+        self.decks.append(self.referee.checker.deck_order())
+
+
+def test_a_whole_match_scores_as_the_same_moves_dealt_openly():
+    table = Table(seed=7)
+    while not table.match.over:
+        table.play_game()
+    assert len(table.decks) >= 2  # both seats have dealt
+    open_match = Match(scoring="egyptian", target=80)
+    for deck, moves in zip(table.decks, table.moves):
+        open_match.start_game(deck)
+        for move in moves:
+            open_match.play(open_match.turn, move)
+    assert open_match.totals == table.match.totals
+    assert open_match.results == table.match.results
+    assert open_match.winner == table.match.winner
+
+
+def test_each_party_learns_its_own_cards_and_no_card_of_the_other_before_it_is_played():
+    table = Table(seed=3, target=1)
+    table.new_game()
+    table.announce(table.referee.start())
+    referee_game = table.match.game
+    seen_by = [set(), set()]
+    while table.match.turn is not None:
+        for seat in (0, 1):
+            seen_by[seat] |= set(table.parties[seat].own_cards.values())
+        table.play_one()
+    deck = table.referee.checker.deck_order()
+    order = table.referee.checker.order
+    for seat in (0, 1):
+        mine = {deck[p] for hand in range(1, 7) for p in order.hand(hand)[seat]}
+        assert seen_by[seat] == mine
+    assert referee_game is table.match.game
+
+
+def test_a_game_in_which_the_table_turns_up_a_jack():
+    """Seeds are tried until the first table shows a Jack or the 7D: its replacement is unmasked and revealed at once."""
+    for seed in range(200):
+        table = Table(seed=seed, target=1)
+        table.play_game()
+        if table.referee.checker.order.moved:
+            assert all(p >= 8 for p in table.referee.checker.order.moved)
+            return
+    pytest.fail("no seed turned up a Jack on the first table")
+
+
+# --- tampering: each refused with its name ------------------------------------------------------
+
+
+def test_a_wrong_unmasking_is_refused():
+    table = Table(seed=1)
+
+    def tamper(seat, message):
+        if isinstance(message, Open) and message.unmaskings:
+            (p, step), *rest = message.unmaskings
+            step = step[:32] + bytes([step[32] ^ 1]) + step[33:]
+            return replace(message, unmaskings=((p, step), *rest))
+        return message
+
+    table.tamper = tamper
+    with pytest.raises(WrongUnmasking):
+        table.new_game()
+
+
+def test_a_locked_list_with_one_card_twice_is_refused():
+    table = Table(seed=1)
+    table.tamper = lambda seat, m: replace(m, deck=(m.deck[1], *m.deck[1:])) if isinstance(m, Lock) else m
+    with pytest.raises(RepeatedEntry):
+        table.new_game()
+
+
+def test_an_unmasking_not_owed_is_refused():
+    table = Table(seed=1)
+    table.new_game()
+    non_dealer = 1 - table.referee.dealer
+    with pytest.raises(OutOfTurn):
+        table.referee.take(non_dealer, Open(table.referee.game, ((0, bytes(96)),), ()))
+
+
+def test_a_reveal_replayed_from_another_position_is_refused():
+    table = Table(seed=2, target=1)
+    table.new_game()
+    table.announce(table.referee.start())
+    seat = table.match.turn
+    party = table.parties[seat]
+    first, second = list(party.own_cards)[:2]
+    other = party._reveals[second]
+
+    def tamper(seat, message):
+        if message.TYPE == "hidden_play":  # the other card's reveal, named as the card it shows
+            return replace(message, reveal=other.to_bytes(), kind=kind_of_card(other.card), option=0)
+        return message
+
+    table.tamper = tamper
+    card = party.own_cards[first]
+    with pytest.raises(WrongReveal):
+        table.play_one(lambda moves: next(m for m in moves if m.card == card))
+
+
+def test_a_card_played_as_another_kind_is_an_illegal_move():
+    table = Table(seed=2, target=1)
+    table.new_game()
+    table.announce(table.referee.start())
+    table.tamper = lambda s, m: replace(m, kind=(m.kind + 1) % 14, option=0) if m.TYPE == "hidden_play" else m
+    with pytest.raises(IllegalMove):
+        table.play_one()
+    assert table.referee.checker.card_at(0) is None  # nothing was recorded: the play may come again
+
+
+def test_an_audit_scalar_not_behind_the_public_point_is_refused():
+    table = Table(seed=4, target=1)
+
+    def tamper(seat, message):
+        if isinstance(message, Audit) and seat == 1:
+            return replace(message, scalar=(5).to_bytes(32, "little"))
+        return message
+
+    table.tamper = tamper
+    with pytest.raises(ScalarMismatch):
+        table.play_game()
+
+
+def test_a_party_refuses_a_relayed_unmasking_that_does_not_verify():
+    """The parties check each other as the referee does: a referee that relays a forged step is caught."""
+    table = Table(seed=5)
+    table.new_game()
+    dealer = table.referee.dealer
+    relayed = next(m for seat, m in table.sent_by_referee if isinstance(m, Opened) and m.seat == dealer and m.unmaskings)
+    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, table.random)
+    locks = [m for seat, m in table.sent_by_referee if isinstance(m, Locked)]
+    fresh.take(locks[0])
+    (p, step), *rest = relayed.unmaskings
+    forged = replace(relayed, unmaskings=((p, step[:64] + bytes(32)), *rest))
+    with pytest.raises(Exception) as caught:
+        fresh.take(forged)
+    assert caught.type.__name__ in ("WrongUnmasking", "MalformedScalar")
+
+
+def test_kind_of_card():
+    assert kind_of_card(parse_card("AS")) == 0
+    assert kind_of_card(parse_card("10C")) == 9
+    assert kind_of_card(parse_card("KH")) == 12
+    assert kind_of_card(parse_card("7S")) == 6
+    assert kind_of_card(parse_card("7D")) == 13
