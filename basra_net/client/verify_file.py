@@ -12,6 +12,7 @@ from ..protocol.fingerprint import key_fingerprint
 EXIT_VERIFIED = 0
 EXIT_FAILED = 1
 EXIT_UNREADABLE = 2
+EXIT_CHEAT = 3  # the record proves who cheated
 MAX_TRANSCRIPT = 64 * 1024 * 1024  # far beyond any real match; bounds the work a hostile file can cause
 
 
@@ -45,10 +46,11 @@ def verify_file(path: Path, *, verbose: bool = False, say: Callable[[str], None]
         if note.kind != "verification":
             say(f"note ({note.kind}{'' if note.game is None else f', game {note.game}'}): {note.text}")
     if not report.ok:
-        say(f"FAILED: {report.problems[0]}")
         for extra in report.problems[1:]:
             say(f"  also: {extra}")
-        return EXIT_FAILED
+        first = report.problems[0]
+        say(f"{'CHEATED' if first.culprit is not None else 'FAILED'}: {first}")
+        return EXIT_CHEAT if first.culprit is not None else EXIT_FAILED
     end = verifier.match_end
     if end is not None:
         winner = "nobody" if end.winner is None else f"seat {end.winner}"

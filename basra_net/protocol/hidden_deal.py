@@ -545,19 +545,6 @@ class DealOrder:
         return self.non_dealer if holder is TABLE else holder
 
 
-@dataclass(frozen=True)
-class Owed:
-    """A step the deal waits for: seat's public point, locked list, or unmaskings or reveals of positions."""
-
-    seat: int
-    step: str  # "public point", "locked list", "unmasking" or "reveal"
-    positions: tuple[int, ...] = ()
-
-    def __str__(self) -> str:
-        where = f" of position{'s' if len(self.positions) > 1 else ''} {', '.join(map(str, self.positions))}"
-        return f"seat {self.seat}'s {self.step}{where if self.positions else ''}"
-
-
 # --- the referee's check -----------------------------------------------------------------------
 
 
@@ -676,32 +663,6 @@ class DealChecker:
         if len(self._cards) != DECK_SIZE:
             raise OutOfTurn(f"{DECK_SIZE - len(self._cards)} positions are still hidden")
         return tuple(self._cards[p] for p in range(DECK_SIZE))
-
-    def owed(self) -> tuple[Owed, ...]:
-        """The steps of the deal due now, and from whom: what a party that stops answering withholds.
-
-        The reveal of a hand's card is due only when its holder plays it, and
-        the audit scalars after the last play: the rules say when (the referee's game).
-        """
-        missing = tuple(Owed(seat, "public point") for seat in (0, 1) if self.public[seat] is None)
-        if missing:
-            return missing
-        if len(self.locked) < 2:
-            return (Owed((self.order.dealer, self.order.non_dealer)[len(self.locked)], "locked list"),)
-        due: dict[tuple[int, str], list[int]] = {}
-        for hand_no in range(1, self.hand_no + 1):
-            for positions in self.order.hand(hand_no).values():
-                for p in positions:
-                    if p not in self._unmasked and p not in self._cards:  # a moved position comes back face up
-                        due.setdefault((self.order.unmasker(p), "unmasking"), []).append(p)
-        wanted = self.order.face_up_wanted()
-        for p in wanted:
-            if p not in self._unmasked:
-                due.setdefault((self.order.unmasker(p), "unmasking"), []).append(p)
-        if not due:  # the table turns up once the round's unmaskings are all in (15.8)
-            for p in wanted:
-                due.setdefault((self.order.revealer(p), "reveal"), []).append(p)
-        return tuple(Owed(seat, step, tuple(positions)) for (seat, step), positions in sorted(due.items()))
 
     def audit(self, scalars: dict[int, object]) -> None:
         """Both parties' published scalars: each matches its public point, each list is a permutation.

@@ -6,7 +6,9 @@ the deck from both seeds and replays the game through the rules engine,
 comparing every deal, every list of legal moves offered to the guest, every
 play and the scores with what the host announced.  The live client and
 `basra verify` use the same class, so a transcript is checked exactly as the
-game was.
+game was.  A match of the hidden deal is replayed game by game through the
+referee's own game instead (hidden_verify.py): there is no seed to reveal,
+and every step of both parties is on record.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from ..engine import IllegalMove, Match, Move
 from ..engine.cards import card_name
 from ..engine.events import Dealt, GameEnded, MatchEnded, TableTaken
 from . import shuffle
+from .hidden_verify import HIDDEN_GAME_MESSAGES, HiddenGameCheck, HiddenGameReplay
 from .messages import (
     Commit,
     Deal,
+    HIDDEN_DEAL,
     GameEnd,
     Hello,
     Leave,
@@ -30,6 +34,7 @@ from .messages import (
     Played,
     Reveal,
     Seed,
+    Shuffle,
     Welcome,
     YourTurn,
 )
@@ -45,10 +50,12 @@ class Discrepancy:
     field: str
     expected: str
     found: str
+    culprit: str | None = None  # who the record proves cheated ("seat 1", "the host"), where it does
 
     def __str__(self) -> str:
         where = f"game {self.game}: " if self.game is not None else ""
-        return f"{where}{self.field}: expected {self.expected}, found {self.found}"
+        blame = f" ({self.culprit} cheated)" if self.culprit is not None else ""
+        return f"{where}{self.field}: expected {self.expected}, found {self.found}{blame}"
 
 
 @dataclass
@@ -63,6 +70,7 @@ class GameCheck:
     deck_key: bytes = b""
     deck: tuple[int, ...] = ()
     complete: bool = True  # False for a game revealed when the match was abandoned part way
+    proofs: int = 0  # hidden deal: the unmaskings and reveals checked
 
     @property
     def ok(self) -> bool:
@@ -101,6 +109,8 @@ class MatchVerifier:
         self.unchecked: list[tuple[int, str]] = []  # fixed deals the guest's own absence left unrevealed, and why (after finish())
         self.failed = False  # after a failed game the replay cannot go on
         self._current: int | None = None
+        self.hidden = False  # the match deals with hidden hands, as its match_start says
+        self._hidden_game: HiddenGameReplay | None = None
 
     # --- feeding ---------------------------------------------------------------------------
 
@@ -113,6 +123,9 @@ class MatchVerifier:
             self.match = Match(scoring=message.scoring, target=message.target)
         elif isinstance(message, MatchStart):
             self.names = message.names
+            self.hidden = message.deal == HIDDEN_DEAL
+        elif self.hidden and isinstance(message, HIDDEN_GAME_MESSAGES):
+            return self._observe_hidden(sender, message)
         elif isinstance(message, Commit) and sender == HOST:
             self.pending.setdefault(message.game, _PendingGame()).commit = message
         elif isinstance(message, Seed) and sender == GUEST:
@@ -130,9 +143,36 @@ class MatchVerifier:
             self.left = (sender, message)
         return None
 
+    def _observe_hidden(self, sender: str, message: Message) -> GameCheck | None:
+        """A message of a hidden game: the game's check once it is complete or has failed."""
+        if isinstance(message, Shuffle) and sender == HOST:
+            done = self._end_hidden_game(ended=False)
+            if self.failed or self.welcome is None or self.match is None:
+                return done
+            self._hidden_game = HiddenGameReplay(self.welcome.match_id, self.match, self.welcome.seat, message)
+            return done
+        replay = self._hidden_game
+        if replay is None or self.failed:
+            return None
+        replay.observe(sender, message)
+        if replay.failed or replay.result.complete:
+            return self._end_hidden_game(ended=False)
+        return None
+
+    def _end_hidden_game(self, ended: bool) -> GameCheck | None:
+        replay, self._hidden_game = self._hidden_game, None
+        if replay is None:
+            return None
+        check = _game_check(replay.finish(ended))
+        self.checks.append(check)
+        return self._done(check)
+
     def finish(self) -> list[Discrepancy]:
         """Checks that need the whole match: every fixed deal revealed, the announced result."""
         problems: list[Discrepancy] = []
+        ended = self.match_end is not None or self.left is not None
+        if self._hidden_game is not None:
+            problems.extend(self._end_hidden_game(ended).discrepancies)
         self.unchecked = []
         for game, pending in sorted(self.pending.items()):
             if pending.client_seed is not None and not any(c.game == game for c in self.checks):
@@ -145,7 +185,8 @@ class MatchVerifier:
         # The match stopped in its last game: abandoned, or the host left after revealing the deal in play.
         cut_short = end.reason == "abandoned" if end is not None else self.left is not None and self.left[0] == HOST
         for check in self.checks:
-            if check.ok and not check.complete and not (check is self.checks[-1] and cut_short):
+            # A hidden game ends wherever the match did; a deal step withheld is its own failure.
+            if check.ok and not check.complete and not (check is self.checks[-1] and (cut_short or self.hidden and ended)):
                 plays = self.match.game.plays if self.match and self.match.game else 0
                 problems.append(Discrepancy(check.game, "game end", "a complete game of 48 plays", f"{plays} plays"))
         if end is not None and self.match is not None and not self.failed:
@@ -298,3 +339,11 @@ class MatchVerifier:
                     expected.pop(0)
         # A game cut short is only right if the match was abandoned in it (checked by finish()).
         check.complete = match.awaiting_deal or match.over
+
+
+def _game_check(hidden: HiddenGameCheck) -> GameCheck:
+    finding = hidden.finding
+    problems = [] if finding is None else [
+        Discrepancy(hidden.game, finding.check, finding.expected, finding.found, finding.culprit)
+    ]
+    return GameCheck(hidden.game, problems, deck=hidden.deck, complete=hidden.complete, proofs=hidden.proofs)

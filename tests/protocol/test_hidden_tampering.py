@@ -32,7 +32,6 @@ from basra_net.protocol.hidden_deal import (
     HiddenDealError,
     NotACard,
     NotAPermutation,
-    Owed,
     Party,
     Proof,
     Purpose,
@@ -46,6 +45,8 @@ from basra_net.protocol.hidden_deal import (
     prove,
     scalar_bytes,
 )
+from basra_net.protocol.hidden_game import Owed
+from basra_net.protocol.hidden_game import _owed as owed_by  # what the referee and each party wait for
 
 MATCH_ID = bytes(range(16))
 STRANGER = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(123456789))  # no card's point
@@ -175,7 +176,7 @@ class Verdict:
     """What a check of a record proves: the first fault with the seat at fault, or what is still owed."""
 
     fault: HiddenDealError | None
-    owed: tuple[Owed, ...]
+    owed: dict[int, Owed]  # seat -> the steps of the deal it owes, for each seat that owes any
     corrupted_at: int | None = None  # the position whose honest reveal showed no card
 
 
@@ -208,7 +209,8 @@ def check(record: list[Step], own_seat: int | None, dealer: int = 0, game: int =
             return Verdict(error, (), corrupted_at)
     if corrupted is not None:
         return Verdict(corrupted, (), corrupted_at)
-    return Verdict(None, checker.owed())
+    owed = {seat: owed_by(checker, seat, False, set()) for seat in (0, 1)}
+    return Verdict(None, {seat: steps for seat, steps in owed.items() if steps})
 
 
 def both_checks(record: list[Step], cheater: int) -> list[Verdict]:
@@ -365,7 +367,7 @@ def test_an_honest_deal_passes_both_checks_and_owes_nothing():
     assert len({s.value.position for s in reveals}) == 52
     for own_seat in (None, 0, 1):
         verdict = check(record, own_seat)
-        assert verdict.fault is None and verdict.owed == ()
+        assert verdict.fault is None and verdict.owed == {}
 
 
 @pytest.mark.parametrize("cheater", [0, 1], ids=["the dealer", "the non-dealer"])
@@ -438,28 +440,31 @@ def test_a_play_that_shows_another_card_is_caught_and_named():
 @pytest.mark.parametrize(
     "cheater, position, owed",
     [
-        (0, 1, "seat 0's unmasking of positions 1, 2, 3, 8, 9, 10, 11"),  # the dealer: its hand-1 round takes the table too
-        (1, 4, "seat 1's unmasking of positions 4, 5, 6, 7"),  # the non-dealer, in hand 1
-        (0, 10, "seat 0's unmasking of positions 10, 11"),  # the dealer, in the table's part of the round
-        (1, None, "seat 1's reveal of positions 8, 9, 10, 11"),  # the non-dealer, having seen the table
+        # The dealer, in hand 1: its round takes the table too.
+        (0, 1, {0: Owed(unmask=(1, 2, 3, 8, 9, 10, 11))}),
+        # The non-dealer, in hand 1: it withholds its unmaskings, and the table the dealer has unmasked.
+        (1, 4, {1: Owed(unmask=(4, 5, 6, 7), reveal=(8, 9, 10, 11))}),
+        # The dealer, part way through the table: the non-dealer may turn up what it has.
+        (0, 10, {0: Owed(unmask=(10, 11)), 1: Owed(reveal=(8, 9))}),
+        # The non-dealer, having seen the table first.
+        (1, None, {1: Owed(reveal=(8, 9, 10, 11))}),
     ],
 )
 def test_a_party_that_stops_is_named_by_what_it_owes(cheater, position, owed):
     record, _ = deal(RefusesToUnmask(cheater, position) if position is not None else RefusesToTurnUp())
     for verdict in both_checks(record, cheater):
-        assert verdict.fault is None
-        assert [str(o) for o in verdict.owed] == [owed]
+        assert verdict.fault is None and verdict.owed == owed
 
 
 def test_a_party_that_stops_in_a_later_hand_owes_that_hands_unmaskings():
     honest, _ = deal(Honest())
     hand_2 = next(i for i, s in enumerate(honest) if s.kind == "hand" and s.value == 2)
     due = check(honest[: hand_2 + 1], None).owed  # hand 2 dealt by the rules, no step taken yet
-    assert [(o.seat, o.step, len(o.positions)) for o in due] == [(0, "unmasking", 4), (1, "unmasking", 4)]
-    dealers_cards = due[1].positions
+    assert sorted(due) == [0, 1] and all(len(due[seat].unmask) == 4 and not due[seat].reveal for seat in (0, 1))
+    dealers_cards = due[1].unmask
     record, _ = deal(RefusesToUnmask(1, dealers_cards[0]))
     for verdict in both_checks(record, 1):
-        assert verdict.fault is None and verdict.owed == (Owed(1, "unmasking", dealers_cards),)
+        assert verdict.fault is None and verdict.owed == {1: Owed(unmask=dealers_cards)}
 
 
 @pytest.mark.parametrize("cheater", [0, 1], ids=["the dealer", "the non-dealer"])

@@ -1,0 +1,313 @@
+"""Checking a hidden-hands game from a seat's record, offline (PROTOCOL.md 11.5 and 15.11).
+
+A seat's record of a game of the hidden deal holds every step of both
+parties: its own `lock`, `open` and `audit` as it sent them, the other
+party's as the referee relayed them (`locked`, `opened`, `audited`), and
+every `played` with the deck position and the reveal of its card.  Feeding
+them, in order, to the referee's own game (RefereeGame) makes every check
+the referee made: every point and proof, each play against the card its
+reveal proves, the engine's rules, and the audit of both locked lists.
+What the referee announced (`deal`, `played`, `game_end`, each
+`hidden_turn`'s options) must then be what the replay announces.
+
+A failure says who is at fault as far as the record proves it: the party
+whose step fails (HiddenDealError.seat); for a card that is no card's, the
+party the audit names, if the record holds both scalars; the host, for
+announcements that differ from the replay; and, for a game the match ended
+in with a step of the deal still owed, the party that withheld it (an
+abandoned deal, the steps before it being the evidence).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..engine import IllegalMove, Match
+from ..engine.cards import card_name
+from .announce import messages_for_seat
+from .hidden_deal import HiddenDealError, NotACard, Reveal
+from .hidden_game import RefereeGame, kind_of_card
+from .messages import (
+    Audit,
+    Audited,
+    Deal,
+    GameEnd,
+    HiddenPlay,
+    HiddenTurn,
+    Lock,
+    Locked,
+    MatchEnd,
+    Message,
+    Open,
+    Opened,
+    Played,
+    Shuffle,
+)
+
+OWN, REFEREE = "guest", "host"  # a transcript's senders: the seat that kept it, and the host
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a hidden game's record proves wrong: the check, what was due, what came, and who is at fault."""
+
+    check: str
+    expected: str
+    found: str
+    culprit: str | None  # "seat 0", "seat 1" or "the host"; None where the record names no one
+
+
+@dataclass
+class HiddenGameCheck:
+    """The outcome of replaying one hidden game."""
+
+    game: int
+    finding: Finding | None = None
+    complete: bool = False  # all 48 plays made and both scalars audited
+    deck: tuple[int, ...] = ()
+    proofs: int = 0  # unmaskings and reveals checked
+
+
+def _seat(seat: int | None) -> str | None:
+    return None if seat is None else f"seat {seat}"
+
+
+def _owed_words(owed) -> str:
+    parts = []
+    if owed.lock:
+        parts.append("its locked list")
+    if owed.unmask:
+        parts.append(f"its unmasking of position{'s' * (len(owed.unmask) > 1)} {', '.join(map(str, owed.unmask))}")
+    if owed.reveal:
+        parts.append(f"its reveal of table position{'s' * (len(owed.reveal) > 1)} {', '.join(map(str, owed.reveal))}")
+    if owed.audit:
+        parts.append("its audit scalar")
+    return " and ".join(parts)
+
+
+class HiddenGameReplay:
+    """One game of a hidden-hands match, fed a seat's records in order; the match is replayed as it goes.
+
+    ``seat`` is the seat whose records these are.  After the last record,
+    ``finish(ended)`` says whether the game checks; ``ended`` is whether the
+    match ended (a `match_end` or a `leave` on record) rather than the
+    record stopping.
+    """
+
+    def __init__(self, match_id: bytes, match: Match, seat: int, shuffle: Shuffle) -> None:
+        self.seat = seat
+        self.result = HiddenGameCheck(shuffle.game)
+        self._expected: deque[Message] = deque()  # announcements the replay has made and the record has not shown yet
+        self._own_play: HiddenPlay | None = None
+        self._corrupted: NotACard | None = None
+        self._scalars: dict[int, bytes] = {}
+        if not match.awaiting_deal:
+            self._fail("shuffle", "a new game after the last one ended", f"game {shuffle.game} during a game", "the host")
+            return
+        self.referee = RefereeGame(match_id, match)
+        if shuffle.game != self.referee.game or shuffle.dealer != self.referee.dealer:
+            self._fail("shuffle", f"game {self.referee.game} dealt by seat {self.referee.dealer}",
+                       f"game {shuffle.game} dealt by seat {shuffle.dealer}", "the host")
+
+    @property
+    def game(self) -> int:
+        return self.result.game
+
+    @property
+    def failed(self) -> bool:
+        return self.result.finding is not None
+
+    def _fail(self, check: str, expected: str, found: str, culprit: str | None) -> None:
+        if self.result.finding is None:
+            self.result.finding = Finding(check, expected, found, culprit)
+
+    # --- feeding -----------------------------------------------------------------------------
+
+    def observe(self, sender: str, message: Message) -> None:
+        if self.failed:
+            return
+        if self._corrupted is not None:
+            self._collect_audit(sender, message)  # the rules stop at a card that is no card; the audit says whose
+            return
+        try:
+            self._step(sender, message)
+        except NotACard as error:
+            self._corrupted = error
+        except HiddenDealError as error:
+            self._fail("the deal", "every step to check", str(error), _seat(error.seat))
+        except IllegalMove as error:
+            self._fail(f"play by seat {getattr(message, 'seat', self.seat)}", "a legal move", str(error), "the host")
+
+    def _step(self, sender: str, message: Message) -> None:
+        referee = self.referee
+        if sender == OWN and isinstance(message, (Lock, Open, Audit)):
+            self._count(message)
+            referee.take(self.seat, message)
+            self._note_scalar(self.seat, message)
+        elif sender == REFEREE and isinstance(message, (Locked, Opened, Audited)):
+            if message.seat == self.seat:
+                self._fail(message.TYPE, "a step of the other party", f"a step of seat {message.seat}, this seat", "the host")
+                return
+            step = _as_party_step(message)
+            self._count(step)
+            referee.take(message.seat, step)
+            self._note_scalar(message.seat, step)
+        elif sender == REFEREE and isinstance(message, Deal) and message.hand_no == 1 and not referee.started:
+            self._announce(referee.start())
+            self._compare(message)
+        elif sender == REFEREE and isinstance(message, HiddenTurn):
+            game = referee.match.game
+            if game is None or game.turn != self.seat:
+                self._fail("hidden_turn", "a request only on this seat's turn", "one on the other's", "the host")
+            elif message.options != referee.options():
+                self._fail("hidden_turn", "the options of each kind of card on this table", "other options", "the host")
+        elif sender == OWN and isinstance(message, HiddenPlay):
+            self._own_play = message
+        elif sender == REFEREE and isinstance(message, Played):
+            self._played(message)
+        elif sender == REFEREE and isinstance(message, (Deal, GameEnd)):
+            self._compare(message)
+
+    def _played(self, played: Played) -> None:
+        game = self.referee.match.game
+        if played.position is None or game is None:
+            self._fail(f"play by seat {played.seat}", "its deck position", "none", "the host")
+            return
+        if played.seat == self.seat and self._own_play is not None:
+            play, self._own_play = self._own_play, None  # what this seat chose: the host must have announced it
+            if (play.position, play.reveal) != (played.position, played.reveal):
+                self._fail(f"play by seat {played.seat}", f"position {play.position} as this seat played it",
+                           f"position {played.position}", "the host")
+                return
+        else:
+            kind = kind_of_card(played.card)
+            options = self.referee.options()[kind]
+            captures = tuple(sorted(played.captures))
+            option = next((i for i, o in enumerate(options) if o.captures == captures and o.kind == played.kind), None)
+            if option is None:
+                self._fail(f"play by seat {played.seat}", "a legal move",
+                           f"{card_name(played.card)} taking {' '.join(map(card_name, captures)) or 'nothing'}", "the host")
+                return
+            play = HiddenPlay(0, kind, option, played.position, played.reveal)
+        if play.reveal is not None:
+            self.result.proofs += 1
+            # The proof first: a reveal that fails is its party's fault, whatever the play claims.
+            card = self.referee.checker.revealed_card(Reveal.from_bytes(play.position, played.seat, play.reveal))
+            if card != played.card:
+                self._fail(f"play by seat {played.seat}", f"{card_name(card)}, the card its reveal proves",
+                           card_name(played.card), "the host")
+                return
+        self._announce(self.referee.play(played.seat, play), (play.position, play.reveal))
+        self._compare(played)
+
+    def _announce(self, events, played_from=None) -> None:
+        turn = self.referee.match.turn
+        for message in messages_for_seat(events, self.seat, turn, hidden=True, played_from=played_from):
+            if not isinstance(message, MatchEnd):  # the match's end is checked with the whole match
+                self._expected.append(message)
+
+    def _compare(self, message: Message) -> None:
+        if not self._expected:
+            self._fail(message.TYPE, "nothing more announced in this game", f"a '{message.TYPE}'", "the host")
+            return
+        expected = self._expected.popleft()
+        if expected != message:
+            self._fail(message.TYPE, _show(expected), _show(message), "the host")
+
+    def _count(self, step) -> None:
+        if isinstance(step, Open):
+            self.result.proofs += len(step.unmaskings) + len(step.reveals)
+
+    def _note_scalar(self, seat: int, step) -> None:
+        if isinstance(step, Audit):
+            self._scalars[seat] = step.scalar
+            if self.referee.audited:
+                self.result.complete = True
+                self.result.deck = self.referee.checker.deck_order()
+
+    def _collect_audit(self, sender: str, message: Message) -> None:
+        if sender == OWN and isinstance(message, Audit):
+            self._scalars[self.seat] = message.scalar
+        elif sender == REFEREE and isinstance(message, Audited) and message.seat != self.seat:
+            self._scalars[message.seat] = message.scalar
+
+    # --- the end of the game's records -------------------------------------------------------
+
+    def finish(self, ended: bool) -> HiddenGameCheck:
+        if self.failed or self.result.complete:
+            return self.result
+        if self._corrupted is not None:
+            self._attribute_corruption()
+            return self.result
+        if self.referee.over:
+            # The scalars published so far: each is checked on its own, before blaming one that did not come.
+            for seat, scalar in sorted(self._scalars.items()):
+                try:
+                    self.referee.checker.audit_party(seat, scalar)
+                except HiddenDealError as error:
+                    self._fail("the audit", "each scalar behind its public point, over a permutation", str(error), _seat(error.seat))
+                    return self.result
+        owed = {seat: self.referee.owed(seat) for seat in (0, 1)}
+        withheld = [seat for seat in (0, 1) if owed[seat]]
+        if ended and withheld:
+            self._fail("an abandoned deal", "every step of the deal until the match ended",
+                       "; ".join(f"seat {seat} withheld {_owed_words(owed[seat])}" for seat in withheld),
+                       " and ".join(f"seat {seat}" for seat in withheld))
+        return self.result
+
+    def _attribute_corruption(self) -> None:
+        error = self._corrupted
+        if len(self._scalars) < 2:
+            self._fail("the deal", "a card at every position", f"{error}; the record holds no audit to say whose", None)
+            return
+        try:
+            self.referee.checker.audit(self._scalars)
+        except HiddenDealError as audit:
+            self._fail("the deal", "a card at every position", f"{error}; the audit: {audit}", _seat(audit.seat))
+            return
+        self._fail("the deal", "a card at every position", f"{error}, which the audit does not explain", None)
+
+
+def _as_party_step(relayed: Locked | Opened | Audited) -> Lock | Open | Audit:
+    """A relayed step as its party sent it."""
+    if isinstance(relayed, Locked):
+        return Lock(relayed.game, relayed.public, relayed.deck)
+    if isinstance(relayed, Opened):
+        return Open(relayed.game, relayed.unmaskings, relayed.reveals)
+    return Audit(relayed.game, relayed.scalar)
+
+
+def _show(message: Message) -> str:
+    """A message's fields, short enough for one line."""
+    shown = []
+    for name, value in vars(message).items():
+        if isinstance(value, bytes):
+            value = value[:4].hex() + "…"
+        elif isinstance(value, tuple) and value and all(isinstance(c, int) for c in value) and name in ("hand", "table", "captures", "rest", "moved"):
+            value = "[" + " ".join(card_name(c) for c in value) + "]"
+        shown.append(f"{name}={value}")
+    return f"{message.TYPE}({', '.join(shown)})"
+
+
+HIDDEN_GAME_MESSAGES = (Shuffle, Lock, Locked, Open, Opened, HiddenTurn, HiddenPlay, Played, Deal, GameEnd, Audit, Audited)
+
+
+def replay_games(match_id: bytes, match: Match, seat: int, records: Iterable[tuple[str, Message]], ended: bool) -> list[HiddenGameCheck]:
+    """Every hidden game in a seat's records, replayed in order; the replay stops at the first failed game."""
+    checks: list[HiddenGameCheck] = []
+    current: HiddenGameReplay | None = None
+    for sender, message in records:
+        if isinstance(message, Shuffle) and sender == REFEREE:
+            if current is not None:
+                checks.append(current.finish(ended=False))
+                if current.failed:
+                    return checks
+            current = HiddenGameReplay(match_id, match, seat, message)
+        elif current is not None and isinstance(message, HIDDEN_GAME_MESSAGES):
+            current.observe(sender, message)
+    if current is not None:
+        checks.append(current.finish(ended))
+    return checks
+

@@ -1,0 +1,329 @@
+"""`basra verify` on a hidden-hands transcript: an honest one checks out completely; each cheat is named.
+
+The transcripts are made by a referee (RefereeGame) and two parties
+(PartyGame) passing real messages, each through the wire encoding, and kept
+as seat 1 keeps its channel: what it sent, and what the host sent it.  One
+party may cheat, with its own secret, as a modified client would; or the
+record is changed afterwards, as a forger would.  Each transcript goes
+through the file format and `verify_file`, as `basra verify` runs it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from nacl import bindings as sodium
+
+from basra_net.client.verify_file import EXIT_CHEAT, EXIT_FAILED, EXIT_VERIFIED, verify_file
+from basra_net.engine import Match
+from basra_net.protocol import transcript
+from basra_net.protocol.announce import messages_for_seat
+from basra_net.protocol.hidden_deal import GROUP_ORDER, HiddenDealError, NotACard, Proof, scalar_bytes
+from basra_net.protocol.hidden_game import PartyGame, RefereeGame
+from basra_net.protocol.messages import (
+    HIDDEN_DEAL,
+    Audit,
+    Audited,
+    Deal,
+    GameEnd,
+    Hello,
+    HiddenTurn,
+    Leave,
+    Lock,
+    Locked,
+    MatchEnd,
+    MatchStart,
+    Message,
+    Open,
+    Opened,
+    Played,
+    Shuffle,
+    Welcome,
+    from_wire,
+    to_wire,
+)
+from basra_net.protocol.transcript import parse
+from basra_net.protocol.verify import MatchVerifier
+
+MATCH_ID = bytes(range(16))
+GUEST_SEAT = 1
+
+
+def wire(message: Message) -> Message:
+    return from_wire(to_wire(message))
+
+
+class HiddenMatch:
+    """A referee and two parties playing a hidden-hands match, seat 1's channel kept as its transcript records.
+
+    ``cheat(seat, message)`` may change what a party sends before the referee
+    sees it; a party that returns None from it stops answering, and the host
+    ends the match as abandoned by it.  Seat 0 is the host's own party: when
+    it cheats, the host is the modified one and relays its step unchecked.
+    """
+
+    def __init__(self, seed: int = 1, target: int = 1, cheat=None, tamper_parties=None) -> None:
+        self.rng = random.Random(seed)
+        self.match = Match(scoring="egyptian", target=target)
+        self.cheat = cheat or (lambda seat, message: message)
+        self.records: list[tuple[str, Message]] = [
+            ("guest", Hello((2,), "Layla", bytes(32), deals=(HIDDEN_DEAL,))),
+            ("host", Welcome(2, GUEST_SEAT, MATCH_ID, bytes(range(32)), "egyptian", target, bytes(16), 0)),
+            ("host", MatchStart(("Omar", "Layla"), deal=HIDDEN_DEAL)),
+        ]
+        self.stopped: int | None = None
+        self.tamper_parties = tamper_parties or (lambda parties: None)  # a party's own software, modified
+
+    def to_guest(self, message: Message) -> None:
+        self.records.append(("host", wire(message)))
+
+    def steps(self, sent: list[tuple[int, Message]]) -> None:
+        """Party steps to the referee, each relayed to the other party, whose answers follow, until none is owed."""
+        while sent:
+            seat, message = sent.pop(0)
+            message = None if seat == self.stopped else self.cheat(seat, message)
+            if message is None:  # the other party still sends what it owes
+                self.stopped = seat
+                continue
+            if seat == GUEST_SEAT:
+                self.records.append(("guest", wire(message)))
+            try:
+                relay = self.referee.take(seat, wire(message))
+            except HiddenDealError:
+                if seat != GUEST_SEAT:
+                    self.to_guest(unchecked_relay(seat, message))
+                raise
+            if seat != GUEST_SEAT:
+                self.to_guest(relay)
+            sent.extend((1 - seat, m) for m in self.parties[1 - seat].take(wire(relay)))
+
+    def announce(self, events, played_from=None) -> None:
+        turn = self.match.turn
+        for kind in (Played, Deal, GameEnd):  # a hand's steps come between its last play and its deal
+            answers = []
+            for seat in (0, 1):
+                for message in messages_for_seat(events, seat, turn, hidden=True, played_from=played_from):
+                    if isinstance(message, kind):
+                        if seat == GUEST_SEAT:
+                            self.to_guest(message)
+                        if not isinstance(message, Deal):
+                            answers += [(seat, m) for m in self.parties[seat].take(wire(message))]
+            self.steps(answers)
+
+    def play_game(self) -> None:
+        self.referee = RefereeGame(MATCH_ID, self.match)
+        game, dealer = self.referee.game, self.referee.dealer
+        self.to_guest(Shuffle(game, dealer))
+        self.parties = [PartyGame(MATCH_ID, game, dealer, seat, self.rng.randbytes) for seat in (0, 1)]
+        self.tamper_parties(self.parties)
+        self.steps([(seat, m) for seat in (0, 1) for m in self.parties[seat].begin()])
+        if self.stopped is not None:
+            return
+        self.announce(self.referee.start())
+        request = 0
+        while self.match.turn is not None and self.stopped is None:
+            seat = self.match.turn
+            turn = HiddenTurn(request, self.referee.options())
+            request += 1
+            if seat == GUEST_SEAT:
+                self.to_guest(turn)
+            move = self.rng.choice(self.parties[seat].turn(wire(turn)))
+            play = self.cheat(seat, self.parties[seat].play(turn.request, turn.options, move))
+            if play is None:
+                self.stopped = seat
+                return
+            if seat == GUEST_SEAT:
+                self.records.append(("guest", wire(play)))
+            self.announce(self.referee.play(seat, wire(play)), (play.position, play.reveal))
+
+    def play(self) -> list[tuple[str, Message]]:
+        while not self.match.over and self.stopped is None:
+            self.play_game()
+        if self.stopped is not None:
+            totals = tuple(self.match.totals)
+            self.to_guest(MatchEnd(1 - self.stopped, totals, "abandoned"))
+        else:
+            self.to_guest(MatchEnd(self.match.winner, tuple(self.match.totals), "target"))
+        self.records.append(("guest", Leave("the match is over")))
+        return self.records
+
+
+def unchecked_relay(seat: int, step: Message) -> Message:
+    """What a modified host sends the guest for its own party's step, without checking it."""
+    if isinstance(step, Lock):
+        return Locked(step.game, seat, step.public, step.deck)
+    if isinstance(step, Open):
+        return Opened(step.game, seat, step.unmaskings, step.reveals)
+    return Audited(step.game, seat, step.scalar)
+
+
+def save(records, path: Path) -> Path:
+    path.write_bytes(transcript.header("guest") + b"".join(transcript.record(s, m) for s, m in records))
+    return path
+
+
+def verify(records, tmp_path: Path) -> tuple[int, list[str]]:
+    lines: list[str] = []
+    code = verify_file(save(records, tmp_path / "match.basra"), say=lines.append)
+    return code, lines
+
+
+@pytest.fixture(scope="module")
+def honest_records():
+    return HiddenMatch(seed=11, target=80).play()
+
+
+# --- the honest match -------------------------------------------------------------------------------
+
+
+def test_an_honest_hidden_match_verifies_completely(honest_records, tmp_path):
+    code, lines = verify(honest_records, tmp_path)
+    assert code == EXIT_VERIFIED, lines
+    verifier = MatchVerifier()
+    for sender, message in parse(save(honest_records, tmp_path / "m.basra").read_bytes()).records:
+        verifier.observe(sender, message)
+    assert verifier.finish() == []
+    games = sum(isinstance(m, Shuffle) for _, m in honest_records)
+    assert games >= 2 and len(verifier.checks) == games
+    for check in verifier.checks:
+        assert check.ok and check.complete and sorted(check.deck) == list(range(52))
+        assert check.proofs == 104  # every unmasking and every reveal of the game, both parties'
+    assert verifier.match.over
+
+
+def test_the_verifier_checks_every_play_and_score(honest_records, tmp_path):
+    """The referee's announcements must be the replay's: a score or a play changed after the fact fails."""
+    scores = next(i for i, (s, m) in enumerate(honest_records) if isinstance(m, GameEnd))
+    sender, end = honest_records[scores]
+    changed = replace(end, totals=(end.totals[0] + 10, end.totals[1]))
+    code, lines = verify([*honest_records[:scores], (sender, changed), *honest_records[scores + 1:]], tmp_path)
+    assert code == EXIT_CHEAT and "game_end" in lines[-1] and "the host cheated" in lines[-1]
+
+
+# --- cheats by a party, with its own secret ------------------------------------------------------
+
+
+def corrupt_proof(step: bytes) -> bytes:
+    proof = Proof.from_bytes(step[32:], "proof")
+    return step[:32] + Proof(proof.challenge, (proof.response + 1) % GROUP_ORDER).to_bytes()
+
+
+def first(kind, seat_wanted):
+    """A cheat that changes the first message of a kind a seat sends, once."""
+    done = []
+
+    def wrap(change):
+        def cheat(seat, message):
+            if seat == seat_wanted and isinstance(message, kind) and not done and (changed := change(message)) is not message:
+                done.append(changed)
+                return changed
+            return message
+        return cheat
+    return wrap
+
+
+CHEATS = {
+    "a card twice in a locked deck, by the host's party": (
+        0, first(Lock, 0)(lambda m: replace(m, deck=(m.deck[1], *m.deck[1:]))),
+        "seat 0's locked list holds one card twice"),
+    "a card twice in a locked deck, by the guest": (
+        1, first(Lock, 1)(lambda m: replace(m, deck=(m.deck[1], *m.deck[1:]))),
+        "seat 1's locked list holds one card twice"),
+    "a bad unmasking proof": (
+        1, first(Open, 1)(lambda m: replace(m, unmaskings=((m.unmaskings[0][0], corrupt_proof(m.unmaskings[0][1])),
+                                                           *m.unmaskings[1:])) if m.unmaskings else m),
+        "seat 1's unmasking of position"),
+    "an unmasking replayed at another position": (
+        0, first(Open, 0)(lambda m: replace(m, unmaskings=((m.unmaskings[1][0], m.unmaskings[0][1]),
+                                                           (m.unmaskings[0][0], m.unmaskings[1][1]),
+                                                           *m.unmaskings[2:])) if len(m.unmaskings) > 1 else m),
+        "seat 0's unmasking of position"),
+    "an audit scalar not behind the public point, by the guest": (
+        1, first(Audit, 1)(lambda m: replace(m, scalar=scalar_bytes(5))),
+        "seat 1's audit scalar is not the one behind its public point"),
+    "an audit scalar not behind the public point, by the host's party": (
+        0, first(Audit, 0)(lambda m: replace(m, scalar=scalar_bytes(5))),
+        "seat 0's audit scalar is not the one behind its public point"),
+}
+
+
+@pytest.mark.parametrize("case", list(CHEATS))
+def test_a_cheating_party_is_named_and_verify_exits_3(case, tmp_path):
+    cheater, cheat, reason = CHEATS[case]
+    table = HiddenMatch(seed=3, target=1, cheat=cheat)
+    with pytest.raises(Exception) as refused:  # the referee refuses the step at once...
+        table.play()
+    assert reason in str(refused.value) and refused.value.seat == cheater
+    # ...and the record the guest kept up to the cheat proves it offline: its own step as sent, or the
+    # step of the host's party as the host relayed it.
+    code, lines = verify([*table.records, ("host", MatchEnd(1 - cheater, (0, 0), "abandoned"))], tmp_path)
+    assert code == EXIT_CHEAT, lines
+    assert reason in lines[-1] and f"seat {cheater} cheated" in lines[-1]
+
+
+def test_a_played_card_shown_as_another_is_named(tmp_path):
+    """Seat 0 (the other party, as the guest's record shows it) plays a card and relays another card's reveal."""
+    honest = HiddenMatch(seed=5, target=1).play()
+    i = next(i for i, (s, m) in enumerate(honest) if isinstance(m, Played) and m.seat == 0 and m.reveal)
+    j = next(j for j, (s, m) in enumerate(honest) if j > i and isinstance(m, Played) and m.seat == 0 and m.reveal)
+    forged = replace(honest[i][1], reveal=honest[j][1].reveal)  # a valid reveal, of another position's card
+    code, lines = verify([*honest[:i], ("host", forged)], tmp_path)
+    assert code == EXIT_CHEAT and "seat 0's reveal of position" in lines[-1] and "seat 0 cheated" in lines[-1]
+
+
+def substitute_table_card(parties) -> None:
+    """Seat 1, the non-dealer of game 1, locks a point that is no card's at the first table position,
+    and its software sends the reveal of it all the same."""
+    party = parties[1].party
+    honest_lock = party.lock_deck
+    stranger = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(424242))
+
+    def lock_deck(previous):
+        deck = list(honest_lock(previous))
+        deck[8] = sodium.crypto_scalarmult_ed25519_noclamp(party.audit_scalar, stranger)
+        return tuple(deck)
+
+    party.lock_deck = lock_deck
+    parties[1].checker.reveal = lambda step: None  # its own check would stop it
+
+
+@pytest.mark.parametrize("audited", [True, False], ids=["with the audit", "without it"])
+def test_a_substituted_card_shows_at_its_reveal_and_the_audit_names_its_author(audited, tmp_path):
+    table = HiddenMatch(seed=5, target=1, tamper_parties=substitute_table_card)
+    with pytest.raises(NotACard):  # the referee sees a proven reveal of no card
+        table.play()
+    records = table.records
+    assert records[-1][0] == "guest" and isinstance(records[-1][1], Open)  # the evidence, as sent
+    if audited:  # both scalars published once the deal is broken, as 15.7 asks
+        game = table.referee.game
+        records = [*records, ("guest", Audit(game, table.parties[1].party.audit_scalar)),
+                   ("host", Audited(game, 0, table.parties[0].party.audit_scalar))]
+    code, lines = verify([*records, ("host", MatchEnd(0, (0, 0), "abandoned"))], tmp_path)
+    assert "position 8 holds no card" in lines[-1]
+    if audited:
+        assert code == EXIT_CHEAT and "seat 1's locked list is not the list before it" in lines[-1]
+        assert "seat 1 cheated" in lines[-1]
+    else:
+        assert code == EXIT_FAILED and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1]
+
+
+@pytest.mark.parametrize("stopper", [0, 1], ids=["the host's party", "the guest"])
+def test_a_party_that_refuses_to_unmask_leaves_an_abandoned_deal_naming_it(stopper, tmp_path):
+    def refuse(seat, message):
+        return None if seat == stopper and isinstance(message, Open) else message
+
+    records = HiddenMatch(seed=3, target=1, cheat=refuse).play()
+    code, lines = verify(records, tmp_path)
+    assert code == EXIT_CHEAT, lines
+    assert "an abandoned deal" in lines[-1] and f"seat {stopper} withheld its unmasking of positions" in lines[-1]
+    assert f"seat {stopper} cheated" in lines[-1]
+
+
+def test_a_record_that_stops_mid_deal_names_no_one(tmp_path):
+    records = HiddenMatch(seed=3, target=1).play()
+    i = next(i for i, (s, m) in enumerate(records) if isinstance(m, Open))
+    code, lines = verify(records[:i], tmp_path)
+    assert code == EXIT_FAILED and "cheated" not in lines[-1]
