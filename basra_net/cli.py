@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--journal", type=Path, metavar="PATH", help="where to journal the match for --resume (default: in the data directory)")
     host.add_argument("--resume", nargs="?", const=True, type=Path, metavar="FILE",  # True: the journal written last
                       help="continue the match a crash cut off, from its journal (default: the latest)")
+    host.add_argument("--hidden-hands", action="store_true", help="offer the hidden-hands deal: no one, host included, sees a card before it is played (PROTOCOL.md 15)")
     host.add_argument("--no-announce", action="store_true", help="do not announce the table on the LAN (`basra join` must be given the address)")
 
     join = commands.add_parser(
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--table", type=_name, metavar="NAME", help="on a host serving many tables: the table to sit at")
     join.add_argument("--code", type=_code, metavar="CODE", help="the table's join code (asked for when needed)")
     join.add_argument("--plain", action="store_true", help="plain TCP instead of TLS, for a host started with --plain")
+    join.add_argument("--hidden-hands", action="store_true", help="offer the hidden-hands deal: no one, host included, sees a card before it is played (PROTOCOL.md 15)")
     join.add_argument("--trust-new-key", action="store_true",
                       help="pin a host key met for the first time without asking to compare its fingerprint (for scripts; --auto implies it)")
 

@@ -145,7 +145,7 @@ def run_join_command(host: str, port: int, args: argparse.Namespace, announced_f
         return JoinSession(
             host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code,
             announced_fingerprint=announced_fingerprint, confirm_key=confirm_key,
-            trust_new_key=args.trust_new_key or args.auto is not None,
+            trust_new_key=args.trust_new_key or args.auto is not None, hidden_hands=args.hidden_hands,
         )
 
     if wants_screen(args.auto):

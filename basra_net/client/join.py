@@ -35,7 +35,9 @@ from .pinning import (
 )
 from .players import Player
 from .session import (
+    DEAL_MODES_OFFERED,
     EXIT_FAILURE,
+    HIDDEN_HANDS_OFFERED,
     RECONNECT_FIRST_DELAY,
     RECONNECT_FOR,
     RECONNECT_MAX_DELAY,
@@ -86,7 +88,9 @@ class JoinSession:
         confirm_key: Callable[[str], Awaitable[bool]] | None = None,
         trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
+        hidden_hands: bool = False,  # offer the hidden-hands deal (PROTOCOL.md 15.15)
     ) -> None:
+        self.hidden_hands = hidden_hands
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
         self.transcript_path = transcript_path
@@ -243,6 +247,7 @@ class JoinSession:
             on_welcome=self._keep_ticket,
             vouch_host_key=None if self.plain else self._vouch_host_key,
             identity=identity,
+            deal_modes=HIDDEN_HANDS_OFFERED if self.hidden_hands else DEAL_MODES_OFFERED,
             **self._seed_source,
         )
         result = await session.run(stop)

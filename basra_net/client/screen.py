@@ -176,6 +176,8 @@ def _title(state: ClientState, fingerprint: bool) -> Text:
     if state.game:
         left += f"   Game {state.game}, hand {state.hand_no}/{HANDS_PER_GAME}"
     right = f"First to {state.target}, {state.scoring}" if state.target else ""
+    if state.hidden_hands:
+        right += ", hidden hands"
     if state.host_key and fingerprint:
         # The same on both players' screens when nobody is between them (PROTOCOL.md 5.5).
         right += f"  key {key_fingerprint(state.host_key)}"

@@ -32,11 +32,25 @@ from ..protocol.framing import encode_frame
 from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
+from ..protocol.hidden_deal import HiddenDealError
+from ..protocol.hidden_game import PartyGame
 from ..protocol.messages import (
+    COMMIT_DEAL,
+    HIDDEN_DEAL,
     PROTOCOL_VERSIONS,
+    Audited,
     Away,
     Back,
     Commit,
+    Deal,
+    GameEnd,
+    HiddenPlay,
+    HiddenTurn,
+    Locked,
+    MatchStart,
+    Opened,
+    Played,
+    Shuffle,
     Error,
     Hello,
     Leave,
@@ -71,6 +85,11 @@ RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RE
 RECONNECT_MAX_DELAY = 5.0
 RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
 HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
+# The deal modes a session offers by default (PROTOCOL.md 15.15).  Hidden hands are offered on request
+# (ClientSession's deal_modes, `--hidden-hands`) until transcripts of them verify offline and a party's
+# lock survives a crash of its program.
+DEAL_MODES_OFFERED = (COMMIT_DEAL,)
+HIDDEN_HANDS_OFFERED = (HIDDEN_DEAL, COMMIT_DEAL)
 
 Reconnect = Callable[[], Awaitable[trio.abc.Stream]]
 
@@ -132,8 +151,10 @@ class ClientSession:
         on_welcome: Callable[[Welcome, Path | None], None] = lambda welcome, transcript: None,
         vouch_host_key: Callable[[Welcome, bool], Awaitable[str | None]] | None = None,
         identity: Ed25519PrivateKey | None = None,
+        deal_modes: tuple[str, ...] = DEAL_MODES_OFFERED,
     ) -> None:
         self.stream = stream
+        self._deal_modes = deal_modes
         self.player = player
         self.state = ClientState(name=name)
         self.connection = ClientConnection()
@@ -165,13 +186,16 @@ class ClientSession:
         self.reconnects = 0
         self._controls = Controls()
         self._left = False  # this seat said leave: a connection closing now is not resumed
+        # The hidden deal (PROTOCOL.md 15.15): this seat's party in the game under way, and the open request's options.
+        self._party: PartyGame | None = None
+        self._hidden_turn: HiddenTurn | None = None
 
     # --- the channel ---------------------------------------------------------------------
 
     async def _send(self, message: Message) -> None:
         # The reader task answers pings while the player thinks: one sender at a time.
         async with self._send_lock:
-            if isinstance(message, Play) and self.connection.open_request != message.request:
+            if isinstance(message, (Play, HiddenPlay)) and self.connection.open_request != message.request:
                 return  # the request closed while the player chose (the match ended): nothing to answer
             data = self.connection.send(message)
             self._record(GUEST, message)
@@ -363,7 +387,7 @@ class ClientSession:
                 self._code, guest_key=self._guest_key, guest_nonce=nonce, host_key=self._expected_host_key
             )
             pake = self._exchange.start()
-        return Hello(self._versions, self.state.name, nonce, self._table, key=self._guest_key, pake=pake)
+        return Hello(self._versions, self.state.name, nonce, self._table, key=self._guest_key, pake=pake, deals=None if self._deal_modes == (COMMIT_DEAL,) else self._deal_modes)
 
     def _resume_hello(self, token: bytes) -> bytes:
         self.connection.begin_resume(token)
@@ -429,6 +453,12 @@ class ClientSession:
     async def _act(self, action: Choice | Quit) -> None:
         if isinstance(action, Quit):
             raise PlayerLeft(action.reason)
+        if self.connection.hidden:
+            turn = self._hidden_turn
+            if self._party is None or turn is None or turn.request != action.request:
+                return  # a choice for a request no longer open
+            await self._send(self._party.play(action.request, turn.options, action.move))
+            return
         await self._send(Play(action.request, action.move.card, action.move.captures))  # dropped there if the request closed
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
@@ -589,6 +619,8 @@ class ClientSession:
         if isinstance(message, Leave):
             text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"
             raise PeerGone(text, resumable=False)
+        if self.connection.hidden:
+            message = await self._take_hidden(message)
         state.apply(message)
         if isinstance(message, Welcome):
             if self._expected_host_key is not None and message.host_key != self._expected_host_key:
@@ -614,6 +646,49 @@ class ClientSession:
         if isinstance(message, MatchEnd):
             return "the match is over"
         return None
+
+    async def _take_hidden(self, message: Message) -> Message:
+        """This seat's party in the hidden deal: its steps sent as they fall due, its own hand filled in
+        (the host's deal carries none), the other party's every step checked.  Returns the message as
+        the player sees it: a `hidden_turn` becomes the legal moves of the hand it holds."""
+        if isinstance(message, MatchStart):
+            self._verifying = False  # no commitments to check: each step of the deal is checked as it comes
+            return message
+        welcome = self.connection.welcome
+        assert welcome is not None  # the state machine admits the deal's messages only after welcome
+        try:
+            if isinstance(message, Shuffle):
+                self._party = PartyGame(welcome.match_id, message.game, message.dealer, welcome.seat)
+                steps = self._party.begin()
+            elif self._party is None:
+                return message
+            elif isinstance(message, Deal):
+                return self._party.deal(message)
+            elif isinstance(message, HiddenTurn):
+                self._hidden_turn = message
+                return YourTurn(message.request, self._party.turn(message))
+            elif isinstance(message, (Locked, Opened, Played, GameEnd, Audited)):
+                steps = self._party.take(message)
+            else:
+                return message
+        except HiddenDealError as err:
+            game = self._party.game if self._party else None
+            raise DealRefused(f"game {game}: the hidden deal failed a check ({err.__class__.__name__}): {err}") from None
+        for step in steps:
+            await self._send(step)
+        if isinstance(message, Audited):
+            self._show_hidden_check(message.game)
+        return message
+
+    def _show_hidden_check(self, game: int) -> None:
+        """The other party's scalar is in and checks: every step of the game's deal is proven."""
+        text = "deal verified: every unmasking and reveal proven, and the audit shows both locked decks hold the 52 cards"
+        summary = next((r for r in self.state.results if r.game == game), None)
+        if summary is not None:
+            summary.verified, summary.verification = True, text
+        if self._transcript is not None:
+            self._transcript.note("verification", game, text)
+        self.player.notice(self.state, f"game {game}: {text}")
 
     def _check_commit_signature(self, commit: Commit) -> None:
         """A seed goes out only for a commitment the host has signed (PROTOCOL.md, section 6.6)."""

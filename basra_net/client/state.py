@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..engine import Move, SeatView
 from ..engine.scoring import GameScore
-from ..protocol.messages import Away, Back, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
+from ..protocol.messages import HIDDEN_DEAL, Away, Back, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
 
 
 @dataclass
@@ -29,6 +29,7 @@ class ClientState:
     seat: int | None = None
     host_key: bytes = b""
     names: tuple[str, str] = ("", "")
+    hidden_hands: bool = False  # the match's deal mode, from its match_start (PROTOCOL.md 15.15)
     scoring: str = "egyptian"
     target: int = 0
     game: int = 0
@@ -70,6 +71,7 @@ class ClientState:
             self.host_key = message.host_key
         elif isinstance(message, MatchStart):
             self.names = message.names
+            self.hidden_hands = message.deal == HIDDEN_DEAL
         elif isinstance(message, Deal):
             if message.hand_no == 1:
                 self.captured, self.basras, self.jack_basras = [0, 0], [0, 0], [0, 0]

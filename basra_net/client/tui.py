@@ -316,6 +316,8 @@ class TableView(App):
         if state.game:
             left += f"  game {state.game}, hand {state.hand_no}/6"
         right = f"first to {state.target}, {state.scoring}" if state.target else ""
+        if state.hidden_hands:
+            right += ", hidden hands"
         if self.show_fingerprint and state.host_key:
             right += f"  key {key_fingerprint(state.host_key)}"
         width = self.size.width - 2

@@ -56,6 +56,7 @@ async def _host(
         grace=args.grace,
         journal=args.journal,
         announce=not args.no_announce,
+        hidden_hands=args.hidden_hands,
     )
     if args.resume is not None:
         settings.resume = latest_journal() if args.resume is True else args.resume

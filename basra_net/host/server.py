@@ -16,7 +16,7 @@ import trio
 
 from ..client.address import DEFAULT_PORT
 from ..client.players import BotPlayer, Player
-from ..client.session import ClientSession, Resume, SessionResult
+from ..client.session import DEAL_MODES_OFFERED, HIDDEN_HANDS_OFFERED, ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
 from ..files import private_dir
 from ..protocol.fingerprint import key_fingerprint
@@ -54,6 +54,11 @@ class HostSettings:
     journal: Path | None = None  # where to journal the match (default: in the data directory)
     resume: Path | None = None  # a journal to continue instead of starting a match
     announce: bool = False  # announce the table on the LAN (DNS-SD); `basra host` does unless --no-announce
+    hidden_hands: bool = False  # the host's own seat (and its bot) offer the hidden-hands deal (PROTOCOL.md 15.15)
+
+
+def _deal_modes(settings: HostSettings) -> tuple[str, ...]:
+    return HIDDEN_HANDS_OFFERED if settings.hidden_hands else DEAL_MODES_OFFERED
 
 
 class CannotListen(Exception):
@@ -229,7 +234,10 @@ async def run_host(
             else:
                 bot_stream = _local_seat(nursery, table, 1)
                 bot_resume = Resume(tokens[1]) if 1 in tokens else None
-                nursery.start_soon(ClientSession(bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume).run)
+                bot_session = ClientSession(
+                    bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume, deal_modes=_deal_modes(settings)
+                )
+                nursery.start_soon(bot_session.run)
                 task_status.started(None)
 
             async def run_table() -> None:
@@ -239,7 +247,8 @@ async def run_host(
             nursery.start_soon(run_table)
             own_resume = Resume(tokens[0]) if 0 in tokens else None
             own_session = ClientSession(
-                _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume
+                _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume,
+                deal_modes=_deal_modes(settings),
             )
             own_result = await own_session.run(stop)
             announcing.cancel()  # the host's own player is done: nobody new is to sit down

@@ -27,21 +27,30 @@ import os
 import types
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Protocol
+from typing import Any, Callable, Coroutine, NoReturn, Protocol
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile
-from ..engine import IllegalMove, Match, MatchEnded, Move
+from ..engine import Dealt, GameEnded, IllegalMove, Match, MatchEnded, Move, TableTaken
 from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
-from ..protocol.errors import ILLEGAL_MOVE
+from ..protocol.errors import BAD_DEAL, ILLEGAL_MOVE
 from ..protocol.framing import encode_frame
+from ..protocol.hidden_deal import HiddenDealError
+from ..protocol.hidden_game import RefereeGame
 from ..protocol.messages import (
+    HIDDEN_DEAL,
     MAX_TEXT,
     STREAM_TYPES,
+    Audit,
     Away,
+    HiddenPlay,
+    HiddenTurn,
+    Lock,
+    Open,
+    Shuffle,
     Back,
     Commit,
     GameEnd,
@@ -57,6 +66,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    from_wire,
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST
@@ -188,6 +198,7 @@ class Table:
         self._answered: list[int | None] = [None, None]
         self._awaiting_seed: int | None = None
         self._seed_taken: Seed | None = None
+        self.hidden = False  # the match deals with hidden hands, fixed once both seats are known (PROTOCOL.md 15.15)
         self._replaying: deque[tuple[int, Any]] = deque()  # journal inputs not yet taken again
         self._live = True  # False while a journal is replayed: its records are not written again
 
@@ -265,6 +276,7 @@ class Table:
             {
                 "type": "seat", "seat": seat, "name": hello.name, "nonce": hello.nonce, "versions": list(hello.versions),
                 "table": hello.table, "code": hello.code, "version": version, "token": welcome.token,
+                "deals": list(hello.deals) if hello.deals is not None else None,
             }
         )
         self.on_event(f"{hello.name} took seat {seat}")
@@ -393,11 +405,11 @@ class Table:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the seat's connection is gone; its loss reaches the table
 
-    def _announce(self, events: list) -> None:
+    def _announce(self, events: list, played_from: tuple[int, bytes | None] | None = None) -> None:
         turn = self.match.turn
         frames: dict[Message, bytes] = {}  # `played`, `game_end`, `match_end`: the same for both seats
         for seat in (0, 1):
-            for message in messages_for_seat(events, seat, turn):
+            for message in messages_for_seat(events, seat, turn, hidden=self.hidden, played_from=played_from):
                 self._send(seat, message, frames if isinstance(message, _SAME_FOR_BOTH) else None)
 
     # --- receiving -----------------------------------------------------------------------
@@ -447,27 +459,33 @@ class Table:
 
     async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
         """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
+        return (await self._next_of((seat,), kind, accept))[1]
+
+    async def _next_of(
+        self, seats: tuple[int, ...], kind: type | tuple[type, ...], accept: Callable[[Any], bool]
+    ) -> tuple[int, Message]:
+        """The next message of one of these kinds from one of these seats that ``accept`` takes, and its sender."""
         replayed = self._journal_input()
         if replayed is not None:
             sender, message = replayed
-            if sender != seat or not isinstance(message, kind) or not accept(message):
-                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
-            if seat == 1:
+            if sender not in seats or not isinstance(message, kind) or not accept(message):
+                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits another input")
+            if sender == 1:
                 self._record(GUEST, message)
-            return message
+            return sender, message
         while True:
             sender, message = await self._next_input()
             if isinstance(message, SeatLost):
                 self._seat_lost(sender, message)
                 continue
-            taken = sender == seat and isinstance(message, kind) and accept(message)
+            taken = sender in seats and isinstance(message, kind) and accept(message)
             # An answer not taken (one that came twice around a resume) stays off the record.
-            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed))):
+            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed, HiddenPlay))):
                 self._record(GUEST, message)
             if isinstance(message, Leave):
                 raise MatchAbandoned(sender, f"{self._name(sender)} left the match")
             if taken:
-                return message
+                return sender, message
             # Anything else (an Error report from a client, a join notice, an answer
             # that came twice around a resume) needs no action.
 
@@ -581,10 +599,14 @@ class Table:
 
     async def _run_match(self) -> TableResult:
         names = (self._name(0), self._name(1))
+        self.hidden = all(
+            entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats
+        )
         try:
             for seat in (0, 1):
-                self._send(seat, MatchStart(names))
-            self.on_event(f"match started: {names[0]} v {names[1]}")
+                self._send(seat, MatchStart(names, deal=HIDDEN_DEAL if self.hidden else None))
+            mode = "hidden hands" if self.hidden else "commit-reveal deal"
+            self.on_event(f"match started: {names[0]} v {names[1]} ({mode})")
             while not self.match.over:
                 await self._play_game()
             return TableResult(True, self.match.winner, tuple(self.match.totals), "the match is over")
@@ -609,6 +631,10 @@ class Table:
             return TableResult(False, other, totals, gone.reason)
 
     async def _play_game(self) -> None:
+        await (self._play_hidden_game() if self.hidden else self._play_fixed_deal_game())
+
+    async def _play_fixed_deal_game(self) -> None:
+        """One game dealt by commit and reveal (PROTOCOL.md section 9)."""
         match, game = self.match, self.match.game_number + 1
         guest = self.seats[1]
         assert guest is not None
@@ -674,6 +700,66 @@ class Table:
                 # The request is spent; a fresh one follows, so a replay of the bad move is stale.
                 self._send(seat, Error(ILLEGAL_MOVE, _clip(str(err), MAX_TEXT)))
 
+    # --- the hidden deal: the table is the referee, each seat's session a party ---------------
+
+    async def _play_hidden_game(self) -> None:
+        """One game dealt with hidden hands (PROTOCOL.md 15.15): the table checks and relays, and holds no lock."""
+        referee = RefereeGame(self.match_id, self.match)
+        for seat in (0, 1):
+            self._send(seat, Shuffle(referee.game, referee.dealer))
+        await self._deal_steps(referee)
+        self._announce(referee.start())
+        self.on_event(f"game {referee.game} dealt")
+        match_ended: list = []
+        while self.match.turn is not None:
+            events, played_from = await self._take_hidden_turn(referee, self.match.turn)
+            match_ended = [e for e in events if isinstance(e, MatchEnded)]
+            dealt = [e for e in events if isinstance(e, Dealt)]
+            ended = [e for e in events if isinstance(e, (TableTaken, GameEnded))]
+            self._announce([e for e in events if not isinstance(e, (MatchEnded, Dealt, TableTaken, GameEnded))], played_from)
+            if dealt:  # each party unmasks the other's new cards before the deal is announced
+                await self._deal_steps(referee)
+                self._announce(dealt)
+            if ended:
+                self._announce(ended)
+                await self._deal_steps(referee)  # the audit
+        self.on_event(f"game {referee.game} over: totals {self.match.totals[0]}-{self.match.totals[1]}; the deal checks out")
+        self._announce(match_ended)
+
+    async def _deal_steps(self, referee: RefereeGame) -> None:
+        """Take each step the parties owe, check it and relay it to the other party, until none is owed."""
+        while referee.due:
+            seat, message = await self._next_of(referee.due, (Lock, Open, Audit), lambda m: m.game == referee.game)
+            try:
+                relay = referee.take(seat, message)
+            except HiddenDealError as err:
+                self._deal_fault(seat, err)
+            self._write_journal({"type": "step", "seat": seat, "message": to_wire(message)})
+            self._send(1 - seat, relay)
+
+    async def _take_hidden_turn(self, referee: RefereeGame, seat: int) -> tuple[list, tuple[int, bytes | None]]:
+        """Ask the seat to act until it plays a card its reveal proves, by the rules; return the engine's events."""
+        while True:
+            self._request += 1
+            request = self._request
+            self._open_request[seat] = request
+            self._send(seat, HiddenTurn(request, referee.options()))
+            play = await self._next_from(seat, HiddenPlay, lambda message: message.request == request)
+            self._write_journal({"type": "step", "seat": seat, "message": to_wire(play)})
+            self._open_request[seat], self._answered[seat] = None, request
+            try:
+                return referee.play(seat, play), (play.position, play.reveal)
+            except IllegalMove as err:
+                self._send(seat, Error(ILLEGAL_MOVE, _clip(str(err), MAX_TEXT)))
+            except HiddenDealError as err:
+                self._deal_fault(seat, err)
+
+    def _deal_fault(self, seat: int, err: HiddenDealError) -> NoReturn:
+        """A party's step failed a check: it is told, and the match ends abandoned by it, the step on record."""
+        text = _clip(f"{err.__class__.__name__}: {err}", MAX_TEXT)
+        self._send(seat, Error(BAD_DEAL, text))
+        raise MatchAbandoned(seat, f"{self._name(seat)} failed a check of the hidden deal ({text})")
+
     # --- a journal replayed after a restart ------------------------------------------------
 
     @classmethod
@@ -695,7 +781,11 @@ class Table:
                 raise JournalMismatch("the journal's match is over: there is nothing to resume")
             for record in seats:
                 seat = record["seat"]
-                hello = Hello(tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"])
+                deals = record.get("deals")  # absent from a journal of a commit-reveal match
+                hello = Hello(
+                    tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"],
+                    deals=tuple(deals) if deals is not None else None,
+                )
                 table.seats[seat] = Seat(record["name"], hello, record["version"], record["token"], None, link=1)
                 table._claimed[seat] = True
                 if seat == 1:
@@ -710,6 +800,8 @@ class Table:
                 elif kind == "play":
                     move = Play(record["request"], record["card"], tuple(record["captures"]))
                     table._replaying.append((record["seat"], move))
+                elif kind == "step":
+                    table._replaying.append((record["seat"], from_wire(record["message"])))
                 elif kind != "seat":
                     raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
         except (KeyError, TypeError) as err:

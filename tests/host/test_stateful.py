@@ -126,7 +126,7 @@ def bad_frames() -> dict[str, tuple[bytes, str]]:
         "not msgpack": (raw(b"\x81\xa4type\xc1"), BAD_MSGPACK),
         "a float": (raw(msgpack.packb({"type": "leave", "reason": 0.5})), BAD_MSGPACK),
         "not a map": (raw(msgpack.packb(["play"])), BAD_MSGPACK),
-        "unknown type": (raw(msgpack.packb({"type": "shuffle"})), UNKNOWN_TYPE),
+        "unknown type": (raw(msgpack.packb({"type": "cut_deck"})), UNKNOWN_TYPE),
         "missing field": (raw(msgpack.packb({"type": "play", "request": 1, "card": "AS"})), BAD_MESSAGE),
         "card out of the deck": (raw(msgpack.packb({"type": "play", "request": 1, "card": "1S", "captures": []})), BAD_MESSAGE),
         "negative request": (raw(msgpack.packb({"type": "play", "request": -1, "card": "AS", "captures": []})), BAD_MESSAGE),
