@@ -177,10 +177,10 @@ class RefereeGame:
         if isinstance(message, Audit):
             if not owed.audit:
                 raise OutOfTurn(f"an audit scalar from seat {seat} is not due")
+            # Checked on arrival, before the other party sees it: a false scalar is its sender's fault alone.
+            self.checker.audit_party(seat, message.scalar)
             self._audits[seat] = message.scalar
-            if len(self._audits) == 2:
-                self.checker.audit(self._audits)
-                self.audited = True
+            self.audited = len(self._audits) == 2
             return Audited(self.game, seat, message.scalar)
         raise TypeError(f"not a step of the deal: {message.TYPE}")
 

@@ -91,9 +91,10 @@ class HiddenGameReplay:
     """One game of a hidden-hands match, fed a seat's records in order; the match is replayed as it goes.
 
     ``seat`` is the seat whose records these are.  After the last record,
-    ``finish(ended)`` says whether the game checks; ``ended`` is whether the
-    match ended (a `match_end` or a `leave` on record) rather than the
-    record stopping.
+    ``finish(ended, gone)`` says whether the game checks; ``ended`` is whether
+    the match ended (a `match_end` or a `leave` on record) rather than the
+    record stopping, ``gone`` the seat the record shows leaving or ended as
+    abandoned, if any.
     """
 
     def __init__(self, match_id: bytes, match: Match, seat: int, shuffle: Shuffle) -> None:
@@ -235,7 +236,7 @@ class HiddenGameReplay:
 
     # --- the end of the game's records -------------------------------------------------------
 
-    def finish(self, ended: bool) -> HiddenGameCheck:
+    def finish(self, ended: bool, gone: int | None = None) -> HiddenGameCheck:
         if self.failed or self.result.complete:
             return self.result
         if self._corrupted is not None:
@@ -251,6 +252,8 @@ class HiddenGameReplay:
                     return self.result
         owed = {seat: self.referee.owed(seat) for seat in (0, 1)}
         withheld = [seat for seat in (0, 1) if owed[seat]]
+        if gone in withheld:  # the other may have been about to send its step when this one went
+            withheld = [gone]
         if ended and withheld:
             self._fail("an abandoned deal", "every step of the deal until the match ended",
                        "; ".join(f"seat {seat} withheld {_owed_words(owed[seat])}" for seat in withheld),

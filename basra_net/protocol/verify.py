@@ -163,7 +163,7 @@ class MatchVerifier:
         replay, self._hidden_game = self._hidden_game, None
         if replay is None:
             return None
-        check = _game_check(replay.finish(ended))
+        check = _game_check(replay.finish(ended, self._gone()))
         self.checks.append(check)
         return self._done(check)
 
@@ -199,6 +199,14 @@ class MatchVerifier:
             elif end.totals != tuple(self.match.totals):
                 problems.append(Discrepancy(None, "totals when the match was abandoned", str(tuple(self.match.totals)), str(end.totals)))
         return problems
+
+    def _gone(self) -> int | None:
+        """The seat the record shows leaving, or ended as abandoned by the host, if any."""
+        if self.match_end is not None and self.match_end.reason == "abandoned" and self.match_end.winner is not None:
+            return 1 - self.match_end.winner
+        if self.left is not None and self.welcome is not None:
+            return self.welcome.seat if self.left[0] == GUEST else 1 - self.welcome.seat
+        return None
 
     def _guest_absent(self) -> str | None:
         """Why a reveal could not come, when the record shows it was the guest that went (no failure of the host)."""
