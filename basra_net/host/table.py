@@ -78,6 +78,10 @@ GRACE = 120.0  # seconds a seat whose connection dropped is held for it
 END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
 
 
+# What a seat sends in answer to the match; one that came twice around a resume is not recorded again.
+ANSWERS = (Play, Seed, HiddenPlay, Lock, Open, Audit)
+
+
 @dataclass(frozen=True)
 class SeatLost:
     """A seat's connection (the ``link``-th to hold it) ended without a Leave."""
@@ -480,7 +484,7 @@ class Table:
                 continue
             taken = sender in seats and isinstance(message, kind) and accept(message)
             # An answer not taken (one that came twice around a resume) stays off the record.
-            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed, HiddenPlay))):
+            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, ANSWERS)):
                 self._record(GUEST, message)
             if isinstance(message, Leave):
                 raise MatchAbandoned(sender, f"{self._name(sender)} left the match")
@@ -729,7 +733,7 @@ class Table:
     async def _deal_steps(self, referee: RefereeGame) -> None:
         """Take each step the parties owe, check it and relay it to the other party, until none is owed."""
         while referee.due:
-            seat, message = await self._next_of(referee.due, (Lock, Open, Audit), lambda m: m.game == referee.game)
+            seat, message = await self._next_of(referee.due, (Lock, Open, Audit), referee.fresh)
             try:
                 relay = referee.take(seat, message)
             except HiddenDealError as err:
