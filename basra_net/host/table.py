@@ -78,6 +78,10 @@ GRACE = 120.0  # seconds a seat whose connection dropped is held for it
 END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
 
 
+# What a seat sends in answer to the match; one that came twice around a resume is not recorded again.
+ANSWERS = (Play, Seed, HiddenPlay, Lock, Open, Audit)
+
+
 @dataclass(frozen=True)
 class SeatLost:
     """A seat's connection (the ``link``-th to hold it) ended without a Leave."""
@@ -480,7 +484,7 @@ class Table:
                 continue
             taken = sender in seats and isinstance(message, kind) and accept(message)
             # An answer not taken (one that came twice around a resume) stays off the record.
-            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed, HiddenPlay))):
+            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, ANSWERS)):
                 self._record(GUEST, message)
             if isinstance(message, Leave):
                 raise MatchAbandoned(sender, f"{self._name(sender)} left the match")
@@ -599,9 +603,7 @@ class Table:
 
     async def _run_match(self) -> TableResult:
         names = (self._name(0), self._name(1))
-        self.hidden = all(
-            entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats
-        )
+        self.hidden = self._both_offer_hidden_hands()
         try:
             for seat in (0, 1):
                 self._send(seat, MatchStart(names, deal=HIDDEN_DEAL if self.hidden else None))
@@ -702,6 +704,10 @@ class Table:
 
     # --- the hidden deal: the table is the referee, each seat's session a party ---------------
 
+    def _both_offer_hidden_hands(self) -> bool:
+        """The match deals with hidden hands when both seats speak version 2 and offer it (PROTOCOL.md 15.15)."""
+        return all(entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats)
+
     async def _play_hidden_game(self) -> None:
         """One game dealt with hidden hands (PROTOCOL.md 15.15): the table checks and relays, and holds no lock."""
         referee = RefereeGame(self.match_id, self.match)
@@ -729,7 +735,7 @@ class Table:
     async def _deal_steps(self, referee: RefereeGame) -> None:
         """Take each step the parties owe, check it and relay it to the other party, until none is owed."""
         while referee.due:
-            seat, message = await self._next_of(referee.due, (Lock, Open, Audit), lambda m: m.game == referee.game)
+            seat, message = await self._next_of(referee.due, (Lock, Open, Audit), referee.fresh)
             try:
                 relay = referee.take(seat, message)
             except HiddenDealError as err:
@@ -791,6 +797,12 @@ class Table:
                 if seat == 1:
                     table._record(GUEST, hello)
                     table._record(HOST, table._welcome(1))
+            if table._both_offer_hidden_hands() and any(r.get("type") == "step" for r in records):
+                # Its own lock was in the memory of the host's own seat, which the journal does not keep.
+                raise JournalMismatch(
+                    "the journal's match deals with hidden hands, whose game in progress cannot be resumed after"
+                    " the host stopped: its own seat's lock is lost with it"
+                )
             for record in records:
                 kind = record.get("type")
                 if kind == "host_seed":

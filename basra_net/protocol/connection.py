@@ -27,7 +27,10 @@ from .messages import (
     CLIENT,
     HIDDEN_DEAL,
     HOST,
+    Audit,
     Audited,
+    Lock,
+    Open,
     HiddenPlay,
     HiddenTurn,
     Locked,
@@ -296,6 +299,9 @@ class ClientConnection(_Connection):
         # Answers sent whose effect has not been seen yet; a resume sends them again.
         self.unconfirmed_seed: Seed | None = None
         self.unconfirmed_play: Play | HiddenPlay | None = None
+        # Hidden deal: the party's steps sent since the host last showed it had every step owed
+        # (a shuffle, a deal or a request to act comes only then); a resume sends them again.
+        self.unconfirmed_steps: list[Lock | Open | Audit] = []
 
     @property
     def seat(self) -> int | None:
@@ -316,7 +322,8 @@ class ClientConnection(_Connection):
 
     def resend(self) -> bytes:
         """The answers to send again after a resume's welcome; the host drops any it already has."""
-        return b"".join(encode_frame(to_wire(m)) for m in (self.unconfirmed_seed, self.unconfirmed_play) if m is not None)
+        answers = (*self.unconfirmed_steps, self.unconfirmed_seed, self.unconfirmed_play)
+        return b"".join(encode_frame(to_wire(m)) for m in answers if m is not None)
 
     def _check_resume_welcome(self, message: Welcome) -> None:
         if message.version not in self.offered_versions:
@@ -396,6 +403,8 @@ class ClientConnection(_Connection):
             raise _unexpected(message, "cannot come before 'match_start'")
         if isinstance(message, (Commit, Reveal, YourTurn) if self.hidden else (Shuffle, Locked, Opened, Audited, HiddenTurn)):
             raise _unexpected(message, "belongs to the other deal mode than this match's")
+        if isinstance(message, (Shuffle, Deal, HiddenTurn)):
+            self.unconfirmed_steps.clear()
         if isinstance(message, Shuffle):
             if self.game_live or message.game != self.game + 1 or self.shuffled == message.game:
                 raise _unexpected(message, f"for game {message.game} is out of order")
@@ -488,6 +497,8 @@ class ClientConnection(_Connection):
                 raise LocalProtocolError("a seed answers one commitment")
             self.seed_sent_for = message.game
             self.unconfirmed_seed = message
+        elif isinstance(message, (Lock, Open, Audit)):
+            self.unconfirmed_steps.append(message)
         elif isinstance(message, (Play, HiddenPlay)):
             if self.open_request is None or message.request != self.open_request:
                 raise LocalProtocolError("a play answers the open request")

@@ -139,6 +139,7 @@ class RefereeGame:
         self._stand_in: dict[int, Card] = {}  # hidden position -> the card standing in for it in the engine
         self._played: set[int] = set()
         self._audits: dict[int, bytes] = {}
+        self._taken: set[Message] = set()  # every step taken, so that one sent again after a resume is known
         self.audited = False
 
     @property
@@ -161,9 +162,18 @@ class RefereeGame:
     def due(self) -> tuple[int, ...]:
         return tuple(seat for seat in (0, 1) if self.owed(seat))
 
+    def fresh(self, message: Message) -> bool:
+        """A step of this game not taken already: a party sends its steps again after a resume."""
+        return getattr(message, "game", None) == self.game and message not in self._taken
+
     def take(self, seat: int, message: Lock | Open | Audit) -> Message:
         """Check one party step; the message relaying it to the other seat."""
         _check_game(message, self.game)
+        relay = self._check(seat, message)
+        self._taken.add(message)
+        return relay
+
+    def _check(self, seat: int, message: Lock | Open | Audit) -> Message:
         owed = self.owed(seat)
         if isinstance(message, Lock):
             if not owed.lock:

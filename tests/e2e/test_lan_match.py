@@ -5,24 +5,30 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .processes import basra_command, free_port, wait_for_line
+from basra_net.protocol import transcript as transcript_format
+from basra_net.protocol.messages import MatchStart
+
+from .processes import basra_command, finish, free_port, start_basra, wait_for_line
 
 MATCH_TIMEOUT = 120
 
 
-def _play_match(env: dict, tmp_path: Path, *, host_prefix=(), join_prefix=(), bind: str = "127.0.0.1", join_address: str = "127.0.0.1"):
+def _play_match(
+    env: dict, tmp_path: Path, *, host_prefix=(), join_prefix=(), bind: str = "127.0.0.1", join_address: str = "127.0.0.1",
+    options: tuple[str, ...] = (),
+):
     port = free_port() if not host_prefix else 5252
     host_transcript, join_transcript = tmp_path / "host.basra", tmp_path / "join.basra"
     host = subprocess.Popen(
         [*host_prefix, *basra_command("host", "--auto", "greedy", "--bind", bind, "--port", str(port), "--target", "60",
-                                      "--name", "Hoda", "--transcript", str(host_transcript))],
+                                      "--name", "Hoda", "--transcript", str(host_transcript), *options)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )
     try:
         first_lines = wait_for_line(host, "Waiting for the second player")
         join = subprocess.run(
             [*join_prefix, *basra_command("join", f"{join_address}:{port}", "--auto", "greedy", "--name", "Omar",
-                                          "--transcript", str(join_transcript))],
+                                          "--transcript", str(join_transcript), *options)],
             capture_output=True, text=True, env=env, timeout=MATCH_TIMEOUT,
         )
         rest, _ = host.communicate(timeout=MATCH_TIMEOUT)
@@ -49,6 +55,16 @@ def test_headless_host_and_join_play_a_whole_match_over_loopback(basra_env, tmp_
         verified = _verify(basra_env, transcript)
         assert verified.returncode == 0, verified.stdout
         assert "game 1: verified" in verified.stdout
+
+
+def test_host_and_join_processes_play_a_whole_match_with_hidden_hands(basra_env, tmp_path):
+    host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path, options=("--hidden-hands",))
+    assert join.returncode == 0, join.stdout + join.stderr
+    assert host.returncode == 0, host_out
+    assert "(hidden hands)" in host_out
+    assert "game 1: deal verified: every unmasking and reveal proven" in join.stdout, join.stdout
+    kept = transcript_format.parse(join_transcript.read_bytes()).records
+    assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
 
 
 def test_a_match_across_a_real_network_interface(two_hosts, basra_env, tmp_path):
@@ -79,6 +95,25 @@ def test_basra_serve_prints_the_exact_join_command_and_the_code(basra_env):
         serve.communicate(timeout=30)
     assert f"Players type:  basra join 127.0.0.1:{port} --code club-night" in lines
     assert "--table NAME" in lines
+
+
+def test_two_join_processes_at_basra_serve_are_the_two_parties_of_hidden_hands(basra_env, tmp_path):
+    port = free_port()
+    serve = start_basra(basra_env, "serve", "--bind", "127.0.0.1", "--port", str(port), "--plain", "--target", "40", "--no-announce")
+    try:
+        wait_for_line(serve, "basra join")
+        joins = [
+            start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", name,
+                        "--hidden-hands", "--transcript", str(tmp_path / f"{name}.basra"))
+            for name in ("Amr", "Dina")
+        ]
+        outcomes = [finish(join, MATCH_TIMEOUT) for join in joins]
+    finally:
+        serve.terminate()
+        serve.communicate(timeout=30)
+    for code, out in outcomes:
+        assert code == 0, out
+        assert "game 1: deal verified: every unmasking and reveal proven" in out, out
 
 
 def test_join_with_nobody_listening_says_so_once_with_what_to_check(basra_env):
