@@ -4,12 +4,15 @@ The cheater is a hostile party: a ClientSession whose steps of the deal are
 changed on their way out (HostileParty, used by these tests only), or a
 modified host that relays a forged step of its own party.  The honest side
 catches each at once; then both transcripts, the host's and the guest's,
-go through `basra verify`, which must exit 3 naming the same cheat and the
-seat at fault.  An honest match's transcripts verify completely.
+go through the real `basra verify` command, which must exit 3 with one
+line naming the same cheat and the seat at fault.  An honest match's
+transcripts verify completely.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,13 +78,14 @@ async def play(tmp_path: Path, *, guest_class=ClientSession, target: int = 1, **
     return result, outcomes[0]
 
 
-def verdicts(tmp_path: Path) -> dict[str, tuple[int, str]]:
-    """`basra verify` on each transcript: its exit status and its last line."""
+def verdicts(tmp_path: Path, basra_command: list[str]) -> dict[str, tuple[int, str]]:
+    """`basra verify` run on each transcript: its exit status and its last line."""
     found = {}
     for name in ("host", "guest"):
-        lines: list[str] = []
-        code = verify_file(tmp_path / f"{name}.basra", say=lines.append)
-        found[name] = (code, lines[-1])
+        run = subprocess.run([*basra_command, "verify", str(tmp_path / f"{name}.basra")], capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
+        assert "Traceback" not in run.stdout + run.stderr
+        found[name] = (run.returncode, run.stdout.splitlines()[-1])
     return found
 
 
@@ -114,29 +118,29 @@ CHEATS = {
 }
 
 
-async def test_an_honest_hidden_match_verifies_from_both_transcripts(tmp_path):
+async def test_an_honest_hidden_match_verifies_from_both_transcripts(tmp_path, basra_command):
     guest, outcome = await play(tmp_path, target=101)
     assert guest.exit_code == 0 and guest.state.hidden_hands, guest.reason
     assert len(guest.state.results) >= 2  # both seats have dealt
-    for name, (code, last) in verdicts(tmp_path).items():
+    for name, (code, last) in verdicts(tmp_path, basra_command).items():
         assert code == EXIT_VERIFIED, (name, last)
 
 
 @pytest.mark.parametrize("case", list(CHEATS))
-async def test_a_cheating_guest_is_refused_and_both_records_prove_it(case, tmp_path):
+async def test_a_cheating_guest_is_refused_and_both_records_prove_it(case, tmp_path, basra_command):
     cheat, reason = CHEATS[case]
     guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=cheat)
     assert guest.refusal == BAD_DEAL and guest.exit_code != 0
     assert not outcome.table.completed and outcome.table.winner == 0
-    for name, (code, last) in verdicts(tmp_path).items():
+    for name, (code, last) in verdicts(tmp_path, basra_command).items():
         assert code == EXIT_CHEAT, (name, last)
         assert reason in last and "(seat 1 cheated)" in last, (name, last)
 
 
-async def test_a_guest_that_walks_away_rather_than_unmask_leaves_an_abandoned_deal_naming_it(tmp_path):
+async def test_a_guest_that_walks_away_rather_than_unmask_leaves_an_abandoned_deal_naming_it(tmp_path, basra_command):
     guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=lambda m: None if isinstance(m, Open) else m)
     assert not outcome.table.completed and outcome.table.winner == 0
-    for name, (code, last) in verdicts(tmp_path).items():
+    for name, (code, last) in verdicts(tmp_path, basra_command).items():
         assert code == EXIT_CHEAT, (name, last)
         assert "an abandoned deal" in last and "seat 1 withheld its unmasking of positions" in last, (name, last)
         assert "(seat 1 cheated)" in last
