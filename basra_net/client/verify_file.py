@@ -57,7 +57,11 @@ def verify_file(path: Path, *, verbose: bool = False, say: Callable[[str], None]
         say(f"result: {winner} wins {end.totals[0]}-{end.totals[1]} ({end.reason})")
     else:
         say("the transcript ends before the match did")
-    say(f"{path}: every signature, commitment, deal, play and score checks out")
+    if verifier.hidden:
+        proofs = sum(check.proofs for check in report.checks)
+        say(f"{path}: hidden hands: all {proofs} proofs, both locked decks of every game, every play and score check out")
+    else:
+        say(f"{path}: every signature, commitment, deal, play and score checks out")
     return EXIT_VERIFIED
 
 

@@ -1,0 +1,57 @@
+"""Real `basra host --hidden-hands` and `basra join --hidden-hands` processes, then `basra verify` on both transcripts.
+
+Each transcript of a hidden-hands match is checked offline, completely, by
+the real command: exit 0 and the summary that says what was proven.  A
+transcript changed afterwards (a reveal in it replaced) exits 3 with one
+line naming the seat, without a traceback.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+
+from basra_net.protocol import transcript
+from basra_net.protocol.messages import Played
+
+from .processes import basra_command, finish, free_port, start_basra, wait_for_line
+
+MATCH_TIMEOUT = 120
+
+
+def verify(env, path) -> subprocess.CompletedProcess:
+    return subprocess.run(basra_command("verify", str(path)), capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_both_transcripts_of_a_hidden_hands_match_verify_offline(basra_env, tmp_path):
+    port = free_port()
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", str(port), "--plain",
+                       "--target", "101", "--name", "Hoda", "--hidden-hands", "--no-announce",
+                       "--transcript", str(tmp_path / "host.basra"))
+    try:
+        wait_for_line(host, "Waiting for the second player")
+        join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
+                           "--hidden-hands", "--transcript", str(tmp_path / "join.basra"))
+        code, out = finish(join, MATCH_TIMEOUT)
+        assert code == 0, out
+    finally:
+        host_code, host_out = finish(host, MATCH_TIMEOUT)
+    assert host_code == 0, host_out
+    for name in ("host", "join"):
+        checked = verify(basra_env, tmp_path / f"{name}.basra")
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "game 2: verified" in checked.stdout
+        assert "hidden hands: all" in checked.stdout and "both locked decks of every game" in checked.stdout
+
+    parsed = transcript.parse((tmp_path / "join.basra").read_bytes())
+    at = next(i for i, (sender, m) in enumerate(parsed.records) if isinstance(m, Played) and m.seat == 0 and m.reveal)
+    other = next(m for _, m in parsed.records[at + 1:] if isinstance(m, Played) and m.seat == 0 and m.reveal)
+    sender, played = parsed.records[at]
+    parsed.records[at] = (sender, replace(played, reveal=other.reveal))  # another card's valid reveal
+    forged = tmp_path / "forged.basra"
+    forged.write_bytes(transcript.header(parsed.role) + b"".join(transcript.record(s, m) for s, m in parsed.records))
+    checked = verify(basra_env, forged)
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    assert "Traceback" not in checked.stdout + checked.stderr
+    last = checked.stdout.splitlines()[-1]
+    assert last.startswith("CHEATED: game 1:") and "seat 0's reveal of position" in last and "(seat 0 cheated)" in last
