@@ -33,7 +33,8 @@ from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_COD
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
 from ..protocol.hidden_deal import HiddenDealError
-from ..protocol.hidden_game import PartyGame
+from ..protocol.hidden_deal import decode_scalar
+from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
     HIDDEN_DEAL,
@@ -152,6 +153,8 @@ class ClientSession:
         vouch_host_key: Callable[[Welcome, bool], Awaitable[str | None]] | None = None,
         identity: Ed25519PrivateKey | None = None,
         deal_modes: tuple[str, ...] = DEAL_MODES_OFFERED,
+        keep_lock: Callable[[int, bytes], None] | None = None,
+        kept_lock: KeptLock | None = None,
     ) -> None:
         self.stream = stream
         self._deal_modes = deal_modes
@@ -189,6 +192,10 @@ class ClientSession:
         # The hidden deal (PROTOCOL.md 15.15): this seat's party in the game under way, and the open request's options.
         self._party: PartyGame | None = None
         self._hidden_turn: HiddenTurn | None = None
+        # A seat of the host's own process keeps each game's lock in the host's journal (keep_lock: game,
+        # scalar) before using it, and after a restart takes its game up again from it (kept_lock).
+        self._keep_lock = keep_lock
+        self._kept_lock = kept_lock
 
     # --- the channel ---------------------------------------------------------------------
 
@@ -658,8 +665,8 @@ class ClientSession:
         assert welcome is not None  # the state machine admits the deal's messages only after welcome
         try:
             if isinstance(message, Shuffle):
-                self._party = PartyGame(welcome.match_id, message.game, message.dealer, welcome.seat)
-                steps = self._party.begin()
+                self._party = self._party_for(message, welcome)
+                steps = self._party.begin() if self._party is not None else []
             elif self._party is None:
                 return message
             elif isinstance(message, Deal):
@@ -679,6 +686,19 @@ class ClientSession:
         if isinstance(message, Audited):
             self._show_hidden_check(message.game)
         return message
+
+    def _party_for(self, shuffle: Shuffle, welcome: Welcome) -> PartyGame | None:
+        """This seat's party in the game the shuffle begins; None for a game over before a restart, replayed to be shown."""
+        kept = self._kept_lock
+        if kept is not None and shuffle.game < kept.game:
+            return None
+        if kept is not None and shuffle.game == kept.game:
+            scalar = decode_scalar(kept.scalar, "the kept lock")
+            return PartyGame(welcome.match_id, shuffle.game, shuffle.dealer, welcome.seat, scalar=scalar, sent_before=list(kept.steps))
+        party = PartyGame(welcome.match_id, shuffle.game, shuffle.dealer, welcome.seat)
+        if self._keep_lock is not None:
+            self._keep_lock(shuffle.game, party.party.audit_scalar)
+        return party
 
     def _show_hidden_check(self, game: int) -> None:
         """The other party's scalar is in and checks: every step of the game's deal is proven."""

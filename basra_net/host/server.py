@@ -235,7 +235,8 @@ async def run_host(
                 bot_stream = _local_seat(nursery, table, 1)
                 bot_resume = Resume(tokens[1]) if 1 in tokens else None
                 bot_session = ClientSession(
-                    bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume, deal_modes=_deal_modes(settings)
+                    bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume, deal_modes=_deal_modes(settings),
+                    keep_lock=partial(table.keep_lock, 1), kept_lock=table.kept_locks.get(1),
                 )
                 nursery.start_soon(bot_session.run)
                 task_status.started(None)
@@ -248,7 +249,7 @@ async def run_host(
             own_resume = Resume(tokens[0]) if 0 in tokens else None
             own_session = ClientSession(
                 _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume,
-                deal_modes=_deal_modes(settings),
+                deal_modes=_deal_modes(settings), keep_lock=partial(table.keep_lock, 0), kept_lock=table.kept_locks.get(0),
             )
             own_result = await own_session.run(stop)
             announcing.cancel()  # the host's own player is done: nobody new is to sit down

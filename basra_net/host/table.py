@@ -39,7 +39,7 @@ from ..protocol.announce import messages_for_seat
 from ..protocol.errors import BAD_DEAL, ILLEGAL_MOVE
 from ..protocol.framing import encode_frame
 from ..protocol.hidden_deal import HiddenDealError
-from ..protocol.hidden_game import RefereeGame
+from ..protocol.hidden_game import KeptLock, RefereeGame
 from ..protocol.messages import (
     HIDDEN_DEAL,
     MAX_TEXT,
@@ -203,6 +203,7 @@ class Table:
         self._awaiting_seed: int | None = None
         self._seed_taken: Seed | None = None
         self.hidden = False  # the match deals with hidden hands, fixed once both seats are known (PROTOCOL.md 15.15)
+        self.kept_locks: dict[int, KeptLock] = {}  # from a journal: the last lock each seat of this process kept
         self._replaying: deque[tuple[int, Any]] = deque()  # journal inputs not yet taken again
         self._live = True  # False while a journal is replayed: its records are not written again
 
@@ -704,6 +705,14 @@ class Table:
 
     # --- the hidden deal: the table is the referee, each seat's session a party ---------------
 
+    def keep_lock(self, seat: int, game: int, scalar: bytes) -> None:
+        """A seat of this process (the host's own, its bot) keeps its lock for the game in the journal before using it.
+
+        It is as secret as that seat's hand until the game's audit (PROTOCOL.md 15.4), and lets
+        `basra host --resume` take the game up again: the lock is in no message before the audit.
+        """
+        self._write_journal({"type": "lock", "seat": seat, "game": game, "scalar": scalar})
+
     def _both_offer_hidden_hands(self) -> bool:
         """The match deals with hidden hands when both seats speak version 2 and offer it (PROTOCOL.md 15.15)."""
         return all(entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats)
@@ -797,12 +806,6 @@ class Table:
                 if seat == 1:
                     table._record(GUEST, hello)
                     table._record(HOST, table._welcome(1))
-            if table._both_offer_hidden_hands() and any(r.get("type") == "step" for r in records):
-                # Its own lock was in the memory of the host's own seat, which the journal does not keep.
-                raise JournalMismatch(
-                    "the journal's match deals with hidden hands, whose game in progress cannot be resumed after"
-                    " the host stopped: its own seat's lock is lost with it"
-                )
             for record in records:
                 kind = record.get("type")
                 if kind == "host_seed":
@@ -814,10 +817,18 @@ class Table:
                     table._replaying.append((record["seat"], move))
                 elif kind == "step":
                     table._replaying.append((record["seat"], from_wire(record["message"])))
+                elif kind == "lock":
+                    table.kept_locks[record["seat"]] = KeptLock(record["game"], record["scalar"])
                 elif kind != "seat":
                     raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
         except (KeyError, TypeError) as err:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
+        for seat, kept in table.kept_locks.items():  # with the steps the seat sent in that game, to take it up again
+            steps = tuple(
+                message for sender, message in table._replaying
+                if sender == seat and isinstance(message, (Lock, Open, Audit)) and message.game == kept.game
+            )
+            table.kept_locks[seat] = KeptLock(kept.game, kept.scalar, steps)
         now = trio.current_time()
         for entry in table.seats:
             assert entry is not None

@@ -270,6 +270,15 @@ class RefereeGame:
         self._stand_in[other] = stand_in
 
 
+@dataclass(frozen=True)
+class KeptLock:
+    """What a party needs to take up its game again after its program stopped: the scalar, and its steps sent."""
+
+    game: int
+    scalar: bytes
+    steps: tuple[Message, ...] = ()
+
+
 @dataclass
 class PartyGame:
     """One seat's side of a game: its lock, the steps it owes, its own cards, its checks of the other."""
@@ -280,6 +289,7 @@ class PartyGame:
     seat: int
     random: Random = os.urandom
     scalar: int | None = None  # a party resuming its game gives the scalar it drew
+    sent_before: list[Message] = field(default_factory=list)  # and the steps it sent, given again in their turn
     checker: DealChecker = field(init=False)
     party: Party = field(init=False)
     own_cards: dict[int, Card] = field(init=False, default_factory=dict)  # position -> card, dealt to this seat
@@ -357,6 +367,8 @@ class PartyGame:
 
     def _owed_steps(self) -> list[Message]:
         owed = _owed(self.checker, self.seat, self._over, self._audited)
+        if owed and self.sent_before:
+            return [self._again(self.sent_before.pop(0)), *self._owed_steps()]
         if owed.lock:
             deck = self.party.lock_deck(self.checker.locked[0] if self.checker.locked else card_points())
             self.checker.public_point(self.seat, self.party.public)
@@ -380,6 +392,20 @@ class PartyGame:
                 tuple((s.position, s.to_bytes()) for s in reveals),
             )
         ]
+
+    def _again(self, step: Message) -> Message:
+        """A step this party sent before its program stopped, taken into its record again as it was."""
+        if isinstance(step, Lock):
+            self.checker.public_point(self.seat, step.public)
+            self.checker.locked_list(self.seat, step.deck)
+        elif isinstance(step, Open):
+            for unmasking in _steps(step.unmaskings, self.seat, Unmasking):
+                self.checker.unmasking(unmasking)
+            for reveal in _steps(step.reveals, self.seat, Reveal):
+                self.checker.reveal(reveal)
+        elif isinstance(step, Audit):
+            self._audited.add(self.seat)
+        return step
 
     def hand(self, hand_no: int) -> tuple[Card, ...]:
         """This seat's cards of a hand, in the order dealt, as far as it holds them still."""

@@ -155,20 +155,3 @@ async def test_a_host_relaying_a_forged_step_is_caught_by_the_party_with_exit_3(
     assert any(n.kind == "verification" and "WrongUnmasking" in n.text for n in notes)
     assert not any(isinstance(m, HiddenTurn) for m in records(tmp_path / "guest.basra"))
 
-
-def test_a_journal_of_a_hidden_hands_game_in_progress_is_refused_clearly_on_resume():
-    """The host's own seat's lock was in its memory: `basra host --resume` says so rather than deal anew."""
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    from basra_net.host.table import JournalMismatch, Table
-    from basra_net.protocol.messages import Shuffle, to_wire
-
-    seats = [
-        {"type": "seat", "seat": seat, "name": name, "nonce": bytes(32), "versions": [2, 1], "table": None, "code": None,
-         "version": 2, "token": bytes([seat]) * 16, "deals": ["hidden", "commit"]}
-        for seat, name in ((0, "Hoda"), (1, "Omar"))
-    ]
-    step = {"type": "step", "seat": 0, "message": to_wire(Shuffle(1, 0))}
-    header = {"scoring": "egyptian", "target": 101, "match_id": bytes(16)}
-    with pytest.raises(JournalMismatch, match="hidden hands.*lock is lost"):
-        Table.from_journal(header, [*seats, step], identity=Ed25519PrivateKey.generate())

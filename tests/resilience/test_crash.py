@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from basra_net.protocol import transcript
-from basra_net.protocol.messages import STREAM_TYPES, Commit, Played, Reveal
+from basra_net.protocol.messages import STREAM_TYPES, Commit, MatchStart, Played, Reveal
 
 from ..e2e.processes import basra_command, free_port, start_basra, wait_for_line
 from ..e2e.processes import finish as finish_process
@@ -157,3 +157,43 @@ def test_a_host_with_the_bot_seated_killed_mid_game_resumes_both_its_own_seats(t
     assert "the match is over" in out
     checked = verify(env, host_file)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("moment", ["game 1 dealt", "game 2 dealt"])
+def test_a_hidden_hands_host_killed_mid_game_takes_its_lock_up_again_from_the_journal(tmp_path, env, moment):
+    """The host's own seat kept its lock in the journal before using it: the game in progress goes on."""
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60"]
+    host = start_basra(env, "host", *common, "--hidden-hands", "--target", "101", "--transcript", str(host_file))
+    wait_for_line(host, "Waiting for the second player")
+    join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
+                       "--hidden-hands", "--transcript", str(guest_file))
+    wait_for_line(host, moment)
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+
+    code, out = finish(start_basra(env, "host", "--resume", *common))
+    join_code, join_out = finish(join)
+    assert code == 0, out
+    assert join_code == 0, join_out
+    assert "resuming match" in out and "the match is over" in out
+    assert plays(guest_file) == plays(host_file)
+    games = {m.game for m in plays(guest_file)}
+    # The guest checked every game's deal to its audit, the one the kill cut into included.
+    assert all(f"game {game}: deal verified" in join_out for game in games), join_out
+
+
+def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_locks(tmp_path, env):
+    host_file = tmp_path / "host.basra"
+    host = start_basra(env, "host", "--auto", "greedy", "--bot", "greedy", "--hidden-hands", "--target", "201",
+                       "--transcript", str(host_file))
+    wait_for_line(host, "game 2 dealt")
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    code, out = finish(start_basra(env, "host", "--resume", "--auto", "greedy"))
+    assert code == 0, out
+    assert "Host resumed seat 0 after 0 of" in out and "Bot resumed seat 1 after 0 of" in out
+    assert "the match is over" in out and "failed a check" not in out
+    kept = transcript.parse(host_file.read_bytes()).records
+    assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
