@@ -2,7 +2,8 @@
 
 Its lock and what it has unmasked live on in its session; the steps it sent
 that the host may not have had go again after the resume's welcome, and the
-host takes each step once.  The match completes with every play once.
+host takes each step once.  The match completes with every play once, and
+both transcripts verify offline, each step in them once.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import trio
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import EXIT_OK
+from basra_net.client.verify_file import EXIT_VERIFIED, verify_file
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.messages import Lock, Open, Played
@@ -80,3 +82,6 @@ async def test_a_party_cut_off_resumes_and_the_match_completes_with_every_play_o
     # The host took each of the guest's steps once, whatever was sent again.
     steps = [m for sender, m in records["host"] if isinstance(m, (Lock, Open))]
     assert len(steps) == len(set(steps))
+    for side in ("host", "guest"):
+        said: list[str] = []
+        assert verify_file(tmp_path / f"{side}.basra", say=said.append) == EXIT_VERIFIED, (side, said[-3:])
