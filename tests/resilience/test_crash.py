@@ -182,6 +182,9 @@ def test_a_hidden_hands_host_killed_mid_game_takes_its_lock_up_again_from_the_jo
     games = {m.game for m in plays(guest_file)}
     # The guest checked every game's deal to its audit, the one the kill cut into included.
     assert all(f"game {game}: deal verified" in join_out for game in games), join_out
+    for kept in (guest_file, host_file):  # and both records prove it offline
+        checked = verify(env, kept)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_locks(tmp_path, env):
@@ -195,5 +198,7 @@ def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_l
     assert code == 0, out
     assert "Host resumed seat 0 after 0 of" in out and "Bot resumed seat 1 after 0 of" in out
     assert "the match is over" in out and "failed a check" not in out
+    checked = verify(env, host_file)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     kept = transcript.parse(host_file.read_bytes()).records
     assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
