@@ -156,6 +156,10 @@ class HiddenGameReplay:
             referee.take(message.seat, step)
             self._note_scalar(message.seat, step)
         elif sender == REFEREE and isinstance(message, Deal) and message.hand_no == 1 and not referee.started:
+            if referee.due:
+                owed = "; ".join(f"seat {s} owes {_owed_words(referee.owed(s))}" for s in referee.due)
+                self._fail("deal", "the first hand dealt once the deal's steps are in", f"a deal while {owed}", "the host")
+                return
             self._announce(referee.start())
             self._compare(message)
         elif sender == REFEREE and isinstance(message, HiddenTurn):

@@ -327,3 +327,11 @@ def test_a_record_that_stops_mid_deal_names_no_one(tmp_path):
     i = next(i for i, (s, m) in enumerate(records) if isinstance(m, Open))
     code, lines = verify(records[:i], tmp_path)
     assert code == EXIT_FAILED and "cheated" not in lines[-1]
+
+
+def test_a_deal_before_the_steps_are_in_is_the_hosts_fault(tmp_path):
+    records = HiddenMatch(seed=3, target=1).play()
+    first_open = next(i for i, (s, m) in enumerate(records) if isinstance(m, (Open, Opened)))
+    deal = next(r for r in records if isinstance(r[1], Deal))
+    code, lines = verify([*records[:first_open], deal], tmp_path)
+    assert code == EXIT_CHEAT and "a deal while seat" in lines[-1] and "(the host cheated)" in lines[-1]
