@@ -47,8 +47,11 @@ from ..protocol.messages import (
     GameEnd,
     HiddenPlay,
     HiddenTurn,
+    Audit,
+    Lock,
     Locked,
     MatchStart,
+    Open,
     Opened,
     Played,
     Shuffle,
@@ -246,7 +249,7 @@ class ClientSession:
         except (OSError, transcript_format.TranscriptError) as err:
             raise PeerGone(f"cannot resume from the transcript {path}: {err}", resumable=False) from None
         records = kept.records
-        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd)):
+        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, HiddenTurn, Commit, MatchEnd)):
             # A request, a commitment or the match's end the seat stopped before answering is not
             # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
             records = records[:-1]
@@ -264,6 +267,8 @@ class ClientSession:
             self._transcript.record(sender, message)
         for note in kept.notes:
             self._transcript.note(note.kind, note.game, note.text)
+        if self.connection.hidden:
+            self._take_up_party(records)
 
     @property
     def transcript_path(self) -> Path | None:
@@ -686,6 +691,33 @@ class ClientSession:
         if isinstance(message, Audited):
             self._show_hidden_check(message.game)
         return message
+
+    def _take_up_party(self, records: list[tuple[str, Message]]) -> None:
+        """Hidden hands, resuming from the transcript: the party of the game in progress, from the lock in the
+        ticket and every step the transcript holds; its hand is as it was, and a step it owed goes after the welcome."""
+        self._verifying = False  # no commitments to check: the party checks each step
+        kept, welcome = self._kept_lock, self.connection.welcome
+        if kept is None or welcome is None:
+            return
+        shuffled = [i for i, (sender, m) in enumerate(records) if isinstance(m, Shuffle) and m.game == kept.game]
+        if not shuffled:
+            return
+        steps = tuple(m for sender, m in records if sender == GUEST and isinstance(m, (Lock, Open, Audit)) and m.game == kept.game)
+        self._kept_lock = KeptLock(kept.game, kept.scalar, steps)
+        try:
+            self._party = self._party_for(records[shuffled[0]][1], welcome)
+            assert self._party is not None
+            owed = self._party.begin()
+            for sender, message in records[shuffled[0] + 1 :]:
+                if sender == HOST and isinstance(message, (Locked, Opened, Played, GameEnd, Audited)):
+                    owed += self._party.take(message)
+        except HiddenDealError as err:
+            raise PeerGone(f"cannot take the game up from the transcript {self.transcript_path}: {err}", resumable=False) from None
+        self.state.hand = tuple(self._party.own_cards.values())
+        for step in owed:  # sent with the answers the host may lack, once the resume's welcome is in
+            if step not in steps:
+                self.connection.send(step)
+                self._record(GUEST, step)
 
     def _party_for(self, shuffle: Shuffle, welcome: Welcome) -> PartyGame | None:
         """This seat's party in the game the shuffle begins; None for a game over before a restart, replayed to be shown."""

@@ -66,6 +66,8 @@ class ResumeTicket:
     match_id: bytes
     token: bytes
     transcript: Path
+    # Hidden hands: the game in progress and the seat's secret lock for it, as secret as its hand (PROTOCOL.md 15.4).
+    lock: tuple[int, bytes] | None = None
 
 
 class ResumeTickets:
@@ -87,13 +89,19 @@ class ResumeTickets:
     def get(self, host: str) -> ResumeTicket | None:
         entry = self._read().get(host)
         try:
-            return ResumeTicket(bytes.fromhex(entry["match"]), bytes.fromhex(entry["token"]), Path(entry["transcript"]))
+            lock = entry.get("lock") if isinstance(entry, dict) else None
+            return ResumeTicket(
+                bytes.fromhex(entry["match"]), bytes.fromhex(entry["token"]), Path(entry["transcript"]),
+                (int(lock[0]), bytes.fromhex(lock[1])) if lock is not None else None,
+            )
         except (TypeError, KeyError, ValueError):
             return None
 
     def put(self, host: str, ticket: ResumeTicket) -> None:
         entries = self._read()
         entries[host] = {"match": ticket.match_id.hex(), "token": ticket.token.hex(), "transcript": str(ticket.transcript)}
+        if ticket.lock is not None:
+            entries[host]["lock"] = [ticket.lock[0], ticket.lock[1].hex()]
         self._write(entries)
 
     def drop(self, host: str) -> None:

@@ -197,3 +197,29 @@ def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_l
     assert "the match is over" in out and "failed a check" not in out
     kept = transcript.parse(host_file.read_bytes()).records
     assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
+
+
+def test_a_hidden_hands_join_killed_mid_game_runs_again_with_its_lock_from_the_ticket(tmp_path, env):
+    """The party's lock lives in its resume ticket, its steps and what it was shown in its transcript."""
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    host = start_basra(env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60",
+                       "--hidden-hands", "--target", "101", "--transcript", str(host_file))
+    wait_for_line(host, "Waiting for the second player")
+    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--hidden-hands",
+                 "--transcript", str(guest_file))
+    first = start_basra(env, *join_args)
+    wait_for_line(host, "game 2 dealt")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    wait_for_line(host, "lost the connection")
+
+    second = start_basra(env, *join_args)
+    join_code, join_out = finish(second)
+    code, out = finish(host)
+    assert join_code == 0, join_out
+    assert code == 0, out
+    assert "Omar resumed seat 1" in out and "failed a check" not in out
+    assert plays(guest_file) == plays(host_file)
+    last_game = max(m.game for m in plays(guest_file))
+    assert f"game {last_game}: deal verified" in join_out, join_out
