@@ -115,6 +115,10 @@ class CodeRefused(Exception):
 class DealRefused(Exception):
     """The host offered a deal seat 1 must not accept (a bad commitment signature, a weak key)."""
 
+    def __init__(self, reason: str, game: int | None = None) -> None:
+        super().__init__(reason)
+        self.game = game  # the game it concerns, for the transcript's note
+
 
 class CheatProven(DealRefused):
     """The record proves the host cheated (a wrong score, a bad deal, a bad signature, a disputed abandonment): stop at once."""
@@ -172,6 +176,7 @@ class ClientSession:
         # seat a network player takes at `basra host`.
         self._countersigns = countersigns
         self.record: ChannelRecord | None = None
+        self._abandoned_as: str | None = None  # how the host's account of an abandonment ends (PROTOCOL.md 14.6)
         self._exchange: GuestCodeExchange | None = None
         self._hello: Hello | None = None  # sent again, as it was, by a session cut off before its welcome
         self._hellos_again = 0
@@ -343,7 +348,7 @@ class ClientSession:
             result.cut_off = not self.connection.over
             return result
         except DealRefused as refused:
-            self._fail_deal(None, str(refused), note="verification")
+            self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
             return self._result(EXIT_DEAL_FAILED, str(refused))
         except PlayerLeft as left:
@@ -358,6 +363,8 @@ class ClientSession:
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
                 return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+            if self._abandoned_as == "unsigned":
+                return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not countersign a game in time")
             return self._result(EXIT_FAILURE, "the match was abandoned: this seat was away longer than the host would wait")
         return self._result(EXIT_OK, reason)
 
@@ -689,6 +696,8 @@ class ClientSession:
 
     def _check_abandonment(self, end: MatchEnd) -> None:
         """A seat told it abandoned that knows otherwise disputes it, and stops (PROTOCOL.md 14.6)."""
+        if end.evidence is not None:
+            self._abandoned_as = end.evidence.events[-1][0]
         record = self.record
         if record is None or end.reason != "abandoned" or end.winner == self.state.seat or record.result is None:
             return
@@ -724,7 +733,7 @@ class ClientSession:
             text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
             if summary is not None:
                 summary.verified, summary.verification = False, text
-            raise CheatProven(text)
+            raise CheatProven(text, reveal.game)
         if summary is not None:
             summary.verified, summary.verification = check.ok, text
         if self._transcript is not None:

@@ -96,9 +96,13 @@ async def test_a_host_dealing_from_another_deck_than_it_committed_is_caught(tmp_
 
 
 async def test_a_host_announcing_a_wrong_score_is_caught(tmp_path, basra_command, monkeypatch):
-    join, verify, _ = await join_lying_host(WrongScoreTable, tmp_path, basra_command, monkeypatch)
+    join, verify, guest_transcript = await join_lying_host(WrongScoreTable, tmp_path, basra_command, monkeypatch)
     assert join.returncode == EXIT_DEAL_FAILED, output(join)
     assert "DEAL CHECK FAILED: game 1: score of seat 0: expected" in output(join)
+    # It stopped at the first proven cheat: the reveal of game 1, with no commitment of game 2 taken.
+    records = transcript.parse(guest_transcript.read_bytes()).records
+    assert max(m.game for _, m in records if m.TYPE == "commit") == 1
+    assert [(sender, m.TYPE) for sender, m in records[-2:]] == [("host", "reveal"), ("guest", "leave")]
     assert verify.returncode == 1, output(verify)
     assert "FAILED: game 1: score of seat 0" in verify.stdout.decode()
 
