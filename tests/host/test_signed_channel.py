@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 
 import trio
 import trio.testing
@@ -16,7 +15,9 @@ from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import SIGN_WAIT, Table
 from basra_net.protocol import transcript
 from basra_net.protocol.messages import Sig
-from basra_net.protocol.record import ChannelContext, ChannelRecord, Status, check_channel
+from basra_net.protocol.record import Status
+
+from ..signed_channels import channel_of, signed_by_both
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 
@@ -27,21 +28,10 @@ def _seat(nursery: trio.Nursery, table: Table, seat: int) -> trio.abc.Stream:
     return client_end
 
 
-def channel_of(path: Path) -> ChannelRecord:
-    """A format-2 transcript's channel, checked from its recorded bodies as a verifier does (14.11)."""
-    parsed = transcript.parse(path.read_bytes())
-    assert parsed.format == transcript.SIGNED_FORMAT
-    hello, welcome = parsed.records[0][1], parsed.records[1][1]
-    context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce)
-    return check_channel(context, welcome.scoring, welcome.target, parsed.bodies)
-
-
 def test_both_transcripts_of_a_whole_match_hold_both_players_signatures_of_every_game_and_the_result(honest_match):
     host, guest = channel_of(honest_match.host_transcript), channel_of(honest_match.guest_transcript)
     for channel in (host, guest):
-        assert len(channel.games) >= 3
-        assert all((g.host, g.guest) == (Status.VALID, Status.VALID) for g in channel.games)
-        assert (channel.result.host, channel.result.guest) == (Status.VALID, Status.VALID)
+        assert len(channel.games) >= 3 and signed_by_both(channel)
     # The two ends hashed the same stream, byte for byte.
     assert host.chain.digest == guest.chain.digest and host.result.result == guest.result.result
     assert guest.result.result.totals == honest_match.table.totals
