@@ -467,6 +467,13 @@ class ClientSession:
                         await self._act(item)
                         continue
                     if isinstance(item, ConnectionClosed):
+                        if self.connection.over:
+                            # After match_end a seat does not resume (5.8): the record stays without the host's result sig.
+                            outcome = "the match is over, but the host's signature of the result never came"
+                            self.player.notice(self.state, outcome)
+                            if self._transcript is not None:
+                                self._transcript.note("connection", None, outcome)
+                            break
                         raise PeerGone("the host closed the connection before the match ended")
                     message, body = item
                     outcome = await self._handle(message, _frame(body))
