@@ -27,6 +27,7 @@ import os
 import types
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Coroutine, Protocol
 
 import trio
@@ -677,43 +678,50 @@ class Table:
     # --- a journal replayed after a restart ------------------------------------------------
 
     @classmethod
-    def from_journal(cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, **settings: Any) -> "Table":
+    def from_journal(
+        cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, transcript_path: Path | None = None, **settings: Any
+    ) -> "Table":
         """The table a journal describes, ready to run: it replays the records, then goes on live.
 
         Both seats start away, held for the grace period, so their players
-        resume with their tokens; the transcript (when given) is written
-        afresh from the replay, identical to the one the crash cut short.
+        resume with their tokens; the transcript (when given a path) is written
+        afresh from the replay, identical to the one the crash cut short.  It is
+        opened only once the journal is known to fit a match to resume, so that
+        a refused resume leaves the transcript the host wrote before it stopped.
         """
         try:
-            table = cls(
-                scoring=header["scoring"], target=header["target"], identity=identity, match_id=header["match_id"], **settings
-            )
             seats = [r for r in records if r.get("type") == "seat"]
             if {r["seat"] for r in seats} != {0, 1}:
                 raise JournalMismatch("the journal ends before both seats were taken: there is no match to resume")
             if any(r.get("type") == "end" for r in records):
                 raise JournalMismatch("the journal's match is over: there is nothing to resume")
-            for record in seats:
+            hellos = [(r, Hello(tuple(r["versions"]), r["name"], r["nonce"], r["table"], r["code"])) for r in seats]
+            replaying: list[tuple[int, Any]] = []
+            for record in records:
+                kind = record.get("type")
+                if kind == "host_seed":
+                    replaying.append((-1, record))
+                elif kind == "seed":
+                    replaying.append((1, Seed(record["game"], record["seed"])))
+                elif kind == "play":
+                    replaying.append((record["seat"], Play(record["request"], record["card"], tuple(record["captures"]))))
+                elif kind != "seat":
+                    raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
+            table = cls(
+                scoring=header["scoring"], target=header["target"], identity=identity, match_id=header["match_id"], **settings
+            )
+            if transcript_path is not None:
+                table.transcript = TranscriptFile(transcript_path, "host")
+            for record, hello in hellos:
                 seat = record["seat"]
-                hello = Hello(tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"])
                 table.seats[seat] = Seat(record["name"], hello, record["version"], record["token"], None, link=1)
                 table._claimed[seat] = True
                 if seat == 1:
                     table._record(GUEST, hello)
                     table._record(HOST, table._welcome(1))
-            for record in records:
-                kind = record.get("type")
-                if kind == "host_seed":
-                    table._replaying.append((-1, record))
-                elif kind == "seed":
-                    table._replaying.append((1, Seed(record["game"], record["seed"])))
-                elif kind == "play":
-                    move = Play(record["request"], record["card"], tuple(record["captures"]))
-                    table._replaying.append((record["seat"], move))
-                elif kind != "seat":
-                    raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
         except (KeyError, TypeError) as err:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
+        table._replaying.extend(replaying)
         now = trio.current_time()
         for entry in table.seats:
             assert entry is not None

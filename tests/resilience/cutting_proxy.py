@@ -100,6 +100,10 @@ class CuttingProxy:
         for link in list(self._links):
             link.set()
 
+    def holding(self) -> bool:
+        """Whether a mark's hold is still keeping the traffic back."""
+        return trio.current_time() < self._held_until
+
     def _due(self, cut: Cut, direction: str, message: dict) -> bool:
         if (cut.direction, cut.kind) != (direction, message.get("type")):
             return False
