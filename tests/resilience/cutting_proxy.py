@@ -20,6 +20,9 @@ import msgpack
 import trio
 
 TO_PLAYER, TO_HOST = "to_player", "to_host"
+# Seconds a Mark holds the link for a person's keys: q, the question and y land well within them, so that the
+# leave is made at the marked moment and not after the other side has moved on.
+KEYS_HOLD = 6.0
 
 
 @dataclass

@@ -38,7 +38,7 @@ from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.messages import Play, YourTurn, from_wire
 
 from ..interface.harness import my_turn, run_app, until
-from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy, Mark
+from .cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, Cut, CuttingProxy, Mark
 from .test_resume import plays
 
 TEST_DEADLINE = 60
@@ -274,16 +274,13 @@ async def test_a_host_killed_at_a_capture_choice_and_resumed_asks_for_the_choice
     assert any(offers_a_choice(turn.moves) for turn in turns)  # asked again by the resumed host
 
 
-FROZEN = 6.0  # seconds the link to the guest is held once its choice is open: the host's q and y land in them
-
-
 @pytest.mark.parametrize("side", ["join", "host"])
 def test_q_then_y_on_the_full_screen_at_a_capture_choice_leaves_and_the_other_side_is_told(tmp_path, side):
     """The person at the full screen (Textual's Pilot, in process) is the guest choosing, or the host while the guest's choice is open."""
     guest_file = tmp_path / "guest.basra"
     table = _table(tmp_path, grace=20)
     # The guest's first request, the choice, has reached it; a guest bot's answer waits in the frozen link.
-    opened = Mark(TO_PLAYER, "your_turn", hold=FROZEN)
+    opened = Mark(TO_PLAYER, "your_turn", hold=KEYS_HOLD)
 
     async def main(player, stop):
         async with trio.open_nursery() as nursery:
