@@ -19,6 +19,7 @@ needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: no 
 EXIT_MARK = "EXITED WITH "
 MATCH_TIMEOUT = 240
 SETTLE = 0.5  # seconds for messages sent together to be drawn together
+CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")  # a card as the screen names it
 
 
 def terminal_env(basra_env: dict[str, str]) -> dict[str, str]:

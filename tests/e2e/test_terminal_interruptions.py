@@ -23,11 +23,10 @@ from ..resilience.cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, CuttingPro
 from ..resilience.test_interruptions import OUTCOMES, transcripts_checked
 from .processes import basra_command, free_port, start_basra, wait_for_line
 from .processes import finish as finish_process
-from .terminals import EXIT_MARK, Terminal, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
+from .terminals import CARD, EXIT_MARK, Terminal, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
 
 pytestmark = needs_tmux
 DEADLINE = 30
-CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")
 
 
 def finish(process: subprocess.Popen) -> tuple[int, str]:
