@@ -19,7 +19,7 @@ from basra_net.client.session import EXIT_OK, ClientSession, Resume
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.errors import UNKNOWN_TOKEN
-from basra_net.protocol.messages import Played
+from basra_net.protocol.messages import MatchEnd, Played
 
 from basra_net.client.storage import data_dir
 from basra_net.host.identity import load_or_create_identity
@@ -36,6 +36,11 @@ TEST_DEADLINE = 60
 @pytest.fixture(autouse=True)
 def _data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+def match_end_of(kept: transcript.Transcript) -> MatchEnd:
+    """The record's match_end (in version 2 the signatures of the result follow it)."""
+    return next(m for _, m in reversed(kept.records) if isinstance(m, MatchEnd))
 
 
 def plays(path: Path) -> list[Played]:
@@ -149,10 +154,11 @@ async def test_a_player_that_does_not_come_back_within_the_grace_period_loses_th
     assert not host.table.completed and "did not come back within" in host.table.reason
     assert host.own_seat.state.end_reason == "abandoned" and host.own_seat.state.winner == 0
     assert result.exit_code != EXIT_OK
-    # The host's record ends with the game cut off revealed and the abandonment: it verifies.
+    # The host's record ends with the game cut off revealed and the abandonment, each signed: it verifies.
     records = transcript.parse((tmp_path / "host.basra").read_bytes()).records
-    assert [type(m).__name__ for _, m in records[-2:]] == ["Reveal", "MatchEnd"]
-    assert records[-1][1].reason == "abandoned"
+    assert [type(m).__name__ for _, m in records[-4:]] == ["Reveal", "Sig", "MatchEnd", "Sig"]
+    assert records[-2][1].reason == "abandoned"
+    assert [kind for kind, _, _ in records[-2][1].evidence.events] == ["away", "grace_over"]
     assert transcript.verify(transcript.parse((tmp_path / "host.basra").read_bytes())).ok
 
 
@@ -165,7 +171,7 @@ async def test_a_player_back_just_after_its_grace_ran_out_learns_the_match_was_a
     # Both records end with the abandonment, and both verify.
     for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
         kept = transcript.parse(path.read_bytes())
-        assert kept.records[-1][1].reason == "abandoned"
+        assert match_end_of(kept).reason == "abandoned"
         assert transcript.verify(kept).ok
 
 
