@@ -39,7 +39,7 @@ from basra_net.protocol.messages import Play, YourTurn, from_wire
 
 from ..interface.harness import my_turn, run_app, until
 from .cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, Cut, CuttingProxy, Mark
-from .test_resume import plays
+from .test_resume import match_end_of, plays
 
 TEST_DEADLINE = 60
 MATCH_ID = bytes(range(16))
@@ -178,7 +178,7 @@ async def test_cut_off_at_a_capture_choice_past_the_grace_the_match_is_abandoned
     assert result.exit_code != EXIT_OK and "this seat was away longer than the host would wait" in result.reason
     for path in (tmp_path / "host.basra", guest_file):
         kept = transcript.parse(path.read_bytes())
-        assert kept.records[-1][1].reason == "abandoned"
+        assert match_end_of(kept).reason == "abandoned"
         assert transcript.verify(kept).ok
 
 
