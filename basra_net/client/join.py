@@ -252,6 +252,7 @@ class JoinSession:
             vouch_host_key=None if self.plain else self._vouch_host_key,
             identity=identity,
             deal_modes=HIDDEN_HANDS_OFFERED if self.hidden_hands else DEAL_MODES_OFFERED,
+            countersigns=True,  # a player who joins over the network has a signed channel at either seat
             **self._seed_source,
         )
         result = await session.run(stop)
