@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import ssl
+from dataclasses import replace
 from pathlib import Path
 from typing import Awaitable, Callable
 
@@ -19,6 +20,7 @@ import trio
 from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
 from ..protocol.errors import BUSY, CODE_REQUIRED, TRY_AGAIN_CODES, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
+from ..protocol.hidden_game import KeptLock
 from ..protocol.messages import Welcome
 from ..identity import GUEST_KEY_FILE, IdentityError, load_or_create_key
 from .address import pin_name
@@ -245,9 +247,12 @@ class JoinSession:
             reconnect=self._reconnect if self.resumable else None,
             resume=Resume(ticket.token, ticket.transcript) if ticket else None,
             on_welcome=self._keep_ticket,
+            keep_lock=self._keep_lock if self.resumable else None,
+            kept_lock=KeptLock(*ticket.lock) if ticket and ticket.lock else None,
             vouch_host_key=None if self.plain else self._vouch_host_key,
             identity=identity,
             deal_modes=HIDDEN_HANDS_OFFERED if self.hidden_hands else DEAL_MODES_OFFERED,
+            countersigns=True,  # a player who joins over the network has a signed channel at either seat
             **self._seed_source,
         )
         result = await session.run(stop)
@@ -260,6 +265,12 @@ class JoinSession:
     async def _reconnect(self) -> trio.abc.Stream:
         with trio.fail_after(CONNECT_TIMEOUT):
             return await self.connect()
+
+    def _keep_lock(self, game: int, scalar: bytes) -> None:
+        """The seat's lock for a game goes into its ticket before it is used, so `basra join` run again takes the game up."""
+        ticket = self._tickets.get(self._where)
+        if ticket is not None:
+            self._tickets.put(self._where, replace(ticket, lock=(game, scalar)))
 
     def _keep_ticket(self, welcome: Welcome, transcript: Path | None) -> None:
         if welcome.seat == 1 and transcript is not None:

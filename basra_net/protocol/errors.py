@@ -21,6 +21,7 @@ BUSY = "busy"
 RATE_LIMIT = "rate_limit"
 UNKNOWN_TOKEN = "unknown_token"
 BAD_RESUME = "bad_resume"
+BAD_SIGNATURE = "bad_signature"
 BAD_DEAL = "bad_deal"  # version 2: a step of the hidden deal failed a check (PROTOCOL.md 15.11)
 
 # Codes answered while the connection carries on: a move or message at the
@@ -53,6 +54,7 @@ FATAL_CODES = frozenset(
         RATE_LIMIT,
         UNKNOWN_TOKEN,
         BAD_RESUME,
+        BAD_SIGNATURE,
         BAD_DEAL,
     }
 )

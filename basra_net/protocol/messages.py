@@ -27,6 +27,7 @@ MAX_TEXT = 512
 MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
+SIGNED_THINGS = ("game", "result")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
 # The deal modes (PROTOCOL.md 15.15): the hidden-hands deal of section 15, and the commit-reveal deal of
 # section 9, which a client that offers no mode is taken to speak.
@@ -325,6 +326,44 @@ class Versions(FieldType):
         return list(value)
 
 
+@dataclass(frozen=True)
+class AbsenceEvidence:
+    """The host's signed account of an absence (PROTOCOL.md 14.6); its signature is checked against the channel."""
+
+    grace: int
+    events: tuple[tuple[str, int, int], ...]  # (kind, time in ms, stream messages sent by then)
+    signature: bytes
+
+
+MAX_ABSENCE_EVENTS = 256
+ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned")
+
+
+@dataclass(frozen=True)
+class Evidence(FieldType):
+    """The `evidence` map of an abandoned match's `match_end`."""
+
+    def check(self, field: str, value: Any) -> AbsenceEvidence:
+        value = _map(field, value)
+        grace = Int(0, 86_400).check(f"{field}.grace", value.get("grace"))
+        events = value.get("events")
+        if type(events) is not list or not 1 <= len(events) <= MAX_ABSENCE_EVENTS:
+            raise _bad(field, f"must list 1 to {MAX_ABSENCE_EVENTS} events")
+        parsed = []
+        for event in events:
+            if type(event) is not list or len(event) != 3:
+                raise _bad(field, "must list each event as [kind, time, sent]")
+            parsed.append((
+                Choice(ABSENCE_KINDS).check(f"{field}.events", event[0]),
+                Int(0, (1 << 63) - 1).check(f"{field}.events", event[1]),
+                Int(0, MAX_STREAM).check(f"{field}.events", event[2]),
+            ))
+        return AbsenceEvidence(grace, tuple(parsed), Bin(64).check(f"{field}.signature", value.get("signature")))
+
+    def to_wire(self, value: AbsenceEvidence) -> dict:
+        return {"grace": value.grace, "events": [list(e) for e in value.events], "signature": value.signature}
+
+
 VERSION = Int(1, 0xFFFF)
 SEAT = Int(0, 1)
 GAME = Int(1, 1 << 31)
@@ -512,6 +551,19 @@ class MatchEnd(Message):
     winner: int | None
     totals: tuple[int, int]
     reason: str
+    evidence: AbsenceEvidence | None = None  # version 2, with reason abandoned: the host's signed account
+
+
+@dataclass(frozen=True)
+class Sig(Message):
+    """Version 2, either way: a signature of a game's checkpoint or of the result (PROTOCOL.md 14.5, 14.6)."""
+
+    TYPE = "sig"
+
+    of: str  # "game" or "result"
+    game: int  # 0 with "result"
+    count: int  # the stream number signed: the game's checkpoint, or the match_end's
+    signature: bytes
 
 
 @dataclass(frozen=True)
@@ -722,8 +774,8 @@ _EITHER = frozenset({HOST, CLIENT})
 _V2 = frozenset({2})
 
 
-def _stream(message, fields, direction, when, section) -> Kind:
-    return Kind(message, fields, _HOSTS, direction, when, section, Phase.MATCH, stream=True, hashed=True)
+def _stream(message, fields, direction, when, section, **more) -> Kind:
+    return Kind(message, fields, _HOSTS, direction, when, section, Phase.MATCH, stream=True, hashed=True, **more)
 
 
 _CAPTURES = Cards(52, ordered=False)
@@ -835,8 +887,9 @@ CATALOGUE: tuple[Kind, ...] = (
             ("winner", "winner", Nullable(SEAT)),
             ("totals", "totals", Pair(POINTS)),
             ("reason", "reason", Choice(MATCH_END_REASONS)),
+            ("evidence", "evidence", Nullable(Evidence())),
         ),
-        "host → each seat", "the match is over", "6.14",
+        "host → each seat", "the match is over", "6.14", optional=("evidence",),
     ),
     Kind(
         Away, (("seat", "seat", SEAT), ("grace", "grace", Int(0, 86_400))),
@@ -867,25 +920,36 @@ CATALOGUE: tuple[Kind, ...] = (
         recorded=False, versions=frozenset({2}),
     ),
     Kind(
+        Sig,
+        (
+            ("of", "of", Choice(SIGNED_THINGS)),
+            ("game", "game", Int(0, 1 << 31)),
+            ("count", "count", Int(1, MAX_STREAM)),
+            ("signature", "signature", Bin(64)),
+        ),
+        _EITHER, "either way", "after a game's checkpoint and after `match_end`", "6.23", Phase.MATCH,
+        stream=True, hashed=True, versions=frozenset({2}),
+    ),
+    Kind(
         Shuffle, (("game", "game", GAME), ("dealer", "dealer", SEAT)),
-        _HOSTS, "host → each seat", "hidden deal: before each game", "6.23", Phase.MATCH,
+        _HOSTS, "host → each seat", "hidden deal: before each game", "6.24", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Lock, (("game", "game", GAME), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
-        _CLIENTS, "party → host", "hidden deal: the dealer after `shuffle`, the other after `locked`", "6.24",
+        _CLIENTS, "party → host", "hidden deal: the dealer after `shuffle`, the other after `locked`", "6.25",
         Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Locked,
         (("game", "game", GAME), ("seat", "seat", SEAT), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
-        _HOSTS, "host → the other seat", "hidden deal: a party's `lock`, relayed", "6.25", Phase.MATCH,
+        _HOSTS, "host → the other seat", "hidden deal: a party's `lock`, relayed", "6.26", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Open,
         (("game", "game", GAME), ("unmaskings", "unmaskings", Steps(MAX_STEPS)), ("reveals", "reveals", Steps(4))),
-        _CLIENTS, "party → host", "hidden deal: the steps a party owes", "6.26", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+        _CLIENTS, "party → host", "hidden deal: the steps a party owes", "6.27", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Opened,
@@ -895,12 +959,12 @@ CATALOGUE: tuple[Kind, ...] = (
             ("unmaskings", "unmaskings", Steps(MAX_STEPS)),
             ("reveals", "reveals", Steps(4)),
         ),
-        _HOSTS, "host → the other seat", "hidden deal: a party's `open`, relayed", "6.27", Phase.MATCH,
+        _HOSTS, "host → the other seat", "hidden deal: a party's `open`, relayed", "6.28", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         HiddenTurn, (("request", "request", REQUEST), ("options", "options", KindOptions(MAX_MOVES))),
-        _HOSTS, "host → the seat to act", "hidden deal: before each play", "6.28", Phase.MATCH,
+        _HOSTS, "host → the seat to act", "hidden deal: before each play", "6.29", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
@@ -912,15 +976,15 @@ CATALOGUE: tuple[Kind, ...] = (
             ("position", "position", POSITION),
             ("reveal", "reveal", Nullable(Bin(STEP_SIZE))),
         ),
-        _CLIENTS, "party → host", "hidden deal: answer to `hidden_turn`", "6.29", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+        _CLIENTS, "party → host", "hidden deal: answer to `hidden_turn`", "6.30", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Audit, (("game", "game", GAME), ("scalar", "scalar", Bin(32))),
-        _CLIENTS, "party → host", "hidden deal: after each `game_end`", "6.30", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+        _CLIENTS, "party → host", "hidden deal: after each `game_end`", "6.31", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Audited, (("game", "game", GAME), ("seat", "seat", SEAT), ("scalar", "scalar", Bin(32))),
-        _HOSTS, "host → the other seat", "hidden deal: a party's `audit`, relayed", "6.31", Phase.MATCH,
+        _HOSTS, "host → the other seat", "hidden deal: a party's `audit`, relayed", "6.32", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
 )

@@ -27,6 +27,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .framing import decode_body
+from .messages import CATALOGUE, HIDDEN_DEAL
 from .errors import ProtocolError
 from .shuffle import (
     MATCH_ID_SIZE,
@@ -58,7 +59,7 @@ MAX_ABSENCE_EVENTS = 256
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 
-STREAM_TYPES = frozenset({"match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "sig", "match_end"})
+STREAM_TYPES = frozenset(kind.type for kind in CATALOGUE if kind.stream)
 
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
@@ -148,8 +149,8 @@ def _signer(signer: int) -> bytes:
 def game_statement(
     context: ChannelContext, signer: int, game: int, checkpoint: int, stream_hash: bytes, client_seed: bytes | None
 ) -> bytes:
-    """game_signed of section 14.5; client_seed is None exactly on a channel without the fair deal."""
-    if (client_seed is None) == context.fair_deal:
+    """game_signed of section 14.5; client_seed is None on a channel without the fair deal, and in a hidden-hands match."""
+    if client_seed is not None and not context.fair_deal:
         raise ValueError("a client seed is signed on a channel with the fair deal, and only there")
     return (
         lp(_GAME_LABEL)
@@ -315,6 +316,7 @@ class ChannelRecord:
     games: list[SignedGame] = field(init=False, default_factory=list)
     result: SignedResult | None = field(init=False, default=None)
     names: tuple[str, str] | None = field(init=False, default=None)
+    hidden: bool = field(init=False, default=False)  # hidden hands (15.15): a game's checkpoint is its last `audited`
     _seeds: dict[int, bytes] = field(init=False, default_factory=dict)
     _owed: _Owed | None = field(init=False, default=None)  # the statement whose host signature is due next
     _countersign: _Owed | None = field(init=False, default=None)  # the statement the guest may countersign
@@ -355,7 +357,8 @@ class ChannelRecord:
             if not (isinstance(names, list) and len(names) == 2 and all(type(n) is str for n in names)):
                 raise RecordError("match_start", "names must be two texts")
             self.names = (names[0], names[1])
-        elif kind == ("reveal" if self.context.fair_deal else "game_end"):
+            self.hidden = message.get("deal") == HIDDEN_DEAL
+        elif kind == ("audited" if self.hidden else "reveal" if self.context.fair_deal else "game_end"):
             self._checkpoint(message, number, digest)
         elif kind == "match_end":
             self._match_end(message, number, digest)
@@ -395,6 +398,20 @@ class ChannelRecord:
         """(of, game, count) of the statement the host must sign next, if any."""
         return None if self._owed is None else (self._owed.of, self._owed.game, self._owed.count)
 
+    @property
+    def open_for_countersignature(self) -> tuple[str, int, int] | None:
+        """(of, game, count) of the statement the host has signed and the guest may countersign now, if any."""
+        owed = self._countersign
+        return None if owed is None else (owed.of, owed.game, owed.count)
+
+    @property
+    def countersigned(self) -> bool:
+        """Whether the guest's signature holds for every game and result the host has signed."""
+        signed = [g for g in self.games if g.host is Status.VALID]
+        if self.result is not None and self.result.host is Status.VALID:
+            signed.append(self.result)
+        return all(s.guest is Status.VALID for s in signed)
+
     def owed_statement(self, signer: int) -> bytes:
         """The bytes the given signer signs for the statement the host owes now."""
         if self._owed is None:
@@ -422,7 +439,7 @@ class ChannelRecord:
         if game != expected:
             raise RecordError("checkpoint", f"game {game!s:.10} ends where game {expected} was due")
         seed = None
-        if self.context.fair_deal:
+        if self.context.fair_deal and not self.hidden:
             seed = self._seeds.get(game)
             if seed is None:
                 raise RecordError("checkpoint", f"game {game} ends with no seed from the guest")

@@ -40,7 +40,7 @@ async def join(port: int, name: str, path: Path | None, deal_modes=HIDDEN_HANDS_
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     session = ClientSession(
         stream, name, player or BotPlayer("greedy"), transcript_path=path, keep_transcript=path is not None,
-        deal_modes=deal_modes,
+        deal_modes=deal_modes, countersigns=True,  # a player who joins over the network signs its channel
     )
     return await session.run()
 

@@ -123,6 +123,10 @@ def strategy_for(field_type: messages.FieldType):
             option = st.builds(Option, card_tuples(52, sort=True), st.sampled_from(PLAY_KINDS))
             by_kind = st.lists(option, min_size=1, max_size=min(max_len, 4)).map(tuple)
             return st.lists(by_kind, min_size=messages.KINDS_OF_CARD, max_size=messages.KINDS_OF_CARD).map(tuple)
+        case messages.Evidence():
+            event = st.tuples(st.sampled_from(messages.ABSENCE_KINDS), st.integers(0, (1 << 63) - 1), st.integers(0, messages.MAX_STREAM))
+            events = st.lists(event, min_size=1, max_size=messages.MAX_ABSENCE_EVENTS).map(tuple)
+            return st.builds(messages.AbsenceEvidence, st.integers(0, 86_400), events, binary(64))
     raise AssertionError(f"no strategy for {field_type!r}: add one")
 
 
@@ -232,12 +236,13 @@ SAMPLES: dict[type[Message], Message] = {
     HiddenPlay: HiddenPlay(request=4, kind=0, option=0, position=5, reveal=bytes(96)),
     Audit: Audit(game=1, scalar=bytes(32)),
     Audited: Audited(game=1, seat=1, scalar=bytes(32)),
+    messages.Sig: messages.Sig(of="game", game=1, count=57, signature=bytes(64)),
 }
 
 # Fields whose value may be nil on the wire.
 # Fields a sender may leave out altogether.
 ABSENT_ALLOWED = {("hello", f) for f in ("table", "code", "token", "received", "key", "pake", "deals")} | {
-    ("match_start", "deal"), ("played", "position"), ("played", "reveal"),
+    ("match_start", "deal"), ("played", "position"), ("played", "reveal"), ("match_end", "evidence"),
 }
 OPTIONAL_FIELDS = {
     ("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner"), ("hidden_play", "reveal"),

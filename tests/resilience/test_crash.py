@@ -17,6 +17,7 @@ from basra_net.protocol import transcript
 from basra_net.protocol.messages import STREAM_TYPES, Commit, MatchStart, Played, Reveal
 
 from ..e2e.processes import basra_command, free_port, start_basra, wait_for_line
+from ..signed_channels import channel_of, signed_by_both
 from ..e2e.processes import finish as finish_process
 
 PROCESS_DEADLINE = 120
@@ -77,6 +78,10 @@ def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes
         checked = verify(env, path)
         assert checked.returncode == 0, checked.stdout + checked.stderr
     assert plays(guest_file) == plays(host_file)
+    # The journal's replay rebuilt the signed record exactly: one chain, signed by both throughout, on both ends.
+    host_channel, guest_channel = channel_of(host_file), channel_of(guest_file)
+    assert signed_by_both(host_channel) and signed_by_both(guest_channel)
+    assert host_channel.chain.digest == guest_channel.chain.digest
     # The game the kill cut into kept its committed deal: the same commitment before and after.
     game = resumed_mid_game(guest_file)
     commits_after = [m for _, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, Commit)]
@@ -112,6 +117,10 @@ def test_a_joining_player_killed_mid_game_runs_join_again_and_resumes(tmp_path, 
     checked = verify(env, guest_file)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert plays(guest_file) == plays(host_file)
+    # The second run took up the signed record from the transcript and carried the same chain on.
+    host_channel, guest_channel = channel_of(host_file), channel_of(guest_file)
+    assert signed_by_both(host_channel) and signed_by_both(guest_channel)
+    assert host_channel.chain.digest == guest_channel.chain.digest
 
 
 def test_a_damaged_or_finished_journal_is_refused_with_a_clear_message(tmp_path, env):
@@ -202,3 +211,29 @@ def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_l
     assert checked.returncode == 0, checked.stdout + checked.stderr
     kept = transcript.parse(host_file.read_bytes()).records
     assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
+
+
+def test_a_hidden_hands_join_killed_mid_game_runs_again_with_its_lock_from_the_ticket(tmp_path, env):
+    """The party's lock lives in its resume ticket, its steps and what it was shown in its transcript."""
+    port = str(free_port())
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    host = start_basra(env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60",
+                       "--hidden-hands", "--target", "101", "--transcript", str(host_file))
+    wait_for_line(host, "Waiting for the second player")
+    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--hidden-hands",
+                 "--transcript", str(guest_file))
+    first = start_basra(env, *join_args)
+    wait_for_line(host, "game 2 dealt")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    wait_for_line(host, "lost the connection")
+
+    second = start_basra(env, *join_args)
+    join_code, join_out = finish(second)
+    code, out = finish(host)
+    assert join_code == 0, join_out
+    assert code == 0, out
+    assert "Omar resumed seat 1" in out and "failed a check" not in out
+    assert plays(guest_file) == plays(host_file)
+    last_game = max(m.game for m in plays(guest_file))
+    assert f"game {last_game}: deal verified" in join_out, join_out
