@@ -130,7 +130,7 @@ async def test_the_host_learns_none_of_the_guests_cards_before_each_is_played(tm
             port = await nursery.start(
                 lambda task_status: run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
             stream = await trio.open_tcp_stream("127.0.0.1", port)
-            guest = await ClientSession(stream, "Omar", BotPlayer("greedy"), deal_modes=HIDDEN_HANDS_OFFERED).run()
+            guest = await ClientSession(stream, "Omar", BotPlayer("greedy"), deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True).run()
     assert guest.exit_code == 0 and guest.state.hidden_hands, guest.reason
     assert len(spy.games) >= 2
     assert_blind_to(spy, seats=(1,))
@@ -154,10 +154,10 @@ async def test_the_server_learns_neither_seats_cards_before_each_is_played(tmp_p
 
                     async def play(name=name) -> None:
                         stream = await trio.open_tcp_stream("127.0.0.1", port)
-                        session = ClientSession(stream, name, BotPlayer("greedy"), deal_modes=HIDDEN_HANDS_OFFERED)
+                        session = ClientSession(stream, name, BotPlayer("greedy"), deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True)
                         results.append(await session.run())
 
                     players.start_soon(play)
             nursery.cancel_scope.cancel()
-    assert [r.exit_code for r in results] == [0, 0] and all(r.state.hidden_hands for r in results)
+    assert [r.exit_code for r in results] == [0, 0] and all(r.state.hidden_hands for r in results), [r.reason for r in results]
     assert_blind_to(spy, seats=(0, 1))

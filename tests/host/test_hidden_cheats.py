@@ -73,7 +73,7 @@ async def play(tmp_path: Path, *, guest_class=ClientSession, target: int = 1, **
             port = await nursery.start(host)
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             guest = guest_class(stream, "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra",
-                                keep_transcript=True, deal_modes=HIDDEN_HANDS_OFFERED, **guest_options)
+                                keep_transcript=True, deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True, **guest_options)
             result = await guest.run()
     return result, outcomes[0]
 
