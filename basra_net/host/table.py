@@ -683,14 +683,15 @@ class Table:
                 self._announce(dealt)
             if ended:
                 self._announce(ended)
-                await self._deal_steps(referee)  # the audit
+                await self._audited(await self._deal_steps(referee))
         self.on_event(f"game {referee.game} over: totals {self.match.totals[0]}-{self.match.totals[1]}; the deal checks out")
-        await self._countersignatures()
         self._announce(match_ended)
 
-    async def _deal_steps(self, referee: RefereeGame) -> None:
-        """Take each step the parties owe, check it and relay it to the other party, until none is owed."""
-        held = []  # the audit scalars go out once both are in: each seat's `audited` is its game's checkpoint (14.5)
+    async def _deal_steps(self, referee: RefereeGame) -> list[tuple[int, Message]]:
+        """Take each step the parties owe, check it and relay it to the other party, until none is owed.
+
+        The audit's relays are held and returned, for _audited."""
+        held = []  # the audit scalars go out once both are in (_audited)
         while referee.due:
             seat, message = await self._next_of(referee.due, (Lock, Open, Audit), referee.fresh)
             try:
@@ -702,8 +703,14 @@ class Table:
                 held.append((1 - seat, relay))
             else:
                 self._send(1 - seat, relay)
+        return sorted(held)
+
+    async def _audited(self, held: list) -> None:
+        """Each seat's `audited`, its game's checkpoint (PROTOCOL.md 14.4): the host signs it at once, and the
+        seat's countersignature is awaited before the other seat's goes, so that each comes when it is owed."""
         for seat, relay in held:
             self._send(seat, relay)
+            await self._countersignatures()
 
     async def _take_hidden_turn(self, referee: RefereeGame, seat: int) -> tuple[list, tuple[int, bytes | None]]:
         """Ask the seat to act until it plays a card its reveal proves, by the rules; return the engine's events."""
