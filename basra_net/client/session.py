@@ -736,7 +736,8 @@ class ClientSession:
         elif isinstance(message, Reveal):
             self._show_check(message)
         elif isinstance(message, MatchEnd):
-            self._record_problems(self.verifier.finish())
+            if self._verifying:  # a hidden deal's party has checked each step as it came
+                self._record_problems(self.verifier.finish())
             self._check_abandonment(message)
         elif isinstance(message, Sig):
             await self._countersign()
