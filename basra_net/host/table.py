@@ -358,14 +358,8 @@ class Table:
             self.on_seat_change(entry.token, entry.hello.nonce, False)
             self.on_event(f"seat {seat} is free again")
 
-    async def _next_from(
-        self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True, patience: float | None = None
-    ) -> Message:
-        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match.
-
-        With ``patience``, the seat must answer within that many seconds of connected time (the wait starts
-        again when it resumes); one that does not abandons the match as unsigned (PROTOCOL.md 14.8).
-        """
+    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
+        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
         replayed = self._replay.next()
         if replayed is not None:
             sender, message = replayed
@@ -378,27 +372,49 @@ class Table:
         def taking(sender: int, message: object) -> bool:
             return sender == seat and isinstance(message, kind) and accept(message)
 
-        waiting_from = trio.current_time()
-        entry = self.seats[seat]
-        try:
-            while True:
-                if patience is not None and entry is not None:
-                    connected = entry.outbox is not None
-                    self._answer_by = max(waiting_from, entry.connected_at) + patience if connected else math.inf
-                message = await self._take_input(taking)
-                if message is not None:
-                    return message
-                if trio.current_time() >= self._answer_by:
-                    raise MatchAbandoned(seat, f"{self.seating.name(seat)} did not countersign within {patience:.0f} s", "unsigned")
-        finally:
-            self._answer_by = math.inf
+        while True:
+            message = await self._take_input(taking)
+            if message is not None:
+                return message
 
     async def _countersignatures(self) -> None:
-        """Every signed channel's countersignature of what the host just signed, before the match goes on."""
-        for seat, entry in enumerate(self.seats):
-            if ChannelSigning.owed(entry):
-                sig = await self._next_from(seat, Sig, lambda message, seat=seat: self._countersignature(seat, message), SIGN_WAIT)
-                self._replay.write(sig_record(seat, sig))
+        """Every signed channel's countersignature of what the host just signed, in whatever order they come,
+        before the match goes on.  A seat has SIGN_WAIT seconds of connected time for it (the wait starts
+        again when it resumes); one that lets them pass abandons the match as unsigned (PROTOCOL.md 14.8)."""
+        waiting_from = trio.current_time()
+        signed: list[int] = []
+
+        def taking(sender: int, message: object) -> bool:
+            if ChannelSigning.owed(self.seats[sender]) and self._countersignature(sender, message):
+                signed.append(sender)
+                return True
+            return False
+
+        try:
+            while owed := [seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)]:
+                replayed = self._replay.next()
+                if replayed is not None:
+                    sender, message = replayed
+                    if not taking(sender, message):
+                        raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits a countersignature")
+                    if sender == 1:
+                        self._record(GUEST, message)
+                    continue
+                deadlines = {
+                    seat: max(waiting_from, entry.connected_at) + SIGN_WAIT
+                    for seat in owed if (entry := self.seats[seat]) is not None and entry.outbox is not None
+                }
+                self._answer_by = min(deadlines.values(), default=math.inf)
+                message = await self._take_input(taking)
+                if message is not None:
+                    self._replay.write(sig_record(signed[-1], message))
+                    continue
+                late = [seat for seat, deadline in deadlines.items() if trio.current_time() >= deadline]
+                if late:
+                    seat = late[0]
+                    raise MatchAbandoned(seat, f"{self.seating.name(seat)} did not countersign within {SIGN_WAIT:.0f} s", "unsigned")
+        finally:
+            self._answer_by = math.inf
 
     def _countersignature(self, seat: int, message: object) -> bool:
         """A countersignature that holds is taken; one that does not is refused with bad_signature (fatal)."""

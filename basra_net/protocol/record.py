@@ -325,9 +325,14 @@ class ChannelRecord:
 
     # --- feeding ------------------------------------------------------------------------------
 
-    def host_frame(self, frame: bytes) -> dict[str, Any]:
-        """Take the next frame of the host's stream, exactly as sent; return its message."""
-        message = self._decode(_frame_body(frame))
+    def host_frame(self, frame: bytes, message: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Take the next frame of the host's stream, exactly as sent; return its message.
+
+        A caller that has decoded the frame already may pass its message, which must be the frame's own:
+        the hash covers the frame, the statements what the message says.
+        """
+        if message is None:
+            message = self._decode(_frame_body(frame))
         self._take(frame, message)
         return message
 
