@@ -15,7 +15,8 @@ import trio
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_OK, ClientSession, Resume
+from basra_net.client import session as session_module
+from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession, Resume
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.errors import UNKNOWN_TOKEN
@@ -253,3 +254,17 @@ async def test_a_cut_in_the_code_exchange_is_retried_with_a_fresh_exchange_and_t
     assert result.exit_code == EXIT_OK, result.reason
     assert outcome[0].table.completed
     assert signed_by_both(channel_of(tmp_path / "guest.basra"))
+
+
+async def test_a_player_cut_off_from_the_match_end_past_the_hosts_hold_gives_up_in_time_with_one_clear_reason(tmp_path, monkeypatch):
+    # The host holds a finished table for a seat that dropped for min(grace, 10 s); this network stays down longer.
+    # The client cannot tell a host gone for good from one being restarted (`basra host --resume`), so it tries for
+    # RECONNECT_FOR (180 s), shortened here as --grace shortens the host's wait.
+    monkeypatch.setattr(session_module, "RECONNECT_FOR", 3.0)
+    result, host, proxy = await play_through(tmp_path, [Cut(TO_PLAYER, "match_end", blackout=6.0)], grace=0.5, target=1)
+    assert proxy.cuts_made == 1, "the cut never happened"
+    assert host.table.completed, host.table.reason
+    assert result.exit_code == EXIT_FAILURE and result.reason == "could not reach the host again within 3 s", result.reason
+    for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
+        report = transcript.verify(transcript.parse(path.read_bytes()))
+        assert report.ok, report.problems
