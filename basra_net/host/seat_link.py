@@ -257,6 +257,7 @@ async def _handshake(
         table, seat = placement
         sent = table.sent_to(seat)
         if hello.received is not None and hello.received > sent:
+            table.resume_refused(seat)
             await _refuse(stream, connection, ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}"))
             return None
         return table, seat, hello, version, hello.received

@@ -267,6 +267,10 @@ class Table:
         self.flush()
         return welcome, entry.log[received:], restore, entry.link
 
+    def resume_refused(self, seat: int) -> None:
+        """A resume of the seat that could not continue the match: an attempt all the same, in the account of its absences."""
+        self._absences.note(seat, "resume")
+
     # --- input (called by connection tasks) ------------------------------------------------
 
     def feed(self, seat: int, item: object) -> None:
