@@ -117,12 +117,12 @@ HELLO = Hello((1,), "Omar", bytes(32))
     "data, reason",
     [
         (transcript.record(GUEST, HELLO), "header"),
-        (encode_frame({"type": "transcript", "format": 2, "role": "host"}), "format"),
+        (encode_frame({"type": "transcript", "format": 3, "role": "host"}), "format"),
         (encode_frame({"type": "transcript", "format": 1}), "role"),
         (encode_frame({"type": "transcript", "format": 1, "role": "judge"}), "role"),
         (encode_frame({"type": "transcript", "role": "host"}), "format"),
     ],
-    ids=["no-header", "format-2", "no-role", "bad-role", "no-format"],
+    ids=["no-header", "format-3", "no-role", "bad-role", "no-format"],
 )
 def test_a_wrong_header_is_a_transcript_error(data, reason):
     with pytest.raises(TranscriptError, match=reason):
