@@ -14,6 +14,7 @@ import os
 import random
 import subprocess
 import types
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from tests.conftest import play_match
 from tests.protocol.test_record import GUEST_IDENTITY, GUEST_KEY, sign_channel
 
 HOST_IDENTITY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"test host key").digest())
+HOST_KEY = public_key_bytes(HOST_IDENTITY)
 MATCH_ID = bytes(range(16))
 NONCE = hashlib.sha256(b"fixed guest nonce").digest()
 Records = list[tuple[str, bytes]]
@@ -100,6 +102,14 @@ def body(message: dict) -> bytes:
     return encode_frame(message)[4:]
 
 
+def change_first(records: Records, sender: str, kind: str, change: Callable[[dict], None]) -> Records:
+    """The records with the first of this sender's messages of this kind changed in place, re-encoded."""
+    at = positions(records, sender, kind)[0]
+    message = decode_body(records[at][1])
+    change(message)
+    return [*records[:at], (sender, body(message)), *records[at + 1 :]]
+
+
 # --- the honest record ----------------------------------------------------------------------------
 
 
@@ -119,7 +129,7 @@ def test_an_honest_signed_transcript_is_proven_with_both_fingerprints(matches, b
     assert done.returncode == 0, done.stdout
     assert "PROVEN: the host committed to its seed before the guest's seed was sent; each deck follows from both seeds; " \
         "every play was legal, every score right; both players signed this record" in done.stdout
-    assert f"host key  {key_fingerprint(HOST_IDENTITY.public_key().public_bytes_raw())}" in done.stdout
+    assert f"host key  {key_fingerprint(HOST_KEY)}" in done.stdout
     assert f"guest key {key_fingerprint(GUEST_KEY)}" in done.stdout
     assert "host signature valid, guest signature valid" in done.stdout
     assert "result: seat" in done.stdout and "(target)" in done.stdout
@@ -182,11 +192,11 @@ def test_a_missing_countersignature_of_the_result_alone_is_named(matches, basra_
 @pytest.mark.parametrize("change", ["changed", "swapped"])
 def test_names_changed_or_swapped_are_not_proven(matches, basra_command, tmp_path, change):
     a, _ = matches
-    records = a.signed()
-    at = positions(records, "host", "match_start")[0]
-    start = decode_body(records[at][1])
-    start["names"] = ["Mallory", start["names"][1]] if change == "changed" else start["names"][::-1]
-    records[at] = ("host", body(start))
+
+    def rename(start: dict) -> None:
+        start["names"] = ["Mallory", start["names"][1]] if change == "changed" else start["names"][::-1]
+
+    records = change_first(a.signed(), "host", "match_start", rename)
     done = basra_verify(basra_command, write(tmp_path / "names.basra", records))
     assert done.returncode == 1, done.stdout
     assert "NOT PROVEN: host signature: the host's signature of game 1 does not verify" in done.stdout
@@ -203,11 +213,8 @@ def test_the_header_role_is_a_claim_that_changes_no_verdict(matches, basra_comma
 
 def test_the_roles_keys_swapped_are_not_proven(matches, basra_command, tmp_path):
     a, _ = matches
-    records = a.signed()
-    hello_at, welcome_at = positions(records, "guest", "hello")[0], positions(records, "host", "welcome")[0]
-    hello, welcome = decode_body(records[hello_at][1]), decode_body(records[welcome_at][1])
-    hello["key"], welcome["host_key"] = welcome["host_key"], hello["key"]
-    records[hello_at], records[welcome_at] = ("guest", body(hello)), ("host", body(welcome))
+    records = change_first(a.signed(), "guest", "hello", lambda hello: hello.update(key=HOST_KEY))
+    records = change_first(records, "host", "welcome", lambda welcome: welcome.update(host_key=GUEST_KEY))
     done = basra_verify(basra_command, write(tmp_path / "roles.basra", records))
     assert done.returncode == 1, done.stdout
     assert "NOT PROVEN:" in done.stdout
@@ -325,11 +332,11 @@ def test_a_leave_the_record_does_not_hold_is_disputed(matches, basra_command, tm
 def test_an_account_whose_signature_does_not_verify_is_not_proven(matches, basra_command, tmp_path):
     a, _ = matches
     events = (AbsenceEvent("left", 1_764_500_000_000, 40),)
-    records = abandoned(a, events)
-    at = positions(records, "host", "match_end")[0]
-    end = decode_body(records[at][1])
-    end["evidence"]["events"][0][1] += 1000
-    records[at] = ("host", body(end))
+
+    def later(end: dict) -> None:
+        end["evidence"]["events"][0][1] += 1000
+
+    records = change_first(abandoned(a, events), "host", "match_end", later)
     done = basra_verify(basra_command, write(tmp_path / "bad.basra", records))
     assert done.returncode == 1, done.stdout
     assert "NOT PROVEN: abandonment: the host's signature of its account of the absence does not verify" in done.stdout
