@@ -110,8 +110,10 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
             unproven.append(str(problem))
         elif covered and result_signed:
             cheats.append(f"the host signed it: {problem}")
-        elif not (partial and cut_short and not covered):
-            unproven.append(str(problem) if covered else f"{problem} (under no valid host signature)")
+        elif covered:
+            unproven.append(f"{problem} (not proven: the host signs the scoring and target it was played under only with the result)")
+        elif not (partial and cut_short):
+            unproven.append(f"{problem} (under no valid host signature)")
     if report.account is not None:
         contradictions = account_contradictions(report.account)
         if contradictions:

@@ -24,11 +24,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client import session as client_session
 from basra_net.client.players import BotPlayer
+from basra_net.client.replay import load_replay
+from basra_net.client.screen import CardStyle
 from basra_net.host.identity import public_key_bytes
 from basra_net.protocol import transcript
 from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.protocol.framing import decode_body, encode_frame
-from basra_net.protocol.messages import Hello, Welcome, to_wire
+from basra_net.protocol.messages import Commit, Hello, Reveal, Welcome, to_wire
 from basra_net.protocol.record import AbsenceAccount, AbsenceEvent, ChannelContext, Status
 from basra_net.protocol.signed_verify import Verdict, verify_signed
 from tests.conftest import play_match
@@ -356,6 +358,52 @@ def test_a_wrong_score_the_host_signed_is_a_proven_cheat(matches, basra_command,
     done = basra_verify(basra_command, write(tmp_path / "cheat.basra", cheat))
     assert done.returncode == 3, done.stdout
     assert "CHEAT PROVEN: the host signed it: game 1: match totals" in done.stdout
+
+
+def test_a_cheat_in_a_record_cut_before_the_result_is_not_proven_with_partial(matches, basra_command, tmp_path):
+    a, _ = matches
+    messages = list(a.messages)
+    at = next(i for i, (s, m) in enumerate(messages) if m["type"] == "game_end")
+    messages[at] = ("host", {**messages[at][1], "totals": [messages[at][1]["totals"][0] + 1, messages[at][1]["totals"][1]]})
+    cheat = sign_channel(a.context, a.welcome.scoring, a.welcome.target, HOST_IDENTITY, messages)
+    done = basra_verify(basra_command, write(tmp_path / "cut-cheat.basra", cut_after_game(cheat, 1)), "--partial")
+    assert done.returncode == 1, done.stdout
+    assert "NOT PROVEN: game 1: match totals: expected (30, 0), found (31, 0) (not proven: the host signs the scoring and target" in done.stdout
+
+
+# --- format 1 ---------------------------------------------------------------------------------------
+
+
+def test_a_format_1_transcript_says_it_proves_the_deals_only(honest_match, basra_command):
+    done = basra_verify(basra_command, honest_match.guest_transcript)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("format 1: this transcript proves the deals only, not the plays, the result or who played\n")
+
+
+def test_a_format_1_commit_with_an_invalid_signature_and_no_reveal_is_named(honest_match, basra_command, tmp_path):
+    parsed = transcript.parse(honest_match.host_transcript.read_bytes())
+    last_reveal = max(i for i, (_, m) in enumerate(parsed.records) if isinstance(m, Reveal))
+    kept = parsed.records[: last_reveal + 1]
+    game = kept[-1][1].game + 1
+    forged = Commit(game, bytes(32), bytes(64))
+    path = tmp_path / "v1.basra"
+    path.write_bytes(transcript.header("guest") + b"".join(transcript.record(s, m) for s, m in [*kept, ("host", forged)]))
+    done = basra_verify(basra_command, path)
+    assert done.returncode == 1, done.stdout
+    assert f"FAILED: game {game}: commit signature: expected valid under the host key, found invalid (a commitment never revealed)" in done.stdout
+
+
+# --- basra replay ---------------------------------------------------------------------------------
+
+
+def test_replay_shows_the_verdict_of_a_signed_record(matches, tmp_path):
+    a, b = matches
+    proven = load_replay(write(tmp_path / "a.basra", a.signed()), CardStyle())
+    assert (proven.verdict, proven.ok) == ("proven", True)
+    assert len(proven.decks) == 3 and proven.frames
+    forged = load_replay(write(tmp_path / "b.basra", b.signed(host_identity=Ed25519PrivateKey.generate())), CardStyle())
+    assert not forged.ok
+    assert forged.verdict == "NOT PROVEN: host signature: the host's signature of game 1 does not verify under the host key"
 
 
 # --- unreadable files ------------------------------------------------------------------------------
