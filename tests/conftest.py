@@ -36,8 +36,17 @@ def _seeds(label: str):
     return lambda: hashlib.sha256(f"{label} {next(counter)}".encode()).digest()
 
 
-async def play_match(folder: Path, identity: Ed25519PrivateKey, match_id: bytes, bots: tuple[BotPlayer, BotPlayer] | None = None) -> HonestMatch:
-    """A whole match through the real table and client, each seat played by its bot (greedy unless given)."""
+async def play_match(
+    folder: Path,
+    identity: Ed25519PrivateKey,
+    match_id: bytes,
+    bots: tuple[BotPlayer, BotPlayer] | None = None,
+    guest_identity: Ed25519PrivateKey | None = None,
+) -> HonestMatch:
+    """A whole match through the real table and client, each seat played by its bot (greedy unless given).
+
+    Seat 1 signs with guest_identity when given, else with a fresh key.
+    """
     # Fixed seeds and the deterministic greedy bot make the same match every run.
     table = Table(
         scoring="egyptian",
@@ -56,6 +65,7 @@ async def play_match(folder: Path, identity: Ed25519PrivateKey, match_id: bytes,
             session = ClientSession(
                 trio.SocketStream(seat_end), name, bots[seat] if bots else BotPlayer("greedy"),
                 transcript_path=folder / "guest.basra", keep_transcript=seat == 1, make_seed=_seeds("guest"),
+                identity=guest_identity if seat == 1 else None,
             )
 
             async def run(seat=seat, session=session) -> None:

@@ -111,8 +111,8 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
         names = verifier.names or ("?", "?")
         host_seat = 1 - context.guest_seat
         say(f"match {context.match_id.hex()}")
-        say(f"host key  {key_fingerprint(context.host_key)}  (seat {host_seat}, {names[host_seat]})")
-        say(f"guest key {key_fingerprint(context.guest_key)}  (seat {context.guest_seat}, {names[context.guest_seat]})")
+        say(f"host key fingerprint  {key_fingerprint(context.host_key)}  (seat {host_seat}, {names[host_seat]})")
+        say(f"guest key fingerprint {key_fingerprint(context.guest_key)}  (seat {context.guest_seat}, {names[context.guest_seat]})")
     for game in report.games:
         if game.check is None:
             deal = "deal not checked (no fair deal on this channel)" if context is not None and not context.fair_deal else "deal not revealed"

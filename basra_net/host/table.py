@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 import types
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from ..client.storage import TranscriptFile
 from ..engine import IllegalMove, Match, MatchEnded, Move
 from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
-from ..protocol.errors import ILLEGAL_MOVE
+from ..protocol.errors import BAD_SIGNATURE, ILLEGAL_MOVE
 from ..protocol.framing import encode_frame
 from ..protocol.messages import (
     MAX_TEXT,
@@ -55,10 +56,23 @@ from ..protocol.messages import (
     Played,
     Reveal,
     Seed,
+    Sig,
     Welcome,
     YourTurn,
     to_wire,
 )
+from ..protocol.messages import AbsenceEvidence
+from ..protocol.record import (
+    HOST_SIGNER,
+    MAX_GRACE,
+    AbsenceAccount,
+    AbsenceEvent,
+    ChannelContext,
+    ChannelRecord,
+    RecordError,
+    absence_statement,
+)
+from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.verify import GUEST, HOST
 from .identity import public_key_bytes
 from .outbox import Outbox
@@ -66,6 +80,7 @@ from .outbox import Outbox
 
 GRACE = 120.0  # seconds a seat whose connection dropped is held for it
 END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
+SIGN_WAIT = 30.0  # seconds a connected seat has to countersign a game (PROTOCOL.md 14.8)
 
 
 @dataclass(frozen=True)
@@ -106,6 +121,11 @@ class Seat:
     log: list[bytes] = field(default_factory=list)  # the stream sent to the seat, as frames
     away_until: float | None = None  # trio time its grace ends, while away
     done: bool = False  # after the match: it closed cleanly, left, or ran out of grace
+    # Version 2, a seat that connected over the network: the signed record of its channel (PROTOCOL.md 14).
+    record: ChannelRecord | None = None
+    connected_at: float = 0.0  # trio time its connection was last taken up: a countersignature's wait starts there
+    absences: list[AbsenceEvent] = field(default_factory=list)  # what the host's account of an absence lists
+    countersigned: Sig | None = None  # the last countersignature taken: the same again after a resume is a repeat
 
 
 _SAME_FOR_BOTH = (Played, GameEnd, MatchEnd)
@@ -125,10 +145,13 @@ class JournalMismatch(Exception):
 
 
 class MatchAbandoned(Exception):
-    def __init__(self, seat: int, reason: str) -> None:
+    """The seat abandoned the match; ``event`` is how, as the host's account of the absence ends it (14.6)."""
+
+    def __init__(self, seat: int, reason: str, event: str) -> None:
         super().__init__(reason)
         self.seat = seat
         self.reason = reason
+        self.event = event
 
 
 @dataclass
@@ -190,6 +213,7 @@ class Table:
         self._seed_taken: Seed | None = None
         self._replaying: deque[tuple[int, Any]] = deque()  # journal inputs not yet taken again
         self._live = True  # False while a journal is replayed: its records are not written again
+        self._epoch: tuple[float, float] | None = None  # (wall clock, trio clock) at the first event timed
 
     # --- seating (called by connection tasks) --------------------------------------------
 
@@ -255,21 +279,37 @@ class Table:
 
     def seat_joined(self, seat: int, hello: Hello, version: int, outbox: Outbox) -> Welcome:
         """Seat a new connection; returns its welcome and the channel its messages go to."""
-        self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
+        self.seats[seat] = self._seat(seat, hello, version, self._make_token(), outbox)
         welcome = self._welcome(seat)
         self.on_seat_change(welcome.token, hello.nonce, True)
-        if seat == 1:
-            self._record(GUEST, hello)
-            self._record(HOST, welcome)
+        self._record_handshake(seat, hello, welcome)
         self._write_journal(
             {
                 "type": "seat", "seat": seat, "name": hello.name, "nonce": hello.nonce, "versions": list(hello.versions),
-                "table": hello.table, "code": hello.code, "version": version, "token": welcome.token,
+                "table": hello.table, "code": hello.code, "version": version, "token": welcome.token, "key": hello.key,
             }
         )
         self.on_event(f"{hello.name} took seat {seat}")
         self.feed(seat, SeatJoined())
         return welcome
+
+    def _seat(self, seat: int, hello: Hello, version: int, token: bytes, outbox: Outbox | None, link: int = 0) -> Seat:
+        """A seat's entry; one that connected over the network in version 2 keeps its channel's signed record."""
+        entry = Seat(hello.name, hello, version, token, outbox, link=link)
+        if version >= 2 and seat not in self._reserved and hello.key is not None:
+            context = ChannelContext(self.match_id, self.host_key, hello.key, seat, hello.nonce)
+            entry.record = ChannelRecord(context, self.match.preset.name, self.match.target)
+        entry.connected_at = trio.current_time()
+        return entry
+
+    def _record_handshake(self, seat: int, hello: Hello, welcome: Welcome) -> None:
+        """The host's transcript is seat 1's channel: in format 2 when the seat speaks version 2."""
+        if seat != 1:
+            return
+        if self.transcript is not None:
+            self.transcript.format = SIGNED_FORMAT if welcome.version >= 2 else FORMAT
+        self._record(GUEST, hello)
+        self._record(HOST, welcome)
 
     def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
         """Hand a seat to the connection that resumed it.
@@ -285,6 +325,10 @@ class Table:
         was_away = entry.away_until is not None
         entry.outbox, entry.away_until = outbox, None
         entry.link += 1
+        entry.connected_at = trio.current_time()
+        self._absence(seat, "resume")
+        if was_away:
+            self._absence(seat, "back")
         welcome = self._welcome(seat)
         restore = {
             "open_request": self._open_request[seat],
@@ -349,9 +393,21 @@ class Table:
 
     # --- sending -------------------------------------------------------------------------
 
-    def _record(self, sender: str, message: Message) -> None:
+    def _record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
         if self.transcript is not None:
-            self.transcript.record(sender, message)
+            self.transcript.record(sender, message, frame)
+
+    def _absence(self, seat: int, kind: str) -> None:
+        """An event of the host's account of the seat's absences (PROTOCOL.md 14.6), timed by the host's clock."""
+        entry = self.seats[seat]
+        if entry is None or len(entry.absences) >= 255:  # the account keeps room for the event that ends the match
+            return
+        now = trio.current_time()
+        if self._epoch is None:
+            self._epoch = (time.time(), now)
+        wall, start = self._epoch
+        # Trio's clock, set against the wall clock once: the account's intervals are the ones the host waited.
+        entry.absences.append(AbsenceEvent(kind, max(0, round((wall + now - start) * 1000)), len(entry.log)))
 
     def _write_journal(self, record: dict) -> None:
         if self.journal is not None and self._live:
@@ -362,8 +418,6 @@ class Table:
         entry = self.seats[seat]
         if entry is None:
             return
-        if seat == 1:
-            self._record(HOST, message)
         if frames is None:
             sending = outgoing(message)
         else:
@@ -371,9 +425,18 @@ class Table:
             if frame is None:
                 frame = frames[message] = outgoing(message)[1]
             sending = (message, frame)
+        if seat == 1:
+            self._record(HOST, message, sending[1])
         if isinstance(message, STREAM_TYPES):
             entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
         self._deliver(entry, sending)
+        record = entry.record
+        if record is not None and isinstance(message, STREAM_TYPES):
+            record.host_frame(sending[1])
+            if record.owed_by_host is not None:
+                # A checkpoint or the match's end: the host signs it at once, before it asks for anything more.
+                of, game, count = record.owed_by_host
+                self._send(seat, Sig(of, game, count, self.identity.sign(record.owed_statement(HOST_SIGNER))))
 
     def _notify(self, seat: int, message: Message) -> None:
         """A notice about the other seat's connection: sent if the seat is here, never kept."""
@@ -413,13 +476,14 @@ class Table:
             return  # the loss of a connection the seat has already replaced
         entry.outbox.close()
         entry.outbox = None
+        self._absence(seat, "away")
         if self.result is not None:
             # It may have lost the end in flight: a client that resumes does so within seconds.
             entry.away_until = trio.current_time() + min(self.grace, END_LINGER)
             entry.done = self.grace <= 0
             return
         if self.grace <= 0:
-            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})")
+            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})", "grace_over")
         entry.away_until = trio.current_time() + self.grace
         self.on_event(f"{entry.name} lost the connection ({lost.reason}); holding seat {seat} for {self.grace:.0f} s")
         self._notify(1 - seat, Away(seat, self._grace_left(entry)))
@@ -429,24 +493,32 @@ class Table:
         waits = [(entry.away_until, seat) for seat, entry in enumerate(self.seats) if entry and entry.away_until is not None]
         return min(waits) if waits else (float("inf"), None)
 
-    async def _next_input(self) -> tuple[int, object]:
-        """The next thing from the seats; an away seat whose grace runs out abandons the match."""
+    async def _next_input(self, deadline: float = math.inf) -> tuple[int, object]:
+        """The next thing from the seats, or a tick at ``deadline``; an away seat whose grace runs out abandons the match."""
         while True:
-            deadline, seat = self._next_deadline()
-            sender, message = await self._input(deadline)
+            grace_ends, seat = self._next_deadline()
+            sender, message = await self._input(min(grace_ends, deadline))
             if message is not TICK:
                 return sender, message
             entry = self.seats[seat] if seat is not None else None
             if entry is not None and entry.away_until is not None and trio.current_time() >= entry.away_until:
-                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
+                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s", "grace_over")
+            if trio.current_time() >= deadline:
+                return NO_SEAT, TICK
 
     def _journal_input(self) -> tuple[int, Any] | None:
         """The next input of a journal being replayed; None once it is used up, and the table is live."""
         self._live = not self._replaying
         return self._replaying.popleft() if self._replaying else None
 
-    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
-        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
+    async def _next_from(
+        self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True, patience: float | None = None
+    ) -> Message:
+        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match.
+
+        With ``patience``, the seat must answer within that many seconds of connected time (the wait starts
+        again when it resumes); one that does not abandons the match as unsigned (PROTOCOL.md 14.8).
+        """
         replayed = self._journal_input()
         if replayed is not None:
             sender, message = replayed
@@ -455,17 +527,24 @@ class Table:
             if seat == 1:
                 self._record(GUEST, message)
             return message
+        waiting_from = trio.current_time()
         while True:
-            sender, message = await self._next_input()
+            entry = self.seats[seat]
+            deadline = math.inf
+            if patience is not None and entry is not None and entry.outbox is not None:
+                deadline = max(waiting_from, entry.connected_at) + patience
+            sender, message = await self._next_input(deadline)
+            if message is TICK:
+                raise MatchAbandoned(seat, f"{self._name(seat)} did not countersign within {patience:.0f} s", "unsigned")
             if isinstance(message, SeatLost):
                 self._seat_lost(sender, message)
                 continue
             taken = sender == seat and isinstance(message, kind) and accept(message)
-            # An answer not taken (one that came twice around a resume) stays off the record.
-            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed))):
+            # An answer not taken (one that came twice around a resume, a signature refused) stays off the record.
+            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed, Sig))):
                 self._record(GUEST, message)
             if isinstance(message, Leave):
-                raise MatchAbandoned(sender, f"{self._name(sender)} left the match")
+                raise MatchAbandoned(sender, f"{self._name(sender)} left the match", "left")
             if taken:
                 return message
             # Anything else (an Error report from a client, a join notice, an answer
@@ -578,6 +657,9 @@ class Table:
                 self._seat_lost(sender, message)
             elif isinstance(message, Leave) and entry is not None:
                 entry.done = True
+            elif isinstance(message, Sig) and entry is not None and entry.record is not None:
+                if entry.record.open_for_countersignature is not None and self._take_countersignature(sender, message) and sender == 1:
+                    self._record(GUEST, message)
 
     async def _run_match(self) -> TableResult:
         names = (self._name(0), self._name(1))
@@ -595,10 +677,11 @@ class Table:
                 # The game cut off was dealt from a fixed deck: reveal it, so that the
                 # record shows who walked away, and that it was not the host.
                 self._reveal(*self._fixed_deal)
+            self._absence(gone.seat, gone.event)
             # Both seats, so that the record of seat 1's channel ends with the match
             # whichever seat left; a seat that is gone simply does not receive it.
             for seat in (0, 1):
-                self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned"))
+                self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned", evidence=self._evidence(seat, gone.seat)))
             gone_entry = self.seats[gone.seat]
             if gone_entry is not None:
                 if gone_entry.outbox is None and gone_entry.away_until is not None:
@@ -607,6 +690,40 @@ class Table:
                 else:
                     gone_entry.done, gone_entry.away_until = True, None
             return TableResult(False, other, totals, gone.reason)
+
+    def _evidence(self, seat: int, absent: int) -> AbsenceEvidence | None:
+        """The host's account of the absent seat's absences, signed for the channel of ``seat`` (version 2 only)."""
+        entry, gone = self.seats[seat], self.seats[absent]
+        if entry is None or entry.record is None or gone is None:
+            return None
+        account = AbsenceAccount(absent, min(MAX_GRACE, round(self.grace)), tuple(gone.absences))
+        signature = self.identity.sign(absence_statement(entry.record.context, account))
+        return AbsenceEvidence(account.grace, tuple((e.kind, e.time_ms, e.sent) for e in account.events), signature)
+
+    async def _countersignatures(self) -> None:
+        """Every signed channel's countersignature of what the host just signed, before the match goes on."""
+        for seat, entry in enumerate(self.seats):
+            if entry is None or entry.record is None or entry.record.open_for_countersignature is None:
+                continue
+            sig = await self._next_from(seat, Sig, lambda message, seat=seat: self._take_countersignature(seat, message), SIGN_WAIT)
+            self._write_journal({"type": "sig", "seat": seat, "of": sig.of, "game": sig.game, "count": sig.count, "signature": sig.signature})
+
+    def _take_countersignature(self, seat: int, sig: Sig) -> bool:
+        """A countersignature that holds is taken; one that does not is refused with bad_signature (fatal)."""
+        entry = self.seats[seat]
+        assert entry is not None and entry.record is not None
+        if sig == entry.countersigned:
+            return False  # sent again after a resume
+        try:
+            entry.record.guest_sig(to_wire(sig))
+        except RecordError as err:
+            if entry.outbox is not None:
+                self._deliver(entry, outgoing(Error(BAD_SIGNATURE, _clip(str(err), MAX_TEXT))))
+                entry.outbox.close()  # fatal: the connection ends, and the seat may resume to sign again
+            self.on_event(f"{entry.name}: {err}")
+            return False
+        entry.countersigned = sig
+        return True
 
     async def _play_game(self) -> None:
         match, game = self.match, self.match.game_number + 1
@@ -619,6 +736,8 @@ class Table:
         self._send(1, Commit(game, commitment, signature))
         seed = await self._next_from(1, Seed, lambda message: message.game == game)
         self._write_journal({"type": "seed", "game": game, "seed": seed.seed})
+        if guest.record is not None:
+            guest.record.guest_seed(game, seed.seed)
         self._awaiting_seed, self._seed_taken = None, seed
         self._fixed_deal = (game, host_seed)
         deck = self.deck_for(game, host_seed, seed.seed)
@@ -633,6 +752,7 @@ class Table:
             self._announce([e for e in events if not isinstance(e, MatchEnded)])
         self._reveal(game, host_seed)
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
+        await self._countersignatures()
         self._announce(match_ended)
 
     def _host_seed(self, game: int) -> bytes:
@@ -695,12 +815,12 @@ class Table:
                 raise JournalMismatch("the journal's match is over: there is nothing to resume")
             for record in seats:
                 seat = record["seat"]
-                hello = Hello(tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"])
-                table.seats[seat] = Seat(record["name"], hello, record["version"], record["token"], None, link=1)
+                hello = Hello(
+                    tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"], key=record.get("key")
+                )
+                table.seats[seat] = table._seat(seat, hello, record["version"], record["token"], None, link=1)
                 table._claimed[seat] = True
-                if seat == 1:
-                    table._record(GUEST, hello)
-                    table._record(HOST, table._welcome(1))
+                table._record_handshake(seat, hello, table._welcome(seat))
             for record in records:
                 kind = record.get("type")
                 if kind == "host_seed":
@@ -710,6 +830,8 @@ class Table:
                 elif kind == "play":
                     move = Play(record["request"], record["card"], tuple(record["captures"]))
                     table._replaying.append((record["seat"], move))
+                elif kind == "sig":
+                    table._replaying.append((record["seat"], Sig(record["of"], record["game"], record["count"], record["signature"])))
                 elif kind != "seat":
                     raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
         except (KeyError, TypeError) as err:

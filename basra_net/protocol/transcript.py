@@ -108,8 +108,6 @@ def parse(data: bytes) -> Transcript:
                         raise TranscriptError(f"frame {number}: a record needs 'from' (host or guest) and a 'body' (bin)")
                     wire = decode_body(body)
                     transcript.bodies.append((sender, body))
-                    if wire.get("type") == "sig":
-                        continue  # a signature is the signed record's (record.py), not a message of the game
                 transcript.records.append((sender, from_wire(wire)))
             except ProtocolError as err:
                 raise TranscriptError(f"frame {number}: {err}") from None

@@ -30,7 +30,7 @@ from basra_net.host.identity import public_key_bytes
 from basra_net.protocol import transcript
 from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.protocol.framing import decode_body, encode_frame
-from basra_net.protocol.messages import Commit, Hello, Reveal, Welcome, to_wire
+from basra_net.protocol.messages import Commit, Hello, Reveal, Sig, Welcome
 from basra_net.protocol.record import AbsenceAccount, AbsenceEvent, ChannelContext, Status
 from basra_net.protocol.signed_verify import Verdict, verify_signed
 from tests.conftest import play_match
@@ -44,20 +44,25 @@ Records = list[tuple[str, bytes]]
 
 
 class Played:
-    """One real match's seat-1 channel: its context, terms and version-1 records as wire maps."""
+    """One real match's seat-1 channel as the host recorded it: its signed records, and its messages to sign again."""
 
     def __init__(self, path: Path) -> None:
         parsed = transcript.parse(path.read_bytes())
-        self.format_1 = parsed
+        assert parsed.format == transcript.SIGNED_FORMAT
+        self.parsed = parsed
+        self.records: Records = parsed.bodies
         hello = next(m for s, m in parsed.records if isinstance(m, Hello))
         self.welcome = next(m for s, m in parsed.records if isinstance(m, Welcome))
-        assert hello.nonce == NONCE
+        assert (hello.nonce, hello.key) == (NONCE, GUEST_KEY)
         self.context = ChannelContext(MATCH_ID, self.welcome.host_key, GUEST_KEY, 1, NONCE)
-        # The version-2 hello names the guest key; the rest of the channel is as version 1 plays it.
-        self.messages = [(s, {**to_wire(m), "key": GUEST_KEY} if isinstance(m, Hello) else to_wire(m)) for s, m in parsed.records]
+        self.messages = [(s, decode_body(b)) for s, b in self.records if kind_of(b) != "sig"]
 
-    def signed(self, host_identity: Ed25519PrivateKey = HOST_IDENTITY, **options) -> Records:
-        """The records signed as the wire signs them; with another host identity, its signatures are that key's."""
+    def signed(self) -> Records:
+        """The records exactly as the real match wrote them."""
+        return list(self.records)
+
+    def resigned(self, host_identity: Ed25519PrivateKey = HOST_IDENTITY, **options) -> Records:
+        """The same messages signed again, as a host holding host_identity (and the guest, unless told not to) would."""
         context = replace(self.context, host_key=public_key_bytes(host_identity))
         return sign_channel(context, self.welcome.scoring, self.welcome.target, host_identity, self.messages, **options)
 
@@ -73,9 +78,9 @@ def matches(tmp_path_factory) -> tuple[Played, Played]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BASRA_HOME", str(folder / "home"))
         patch.setattr(client_session, "os", _fixed_nonce_os())
-        a = trio.run(play_match, folder / "a", HOST_IDENTITY, MATCH_ID)
+        a = trio.run(play_match, folder / "a", HOST_IDENTITY, MATCH_ID, None, GUEST_IDENTITY)
         others = (BotPlayer("random", rng=random.Random(1)), BotPlayer("random", rng=random.Random(2)))
-        b = trio.run(play_match, folder / "b", HOST_IDENTITY, MATCH_ID, others)
+        b = trio.run(play_match, folder / "b", HOST_IDENTITY, MATCH_ID, others, GUEST_IDENTITY)
     return Played(a.host_transcript), Played(b.host_transcript)
 
 
@@ -122,7 +127,7 @@ def test_the_two_matches_share_their_signed_deals_and_differ_in_their_plays(matc
     assert deals(a) == deals(b) and len(deals(a)) >= 4
     assert plays(a) != plays(b)
     # Version 1 proves the deals only: either match's record verifies around the same signed deals.
-    assert transcript.verify(a.format_1).ok and transcript.verify(b.format_1).ok
+    assert transcript.verify(a.parsed).ok and transcript.verify(b.parsed).ok
 
 
 def test_an_honest_signed_transcript_is_proven_with_both_fingerprints(matches, basra_command, tmp_path):
@@ -131,8 +136,8 @@ def test_an_honest_signed_transcript_is_proven_with_both_fingerprints(matches, b
     assert done.returncode == 0, done.stdout
     assert "PROVEN: the host committed to its seed before the guest's seed was sent; each deck follows from both seeds; " \
         "every play was legal, every score right; both players signed this record" in done.stdout
-    assert f"host key  {key_fingerprint(HOST_KEY)}" in done.stdout
-    assert f"guest key {key_fingerprint(GUEST_KEY)}" in done.stdout
+    assert f"host key fingerprint  {key_fingerprint(HOST_KEY)}  (seat 0, Hoda)" in done.stdout
+    assert f"guest key fingerprint {key_fingerprint(GUEST_KEY)}  (seat 1, Omar)" in done.stdout
     assert "host signature valid, guest signature valid" in done.stdout
     assert "result: seat" in done.stdout and "(target)" in done.stdout
     assert "Traceback" not in done.stderr
@@ -144,8 +149,9 @@ def test_an_honest_signed_transcript_is_proven_with_both_fingerprints(matches, b
 def test_the_guests_whole_match_replay_with_the_same_signed_deals_is_not_proven(matches, basra_command, tmp_path):
     a, b = matches
     honest = a.signed()
-    # The guest cannot sign for the host: it puts the host's signatures of match A on the stream of match B.
-    forged = b.signed(host_identity=Ed25519PrivateKey.generate())
+    # The guest cannot sign for the host: it puts the host's signatures of match A on the stream of match B,
+    # which it countersigns itself.
+    forged = b.signed()
     host_sigs = iter(honest[i] for i in positions(honest, "host", "sig"))
     forged = [next(host_sigs) if s == "host" and kind_of(x) == "sig" else (s, x) for s, x in forged]
     done = basra_verify(basra_command, write(tmp_path / "forged.basra", forged))
@@ -157,7 +163,7 @@ def test_the_guests_whole_match_replay_with_the_same_signed_deals_is_not_proven(
 
 def test_the_guests_replay_signed_with_another_key_for_the_host_is_not_proven(matches, tmp_path):
     _, b = matches
-    report = verify_signed(transcript.parse(write(tmp_path / "f.basra", b.signed(host_identity=Ed25519PrivateKey.generate())).read_bytes()))
+    report = verify_signed(transcript.parse(write(tmp_path / "f.basra", b.resigned(host_identity=Ed25519PrivateKey.generate())).read_bytes()))
     assert report.verdict is Verdict.NOT_PROVEN
     assert "the host's signature of game 1 does not verify" in report.reason
     assert report.games[0].host is Status.INVALID
@@ -167,7 +173,7 @@ def test_the_hosts_replay_of_the_guests_plays_is_not_proven(matches, basra_comma
     a, b = matches
     honest = a.signed()
     # The host signs match B's stream itself, and keeps the guest's countersignatures of match A.
-    forged = b.signed(countersign=lambda of, game: False)
+    forged = b.resigned(countersign=lambda of, game: False)
     guest_sigs = [honest[i] for i in positions(honest, "guest", "sig")]
     for at, sig in zip(positions(forged, "host", "sig"), guest_sigs):
         forged.insert(at + 1 + guest_sigs.index(sig), sig)
@@ -178,7 +184,7 @@ def test_the_hosts_replay_of_the_guests_plays_is_not_proven(matches, basra_comma
 
 def test_the_hosts_replay_without_the_guests_countersignatures_is_not_proven(matches, basra_command, tmp_path):
     _, b = matches
-    done = basra_verify(basra_command, write(tmp_path / "forged.basra", b.signed(countersign=lambda of, game: False)))
+    done = basra_verify(basra_command, write(tmp_path / "forged.basra", b.resigned(countersign=lambda of, game: False)))
     assert done.returncode == 1, done.stdout
     assert "host signature valid, guest signature missing" in done.stdout
     assert "NOT PROVEN: not signed by both players: the guest did not countersign game 1" in done.stdout
@@ -186,7 +192,7 @@ def test_the_hosts_replay_without_the_guests_countersignatures_is_not_proven(mat
 
 def test_a_missing_countersignature_of_the_result_alone_is_named(matches, basra_command, tmp_path):
     a, _ = matches
-    done = basra_verify(basra_command, write(tmp_path / "r.basra", a.signed(countersign=lambda of, game: of != "result")))
+    done = basra_verify(basra_command, write(tmp_path / "r.basra", a.resigned(countersign=lambda of, game: of != "result")))
     assert done.returncode == 1, done.stdout
     assert "NOT PROVEN: not signed by both players: the guest did not countersign the result" in done.stdout
 
@@ -298,7 +304,7 @@ def test_a_fake_abandonment_note_is_not_an_abandonment(matches, basra_command, t
 
 
 def abandoned(a: Played, events: tuple[AbsenceEvent, ...], grace: int = 120) -> Records:
-    return a.signed(evidence=AbsenceAccount(absent_seat=1, grace=grace, events=events))
+    return a.resigned(evidence=AbsenceAccount(absent_seat=1, grace=grace, events=events))
 
 
 def test_an_abandonment_is_asserted_by_the_host_with_its_evidence(matches, basra_command, tmp_path):
@@ -374,8 +380,16 @@ def test_a_cheat_in_a_record_cut_before_the_result_is_not_proven_with_partial(ma
 # --- format 1 ---------------------------------------------------------------------------------------
 
 
-def test_a_format_1_transcript_says_it_proves_the_deals_only(honest_match, basra_command):
-    done = basra_verify(basra_command, honest_match.guest_transcript)
+def format_1(path: Path, records) -> Path:
+    """A format-1 transcript of these records (what version 1 recorded: no signatures of the record)."""
+    kept = [(s, m) for s, m in records if not isinstance(m, Sig)]
+    path.write_bytes(transcript.header("guest") + b"".join(transcript.record(s, m) for s, m in kept))
+    return path
+
+
+def test_a_format_1_transcript_says_it_proves_the_deals_only(honest_match, basra_command, tmp_path):
+    parsed = transcript.parse(honest_match.guest_transcript.read_bytes())
+    done = basra_verify(basra_command, format_1(tmp_path / "v1.basra", parsed.records))
     assert done.returncode == 0, done.stdout
     assert done.stdout.startswith("format 1: this transcript proves the deals only, not the plays, the result or who played\n")
 
@@ -386,9 +400,7 @@ def test_a_format_1_commit_with_an_invalid_signature_and_no_reveal_is_named(hone
     kept = parsed.records[: last_reveal + 1]
     game = kept[-1][1].game + 1
     forged = Commit(game, bytes(32), bytes(64))
-    path = tmp_path / "v1.basra"
-    path.write_bytes(transcript.header("guest") + b"".join(transcript.record(s, m) for s, m in [*kept, ("host", forged)]))
-    done = basra_verify(basra_command, path)
+    done = basra_verify(basra_command, format_1(tmp_path / "v1.basra", [*kept, ("host", forged)]))
     assert done.returncode == 1, done.stdout
     assert f"FAILED: game {game}: commit signature: expected valid under the host key, found invalid (a commitment never revealed)" in done.stdout
 
@@ -401,7 +413,7 @@ def test_replay_shows_the_verdict_of_a_signed_record(matches, tmp_path):
     proven = load_replay(write(tmp_path / "a.basra", a.signed()), CardStyle())
     assert (proven.verdict, proven.ok) == ("proven", True)
     assert len(proven.decks) == 3 and proven.frames
-    forged = load_replay(write(tmp_path / "b.basra", b.signed(host_identity=Ed25519PrivateKey.generate())), CardStyle())
+    forged = load_replay(write(tmp_path / "b.basra", b.resigned(host_identity=Ed25519PrivateKey.generate())), CardStyle())
     assert not forged.ok
     assert forged.verdict == "NOT PROVEN: host signature: the host's signature of game 1 does not verify under the host key"
 
