@@ -133,7 +133,7 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         )
     elif unproven:
         report.verdict, report.reason = Verdict.NOT_PROVEN, unproven[0]
-    elif missing:
+    elif missing and not partial:
         report.verdict, report.reason = Verdict.NOT_PROVEN, f"not signed by both players: the guest did not countersign {missing[0]}"
     elif report.dispute is not None:
         report.verdict, report.reason = Verdict.NOT_PROVEN, f"the abandonment is disputed: {report.dispute}"
@@ -148,7 +148,11 @@ def _where_it_ends(channel: ChannelRecord) -> str:
 
 
 def _missing_countersignatures(channel: ChannelRecord, *, cut_at_the_end: bool) -> list[str]:
-    """What the host signed and the guest did not; with a cut at the end, the last such may have been cut off."""
+    """What the host signed and the guest did not; with a cut at the end, the last such may have been cut off.
+
+    Without --partial a missing countersignature fails the record: else a host
+    could re-play the guest's plays, sign them and leave the guest's out.
+    """
     owed = [(f"game {g.link.game}", g) for g in channel.games if g.host is Status.VALID]
     if channel.result is not None and channel.result.host is Status.VALID:
         owed.append(("the result", channel.result))

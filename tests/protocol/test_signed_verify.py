@@ -188,6 +188,11 @@ def test_the_hosts_replay_without_the_guests_countersignatures_is_not_proven(mat
     assert done.returncode == 1, done.stdout
     assert "host signature valid, guest signature missing" in done.stdout
     assert "NOT PROVEN: not signed by both players: the guest did not countersign game 1" in done.stdout
+    # --partial says what holds, and whose word it is.
+    partial = basra_verify(basra_command, tmp_path / "forged.basra", "--partial")
+    assert partial.returncode == 0, partial.stdout
+    assert "the host alone signed game 1, game 2, game 3 and the result" in partial.stdout
+    assert "both players signed" not in partial.stdout
 
 
 def test_a_missing_countersignature_of_the_result_alone_is_named(matches, basra_command, tmp_path):
