@@ -29,7 +29,7 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, BAD_SIGNATURE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
+from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, disputed_abandonment
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
@@ -74,6 +74,7 @@ RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RE
 RECONNECT_MAX_DELAY = 5.0
 RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
 HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
+LOCKOUT_FIRST = 1.0  # seconds a host locks an address out after its first wrong code, or a code exchange cut off (5.6)
 
 Reconnect = Callable[[], Awaitable[trio.abc.Stream]]
 
@@ -114,6 +115,10 @@ class CodeRefused(Exception):
 
 class DealRefused(Exception):
     """The host offered a deal seat 1 must not accept (a bad commitment signature, a weak key)."""
+
+    def __init__(self, reason: str, game: int | None = None) -> None:
+        super().__init__(reason)
+        self.game = game  # the game it concerns, for the transcript's note
 
 
 class CheatProven(DealRefused):
@@ -172,6 +177,7 @@ class ClientSession:
         # seat a network player takes at `basra host`.
         self._countersigns = countersigns
         self.record: ChannelRecord | None = None
+        self._abandoned_as: str | None = None  # how the host's account of an abandonment ends (PROTOCOL.md 14.6)
         self._exchange: GuestCodeExchange | None = None
         self._hello: Hello | None = None  # sent again, as it was, by a session cut off before its welcome
         self._hellos_again = 0
@@ -343,7 +349,7 @@ class ClientSession:
             result.cut_off = not self.connection.over
             return result
         except DealRefused as refused:
-            self._fail_deal(None, str(refused), note="verification")
+            self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
             return self._result(EXIT_DEAL_FAILED, str(refused))
         except PlayerLeft as left:
@@ -358,6 +364,8 @@ class ClientSession:
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
                 return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+            if self._abandoned_as == "unsigned":
+                return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not countersign a game in time")
             return self._result(EXIT_FAILURE, "the match was abandoned: this seat was away longer than the host would wait")
         return self._result(EXIT_OK, reason)
 
@@ -401,8 +409,9 @@ class ClientSession:
         """Version 2 binds the code exchange to the TLS certificate's key; over plain TCP a code goes as in version 1."""
         return (1,) if self._code is not None and self._expected_host_key is None else PROTOCOL_VERSIONS
 
-    def _first_hello(self) -> Hello:
-        nonce = os.urandom(32)
+    def _first_hello(self, nonce: bytes | None = None) -> Hello:
+        """The hello that asks for a seat; sent again before its welcome, with the same nonce (5.8, rule 8)."""
+        nonce = nonce or os.urandom(32)
         if self._versions == (1,):
             return Hello(self._versions, self.state.name, nonce, self._table, self._code)
         pake = None
@@ -549,6 +558,10 @@ class ClientSession:
         delay = RECONNECT_FIRST_DELAY
         async with self._send_lock:
             await trio.aclose_forcefully(self.stream)
+            if welcome is None and self._exchange is not None:
+                # The host counted the code exchange the cut broke as a guess at the code, and locks this
+                # address out for a while that doubles from LOCKOUT_FIRST with each (PROTOCOL.md 5.6).
+                await trio.sleep(LOCKOUT_FIRST * 2**self._hellos_again)
             while True:
                 try:
                     with trio.fail_after(RESUME_TIMEOUT):
@@ -588,6 +601,9 @@ class ClientSession:
     async def _hello_again_on(self, stream: trio.abc.Stream) -> None:
         if self._hello is None:
             raise PeerGone("the connection broke before the hello went out")
+        if self._exchange is not None:
+            # The exchange the cut broke cannot be finished on a new connection: a fresh one goes in the hello.
+            self._hello = self._first_hello(self._hello.nonce)
         self._hellos_again += 1
         self.connection.new_transport()
         await stream.send_all(encode_frame(to_wire(self._hello)))
@@ -689,6 +705,8 @@ class ClientSession:
 
     def _check_abandonment(self, end: MatchEnd) -> None:
         """A seat told it abandoned that knows otherwise disputes it, and stops (PROTOCOL.md 14.6)."""
+        if end.evidence is not None:
+            self._abandoned_as = end.evidence.events[-1][0]
         record = self.record
         if record is None or end.reason != "abandoned" or end.winner == self.state.seat or record.result is None:
             return
@@ -724,7 +742,7 @@ class ClientSession:
             text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
             if summary is not None:
                 summary.verified, summary.verification = False, text
-            raise CheatProven(text)
+            raise CheatProven(text, reveal.game)
         if summary is not None:
             summary.verified, summary.verification = check.ok, text
         if self._transcript is not None:

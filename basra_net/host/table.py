@@ -22,6 +22,7 @@ replays the journal through this same code and reaches the same state.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -246,7 +247,7 @@ class Table:
         if self.finished.is_set():
             return None
         for seat, entry in enumerate(self.seats):
-            if entry is not None and ((token is not None and entry.token == token) or (hello is not None and entry.hello == hello)):
+            if entry is not None and ((token is not None and entry.token == token) or (hello is not None and _same_hello(entry.hello, hello))):
                 return self, seat
         return None
 
@@ -847,3 +848,8 @@ class Table:
 def _clip(text: str, limit: int) -> str:
     """The engine lists every allowed capture; a long list is cut to what a message may carry."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _same_hello(held: Hello, again: Hello) -> bool:
+    """The hello that took a seat, sent again before its welcome arrived; a code exchange in it is fresh on each connection."""
+    return dataclasses.replace(held, pake=None) == dataclasses.replace(again, pake=None)

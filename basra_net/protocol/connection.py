@@ -301,6 +301,12 @@ class ClientConnection(_Connection):
         return self.welcome.seat if self.welcome else None
 
 
+    def new_transport(self) -> None:
+        super().new_transport()
+        if self.welcome is None:
+            # A hello sent again before any welcome brings a code exchange of its own: one per connection (14.9).
+            self.pake_taken = self.confirm_sent = False
+
     def begin_resume(self, token: bytes) -> None:
         """A new connection resumes the seat the token holds: it starts with a resume hello.
 

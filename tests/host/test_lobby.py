@@ -39,7 +39,7 @@ class StallingPlayer(BotPlayer):
 
 async def _join(port: int, name: str, player: BotPlayer, table: str | None = None) -> SessionResult:
     stream = await trio.open_tcp_stream("127.0.0.1", port)
-    return await ClientSession(stream, name, player, keep_transcript=False, table=table).run()
+    return await ClientSession(stream, name, player, keep_transcript=False, table=table, countersigns=True).run()
 
 
 def _outbox():

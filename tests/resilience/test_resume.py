@@ -21,6 +21,11 @@ from basra_net.protocol import transcript
 from basra_net.protocol.errors import UNKNOWN_TOKEN
 from basra_net.protocol.messages import Played
 
+from basra_net.client.storage import data_dir
+from basra_net.host.identity import load_or_create_identity
+from basra_net.identity import public_key_bytes
+
+from ..signed_channels import channel_of, signed_by_both
 from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
 
 TEST_DEADLINE = 60
@@ -182,3 +187,39 @@ async def test_on_a_serving_host_both_remote_seats_are_cut_off_and_resume_at_the
     assert {results["Amr"].state.seat, results["Dina"].state.seat} == {0, 1}
     guest = next(name for name, result in results.items() if result.state.seat == 1)
     assert transcript.verify(transcript.parse((tmp_path / f"{guest}.basra").read_bytes())).ok
+
+
+@pytest.mark.parametrize("cut", [Cut(TO_PLAYER, "pake"), Cut(TO_HOST, "pake_confirm"), Cut(TO_PLAYER, "welcome")], ids=_cut_id)
+async def test_a_cut_in_the_code_exchange_is_retried_with_a_fresh_exchange_and_the_match_completes(tmp_path, cut):
+    """Cut after the host's pake, after the guest's confirmation, or with the welcome (the seat taken) lost."""
+    identity = load_or_create_identity(data_dir())  # the host's, which it loads from the same data directory
+    settings = HostSettings(
+        port=0, bind="127.0.0.1", name="Hoda", target=31, transcript=tmp_path / "host.basra", tls=False, code="K7M2QX"
+    )
+    outcome = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+            port = await nursery.start(host)
+            proxy = CuttingProxy(port, [cut])
+            proxy_port = await nursery.start(proxy.serve)
+
+            async def connect() -> trio.abc.Stream:
+                return await trio.open_tcp_stream("127.0.0.1", proxy_port)
+
+            # The host key as a TLS certificate would have shown it: the code exchange is version 2's, bound to it.
+            session = ClientSession(
+                await connect(), "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra", code="K7M-2QX",
+                expected_host_key=public_key_bytes(identity), reconnect=connect, countersigns=True,
+            )
+            result = await session.run()
+            while not outcome:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert proxy.cuts_made == 1
+    assert result.exit_code == EXIT_OK, result.reason
+    assert outcome[0].table.completed
+    assert signed_by_both(channel_of(tmp_path / "guest.basra"))
