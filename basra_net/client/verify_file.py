@@ -154,3 +154,5 @@ def _say_abandonment(report: SignedReport, say: Callable[[str], None]) -> None:
         say(f"  {_time(event.time_ms)}  {event.kind:<10}  after {event.sent} stream messages")
     if report.dispute is not None:
         say(f"abandonment DISPUTED: {report.dispute}")
+    for text in report.disputed_in_notes:
+        say(f"abandonment DISPUTED by the writer's note (its word, not signed, not proven): {text}")

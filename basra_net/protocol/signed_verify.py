@@ -26,6 +26,9 @@ from .transcript import Transcript, VerifyReport
 from .transcript import verify as verify_deals
 from .verify import GUEST, Discrepancy, GameCheck
 
+# How the reference client begins the note of an abandonment it disputes (its word: shown, never weighed).
+DISPUTED_ABANDONMENT = "disputed abandonment"
+
 # Discrepancies that are a broken signature: never the host's signed word, so never a proven cheat.
 _SIGNATURE_FIELDS = frozenset({"commit signature", "reveal signature"})
 
@@ -59,6 +62,7 @@ class SignedReport:
     holds: list[str] = field(default_factory=list)  # what the record proves, in plain words
     account: AbsenceAccount | None = None
     dispute: str | None = None  # why the abandonment is disputed, if it is
+    disputed_in_notes: list[str] = field(default_factory=list)  # the writer's notes that dispute it (unsigned)
 
     @property
     def proven_both(self) -> bool:
@@ -121,6 +125,7 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
             cheats.append(report.dispute)
         else:
             report.dispute = _disputed_by_the_record(parsed, context, channel, report.account)
+        report.disputed_in_notes = [note.text for note in parsed.notes if DISPUTED_ABANDONMENT in note.text]
     missing = _missing_countersignatures(channel, cut_at_the_end=partial and cut_short)
 
     if cheats:

@@ -52,10 +52,13 @@ class WrongScoreTable(Table):
 
 
 class AbandoningTable(Table):
-    """Declares the connected guest abandoned at its first turn of game 2, with an account that holds together."""
+    """Declares the connected guest abandoned at its first turn, with an account that holds together.
+
+    At its first turn of game 1: a match to 60 may end with its first game.
+    """
 
     async def _take_turn(self, seat):
-        if seat == 1 and self.match.game_number >= 2:
+        if seat == 1:
             self._absence(1, "away")
             away = self.seats[1].absences[-1]
             # Dated back by the whole grace, so that the account itself shows no contradiction.

@@ -34,6 +34,7 @@ from basra_net.protocol.messages import Commit, Hello, Reveal, Sig, Welcome
 from basra_net.protocol.record import AbsenceAccount, AbsenceEvent, ChannelContext, Status
 from basra_net.protocol.signed_verify import Verdict, verify_signed
 from tests.conftest import play_match
+from tests.host.test_lying_host import AbandoningTable, join_lying_host
 from tests.protocol.test_record import GUEST_IDENTITY, GUEST_KEY, sign_channel
 
 HOST_IDENTITY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"test host key").digest())
@@ -353,6 +354,16 @@ def test_an_account_whose_signature_does_not_verify_is_not_proven(matches, basra
     done = basra_verify(basra_command, write(tmp_path / "bad.basra", records))
     assert done.returncode == 1, done.stdout
     assert "NOT PROVEN: abandonment: the host's signature of its account of the absence does not verify" in done.stdout
+
+
+async def test_a_connected_guest_declared_abandoned_shows_the_dispute_it_noted(tmp_path, basra_command, monkeypatch):
+    join, verify, _ = await join_lying_host(AbandoningTable, tmp_path, basra_command, monkeypatch)
+    assert join.returncode == 3
+    shown = verify.stdout.decode()
+    assert "abandonment: ASSERTED BY THE HOST, not proven: seat 1 abandoned the match" in shown
+    assert "grace_over" in shown and " wins " not in shown
+    assert "abandonment DISPUTED by the writer's note (its word, not signed, not proven): " in shown
+    assert "disputed abandonment: the host says this seat was away past its grace period" in shown
 
 
 # --- a proven cheat -------------------------------------------------------------------------------
