@@ -31,7 +31,7 @@ from basra_net.protocol import transcript
 from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.protocol.framing import decode_body, encode_frame
 from basra_net.protocol.messages import Commit, Hello, Reveal, Sig, Welcome
-from basra_net.protocol.record import AbsenceAccount, AbsenceEvent, ChannelContext, Status
+from basra_net.protocol.record import GUEST_SIGNER, HOST_SIGNER, AbsenceAccount, AbsenceEvent, ChannelContext, Status, result_statement
 from basra_net.protocol.signed_verify import Verdict, verify_signed
 from tests.conftest import play_match
 from tests.host.test_lying_host import AbandoningTable, join_lying_host
@@ -283,6 +283,21 @@ def test_a_game_moved_from_another_match_is_not_proven(matches, basra_command, t
     done = basra_verify(basra_command, write(tmp_path / "moved.basra", forged))
     assert done.returncode == 1, done.stdout
     assert "NOT PROVEN: host signature:" in done.stdout
+
+
+def test_a_result_signed_with_other_fields_than_the_streams_is_not_proven(matches, basra_command, tmp_path):
+    a, _ = matches
+    records = a.signed()
+    end = verify_signed(transcript.parse(write(tmp_path / "a.basra", records).read_bytes())).channel.result.result
+    # Both sign a result that names other totals than the match_end they follow.
+    other = replace(end, totals=end.totals[::-1], winner=1 - end.winner)
+    for sender, identity, signer in (("host", HOST_IDENTITY, HOST_SIGNER), ("guest", GUEST_IDENTITY, GUEST_SIGNER)):
+        signature = identity.sign(result_statement(a.context, signer, other))
+        at = [i for i in positions(records, sender, "sig") if decode_body(records[i][1])["of"] == "result"][0]
+        records[at] = (sender, body({**decode_body(records[at][1]), "signature": signature}))
+    done = basra_verify(basra_command, write(tmp_path / "other.basra", records))
+    assert done.returncode == 1, done.stdout
+    assert "NOT PROVEN: host signature: the host's signature of the result does not verify under the host key" in done.stdout
 
 
 def test_a_commit_with_an_invalid_signature_and_no_reveal_is_named(matches, basra_command, tmp_path):
