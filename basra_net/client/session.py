@@ -267,8 +267,10 @@ class ClientSession:
             raise PeerGone(f"cannot resume from the transcript {path}: {err}", resumable=False) from None
         records = kept.records
         frames = [_frame(body) for _, body in kept.bodies] if kept.format == SIGNED_FORMAT else [None] * len(records)
-        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd)):
-            # A request, a commitment or the match's end the seat stopped before answering is not
+        if records and records[-1][0] == GUEST and isinstance(records[-1][1], Sig) and records[-1][1].of == "result":
+            records = records[:-1]  # the last answer of a match, made again (the same bytes) for the host's sig below
+        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd, Sig)):
+            # A request, a commitment, a signature or the match's end the seat stopped before answering is not
             # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
             records = records[:-1]
         for (sender, message), frame in zip(records, frames):
@@ -278,6 +280,8 @@ class ClientSession:
                 self.connection.receive_message(message)
                 self.state.apply(message)
                 if isinstance(message, Welcome) and self.record is None and records[0][1].TYPE == "hello":
+                    if message.version >= 2 and kept.format != SIGNED_FORMAT:
+                        raise PeerGone(f"the transcript {path} of a version-2 match lacks the frames its record signs", resumable=False)
                     self._open_record(message, records[0][1].nonce)
             if frame is not None:
                 self._keep_on_record(sender, message, frame)
@@ -468,6 +472,13 @@ class ClientSession:
                         await self._act(item)
                         continue
                     if isinstance(item, ConnectionClosed):
+                        if self.connection.over:
+                            # After match_end a seat does not resume (5.8): the record stays without the host's result sig.
+                            outcome = "the match is over, but the host's signature of the result never came"
+                            self.player.notice(self.state, outcome)
+                            if self._transcript is not None:
+                                self._transcript.note("connection", None, outcome)
+                            break
                         raise PeerGone("the host closed the connection before the match ended")
                     message, body = item
                     outcome = await self._handle(message, _frame(body))

@@ -13,7 +13,6 @@ from basra_net.client.session import EXIT_FAILURE, ClientSession
 from basra_net.client.storage import TranscriptFile
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import SIGN_WAIT, Table
-from basra_net.protocol import transcript
 from basra_net.protocol.messages import Sig
 from basra_net.protocol.record import Status
 
