@@ -103,8 +103,12 @@ from basra_net.protocol.errors import TABLE_FULL  # noqa: E402
 from basra_net.host.server import open_files_limit as raise_open_files_limit  # noqa: E402  (child processes inherit it)
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Played, to_wire  # noqa: E402
+from basra_net.protocol.record import STREAM_TYPES, ChannelContext, ChannelRecord  # noqa: E402
+from basra_net.identity import public_key_bytes  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-GUEST_KEY = bytes(range(1, 33))  # the identity key a version 2 hello gives
+GUEST_IDENTITY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))  # every seat's identity: it countersigns
+GUEST_KEY = public_key_bytes(GUEST_IDENTITY)
 
 RECEIVE_SIZE = 65536
 LOOPBACK = "127.0.0.1"
@@ -435,8 +439,8 @@ class HostTable:
         self.next_play = 0.0
 
 
-def frames_in(buffer: bytearray) -> list[dict]:
-    """The complete frames at the front of ``buffer``, removed from it, each body decoded by msgpack alone.
+def frames_in(buffer: bytearray) -> list[tuple[bytes, dict]]:
+    """The complete frames at the front of ``buffer``, removed from it, each with its body decoded by msgpack alone.
 
     The generator trusts its own host: it reads only the fields it acts on and
     leaves the protocol's checks to the host's own tests.  Decoding every
@@ -449,7 +453,7 @@ def frames_in(buffer: bytearray) -> list[dict]:
         end = offset + 4 + length
         if end > size:
             break
-        messages.append(msgpack.unpackb(buffer[offset + 4:end], raw=False))
+        messages.append((bytes(buffer[offset:end]), msgpack.unpackb(buffer[offset + 4:end], raw=False)))
         offset = end
     del buffer[:offset]
     return messages
@@ -467,6 +471,7 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
     seat: int | None = None
     in_match = False
     buffer = bytearray()
+    channel: ChannelRecord | None = None  # version 2: the seat's signed record, to countersign each game and the result
     try:
         while True:
             data = await stream.receive_some(RECEIVE_SIZE)
@@ -474,10 +479,20 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
             if not data:
                 return None if seat is not None else "closed before welcome"
             buffer += data
-            for message in frames_in(buffer):
+            for data, message in frames_in(buffer):
                 run.frames_from_server += run.in_window(now)
                 kind = message["type"]
-                if kind == "played":
+                if channel is not None and kind in STREAM_TYPES:
+                    channel.host_frame(data, message)
+                if kind == "sig":
+                    answer = channel.countersignature(GUEST_IDENTITY)
+                    await stream.send_all(frame(answer))
+                    channel.guest_sig(answer)
+                    run.frames_to_server += run.in_window(now)
+                    if message["of"] == "result":
+                        await stream.send_all(frame({"type": "leave", "reason": "the match is over"}))
+                        return None
+                elif kind == "played":
                     if message["seat"] != seat:
                         sent = table.sent.pop(message["card"], None)
                         if sent is not None:
@@ -495,7 +510,10 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                                                  "captures": move["captures"]}))
                     run.frames_to_server += run.in_window(sent)
                 elif kind == "commit":
-                    await stream.send_all(frame({"type": "seed", "game": message["game"], "seed": os.urandom(32)}))
+                    seed = os.urandom(32)
+                    await stream.send_all(frame({"type": "seed", "game": message["game"], "seed": seed}))
+                    if channel is not None:
+                        channel.guest_seed(message["game"], seed)
                     run.frames_to_server += run.in_window(now)
                 elif kind == "match_start":
                     table.sent.clear()
@@ -503,6 +521,9 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                     run.phase("waiting for the other seat", "in a match")
                 elif kind == "welcome":
                     seat = message["seat"]
+                    if message["version"] >= 2:
+                        context = ChannelContext(message["match"], message["host_key"], GUEST_KEY, seat, hello.nonce)
+                        channel = ChannelRecord(context, message["scoring"], message["target"])
                     run.phase("connected, waiting for welcome", "waiting for the other seat")
                     if run.in_window(now):
                         run.welcome_waits.append(now - opened)
@@ -511,9 +532,10 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                         run.matches += 1
                         if message["reason"] != "target":
                             run.abandoned += 1
-                    # The answer to the end (PROTOCOL.md 5.8); the match is over for this connection.
-                    await stream.send_all(frame({"type": "leave", "reason": "the match is over"}))
-                    return None
+                    if channel is None:
+                        # The answer to the end (PROTOCOL.md 5.8); the match is over for this connection.
+                        await stream.send_all(frame({"type": "leave", "reason": "the match is over"}))
+                        return None
                 elif kind == "error":
                     if seat is None:
                         return message["code"]  # table_full while the last match at this name closes; busy
@@ -716,7 +738,7 @@ async def storm_seat(port: int, transport: Transport, name: str, index: int, sou
                 failures.append("closed before welcome")
                 return
             buffer += data
-            kinds = [message["type"] for message in frames_in(buffer)]
+            kinds = [message["type"] for _, message in frames_in(buffer)]
             if "welcome" in kinds:
                 waits.append(time.perf_counter() - opened)
                 break

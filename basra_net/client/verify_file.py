@@ -142,6 +142,8 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
         say(f"{'PROVEN (up to the cut)' if report.cut_short else 'PROVEN'}: {'; '.join(report.holds)}")
     else:
         say(f"{'CHEAT PROVEN' if report.verdict is Verdict.CHEAT else 'NOT PROVEN'}: {report.reason}")
+        for problem in report.also:
+            say(f"  also: {problem}")
     return VERDICT_EXITS[report.verdict]
 
 

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile, default_transcript_path
 from ..protocol.messages import Hello
+from .identity import public_key_bytes
 from .table import GRACE, Table
 
 
@@ -41,6 +42,7 @@ class Lobby:
         self._nursery = nursery
         self.max_tables = max_tables
         self._scoring, self._target, self._identity = scoring, target, identity
+        self.host_key = public_key_bytes(identity)
         self._keep_transcripts = keep_transcripts
         self._grace = grace
         self._log = log

@@ -119,6 +119,8 @@ async def _exchange_code(
 class Seating(Protocol):
     """Finds a connection its seat: one table (`basra host`) or a lobby of tables (`basra serve`)."""
 
+    host_key: bytes  # the key every table's channel is signed with
+
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None: ...
 
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None: ...
@@ -230,7 +232,7 @@ async def _handshake(
         return None
     version = max(common)
     try:
-        connection.agree(version)
+        connection.agree(version, seating.host_key)
         if admission is None:
             refusal = None
         elif version >= 2:

@@ -179,14 +179,16 @@ class HostConnection(_Connection):
         return self.seat is not None
 
 
-    def agree(self, version: int) -> None:
-        """The version the host chose for this connection; the hello must suit it (section 14.7)."""
+    def agree(self, version: int, host_key: bytes | None = None) -> None:
+        """The version the host chose for this connection; the hello must suit it (sections 14.2, 14.7)."""
         assert self.hello is not None and self.version is None
         if version >= 2:
             if self.hello.key is None:
                 raise ProtocolError(BAD_MESSAGE, "a version 2 'hello' gives the guest's identity key in 'key'")
             if is_weak_public_key(self.hello.key):
                 raise ProtocolError(BAD_MESSAGE, "the 'key' of the hello is a weak key, under which signatures prove nothing")
+            if self.hello.key == host_key:
+                raise ProtocolError(BAD_MESSAGE, "the 'key' of the hello is the host's own key: the two ends of a channel differ")
             if self.hello.code is not None:
                 raise ProtocolError(BAD_MESSAGE, "version 2 sends no 'code': the code never crosses the network (section 14.9)")
         self.version = version

@@ -27,6 +27,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .framing import decode_body
+from .messages import ABSENCE_KINDS, MAX_ABSENCE_EVENTS
 from .errors import ProtocolError
 from .shuffle import (
     MATCH_ID_SIZE,
@@ -52,9 +53,8 @@ _RESULT_LABEL = b"basra-net/v2/result"
 _ABSENCE_LABEL = b"basra-net/v2/absence"
 
 # The host's account of an absence: each event's name on the wire and its byte in the signed statement.
-ABSENCE_EVENTS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6}
+ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
 ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned"})
-MAX_ABSENCE_EVENTS = 256
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 
@@ -325,9 +325,14 @@ class ChannelRecord:
 
     # --- feeding ------------------------------------------------------------------------------
 
-    def host_frame(self, frame: bytes) -> dict[str, Any]:
-        """Take the next frame of the host's stream, exactly as sent; return its message."""
-        message = self._decode(_frame_body(frame))
+    def host_frame(self, frame: bytes, message: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Take the next frame of the host's stream, exactly as sent; return its message.
+
+        A caller that has decoded the frame already may pass its message, which must be the frame's own:
+        the hash covers the frame, the statements what the message says.
+        """
+        if message is None:
+            message = self._decode(_frame_body(frame))
         self._take(frame, message)
         return message
 

@@ -63,6 +63,7 @@ class SignedReport:
     account: AbsenceAccount | None = None
     dispute: str | None = None  # why the abandonment is disputed, if it is
     disputed_in_notes: list[str] = field(default_factory=list)  # the writer's notes that dispute it (unsigned)
+    also: list[str] = field(default_factory=list)  # every other thing found wrong, after the reason
 
     @property
     def proven_both(self) -> bool:
@@ -142,6 +143,7 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         report.verdict, report.reason = Verdict.NOT_PROVEN, f"not signed by both players: the guest did not countersign {missing[0]}"
     elif report.dispute is not None:
         report.verdict, report.reason = Verdict.NOT_PROVEN, f"the abandonment is disputed: {report.dispute}"
+    report.also = [problem for problem in [*cheats, *unproven] if problem != report.reason]
     report.holds = _what_holds(report, missing)
     return report
 

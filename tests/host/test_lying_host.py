@@ -52,14 +52,14 @@ class WrongScoreTable(Table):
 
 
 class AbandoningTable(Table):
-    """Declares the connected guest abandoned at its first turn, with an account that holds together.
+    """Declares the connected guest abandoned at its third turn, with an account that holds together."""
 
-    At its first turn of game 1: a match to 60 may end with its first game.
-    """
+    turns = 0
 
     async def _take_turn(self, seat):
-        if seat == 1:
-            self._absence(1, "away")
+        self.turns += seat
+        if self.turns == 3:
+            self._absences.note(1, "away")
             away = self.seats[1].absences[-1]
             # Dated back by the whole grace, so that the account itself shows no contradiction.
             self.seats[1].absences[-1] = AbsenceEvent("away", away.time_ms - round(self.grace * 1000) - 1, away.sent)
@@ -70,12 +70,17 @@ class AbandoningTable(Table):
 class BadSignatureTable(Table):
     """Sends its signature of game 1 with one bit changed (its own record keeps the true one)."""
 
-    def _deliver(self, entry, sending):
-        message, _ = sending
-        if isinstance(message, Sig) and message.of == "game":
-            flipped = bytes([message.signature[0] ^ 1]) + message.signature[1:]
-            sending = outgoing(replace(message, signature=flipped))
-        super()._deliver(entry, sending)
+    def _take_seat(self, seat, entry):
+        super()._take_seat(seat, entry)
+        deliver = entry.deliver
+
+        def flipping(sending):
+            message, _ = sending
+            if isinstance(message, Sig) and message.of == "game":
+                sending = outgoing(replace(message, signature=bytes([message.signature[0] ^ 1]) + message.signature[1:]))
+            deliver(sending)
+
+        entry.deliver = flipping
 
 
 async def join_lying_host(table_class: type[Table], tmp_path, basra_command, monkeypatch):

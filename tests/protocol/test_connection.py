@@ -624,6 +624,15 @@ def test_a_hello_unfit_for_version_2_is_bad_message_once_version_2_is_chosen(hel
     assert info.value.code == BAD_MESSAGE and why in info.value.message
 
 
+def test_a_version_2_hello_that_gives_the_hosts_own_key_is_bad_message():
+    host = HostConnection()
+    host.receive_data(frame(Hello((2, 1), "Omar", NONCE, key=V2_HOST_KEY)))
+    host.next_event()
+    with pytest.raises(ProtocolError) as info:
+        host.agree(2, V2_HOST_KEY)
+    assert info.value.code == BAD_MESSAGE and "host's own key" in info.value.message
+
+
 def test_the_same_hellos_are_fine_in_version_1():
     for hello in (Hello((2, 1), "Omar", NONCE), Hello((1,), "Omar", NONCE, code="K7M2QX")):
         host = HostConnection()
