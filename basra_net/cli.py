@@ -188,9 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     as_client.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
     as_client.add_argument("--code", type=_code, metavar="CODE", help="the host's join code, to check its refusals and lockout")
 
-    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)",), formatter_class=argparse.RawDescriptionHelpFormatter)
+    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play, score and signature of a transcript, and say what it proves. Exit status: 0 proven, 1 not proven or cut short, 2 not a readable transcript, 3 a cheat proven.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)", "basra verify --partial 20261130-162032-d2a3079e059e-guest.basra   (a record cut short: what holds up to the cut)"), formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("file", type=Path, metavar="FILE")
     verify.add_argument("--verbose", "-v", action="store_true", help="print the intermediate values of every shuffle")
+    verify.add_argument("--partial", action="store_true", help="for a record cut short: report what is proven up to its last host signature")
     replay = commands.add_parser(
         "replay", help="step through a saved match on screen",
         description="Step through a transcript as its seat saw it: forward and back, game by game, every hand once a game is over.",
@@ -263,7 +264,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "verify":
         from .client.verify_file import verify_file
 
-        return verify_file(args.file, verbose=args.verbose)
+        return verify_file(args.file, verbose=args.verbose, partial=args.partial)
     if args.command == "list" or (args.command == "join" and args.address is None):
         from .client.discovery import join_announced_table, list_tables
 

@@ -57,7 +57,7 @@ def test_the_interrupted_status_is_the_one_a_player_leaving_gets():
 def test_an_unexpected_exception_is_one_line_and_a_crash_report_with_the_traceback(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))
 
-    def broken(path, verbose=False):
+    def broken(path, verbose=False, partial=False):
         raise RuntimeError("the engine fell over\nsecond line")
 
     monkeypatch.setattr(verify_file, "verify_file", broken)
@@ -76,7 +76,7 @@ def test_a_crash_report_goes_to_the_temporary_directory_when_the_data_directory_
     not_a_folder.write_text("")
     monkeypatch.setenv("BASRA_HOME", str(not_a_folder))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(verify_file, "verify_file", lambda path, verbose=False: 1 / 0)
+    monkeypatch.setattr(verify_file, "verify_file", lambda path, verbose=False, partial=False: 1 / 0)
     assert cli.main(["verify", "x.basra"]) == 1
     (report,) = (tmp_path / "tmp" / "basra-net-crashes").iterdir()
     assert str(report) in capsys.readouterr().err and "ZeroDivisionError" in report.read_text()
@@ -84,7 +84,7 @@ def test_a_crash_report_goes_to_the_temporary_directory_when_the_data_directory_
 
 @pytest.mark.parametrize("raised", [KeyboardInterrupt(), BaseExceptionGroup("tasks", [KeyboardInterrupt()])], ids=["bare", "in-a-group"])
 def test_ctrl_c_anywhere_ends_with_130_and_no_traceback(monkeypatch, capsys, raised):
-    def interrupted(path, verbose=False):
+    def interrupted(path, verbose=False, partial=False):
         raise raised
 
     monkeypatch.setattr(verify_file, "verify_file", interrupted)

@@ -31,6 +31,7 @@ from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefu
 from ..protocol.framing import encode_frame
 from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, disputed_abandonment
+from ..protocol.signed_verify import DISPUTED_ABANDONMENT
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
@@ -731,7 +732,7 @@ class ClientSession:
             countersigned=record.countersigned,
         )
         if why is not None:
-            raise CheatProven(f"disputed abandonment: {why}")
+            raise CheatProven(f"{DISPUTED_ABANDONMENT}: {why}")
 
     def _check_commit_signature(self, commit: Commit) -> None:
         """A seed goes out only for a commitment the host has signed (PROTOCOL.md, section 6.6)."""

@@ -393,6 +393,21 @@ class ChannelRecord:
         where = "before the match ended" if self.result is None else "before the host signed the result"
         raise RecordError("cut short", f"the record ends {where}, after {signed} signed game{'s' * (signed != 1)}")
 
+    def replay(self, records: Iterable[tuple[str, bytes]]) -> None:
+        """Feed recorded frame bodies, (sender, body) in order; RecordError names the first thing that does not hold.
+
+        The kept state (each game's and the result's signatures) is what held up to it.
+        """
+        for sender, body in records:
+            message = self._decode(body)
+            kind = message.get("type")
+            if sender == "host" and kind in STREAM_TYPES:
+                self._take(_U32.pack(len(body)) + body, message)
+            elif sender == "guest" and kind == "seed":
+                self.guest_seed(message.get("game"), message.get("seed"))
+            elif sender == "guest" and kind == "sig":
+                self.guest_sig(message)
+
     # --- signing (the live host and guest) -----------------------------------------------------
 
     @property
@@ -537,15 +552,7 @@ def check_channel(
     game's own checks.  RecordError names the first thing that does not hold.
     """
     channel = ChannelRecord(context, scoring, target)
-    for sender, body in records:
-        message = channel._decode(body)
-        kind = message.get("type")
-        if sender == "host" and kind in STREAM_TYPES:
-            channel._take(_U32.pack(len(body)) + body, message)
-        elif sender == "guest" and kind == "seed":
-            channel.guest_seed(message.get("game"), message.get("seed"))
-        elif sender == "guest" and kind == "sig":
-            channel.guest_sig(message)
+    channel.replay(records)
     channel.finish(partial=partial)
     return channel
 
