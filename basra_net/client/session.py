@@ -29,13 +29,14 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
+from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, CHAT_DROPPED, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
 from ..protocol.messages import (
     PROTOCOL_VERSIONS,
     Away,
     Back,
+    Chat,
     Commit,
     Error,
     Hello,
@@ -56,7 +57,7 @@ from ..protocol.messages import (
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from .liveness import Liveness
-from .players import Choice, Controls, Player, PlayerLeft, Quit
+from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
 from .storage import TranscriptFile, default_transcript_path
 
@@ -405,7 +406,7 @@ class ClientSession:
                 async for item in inbound:
                     if isinstance(item, Exception):
                         raise item
-                    if isinstance(item, (Choice, Quit)):
+                    if isinstance(item, (Choice, Say, Quit)):
                         await self._act(item)
                         continue
                     if isinstance(item, ConnectionClosed):
@@ -426,10 +427,25 @@ class ClientSession:
             async for action in self._controls.actions:
                 await messages.send(action)
 
-    async def _act(self, action: Choice | Quit) -> None:
+    async def _act(self, action: Choice | Say | Quit) -> None:
         if isinstance(action, Quit):
             raise PlayerLeft(action.reason)
+        if isinstance(action, Say):
+            await self._say(action.chat)
+            return
         await self._send(Play(action.request, action.move.card, action.move.captures))  # dropped there if the request closed
+
+    async def _say(self, chat: Chat) -> None:
+        """Send a chat line, where the connection has chat (version 2, seated, the match not over)."""
+        welcome, state = self.connection.welcome, self.state
+        if welcome is None or welcome.version not in kind_of(chat).versions:
+            self.player.notice(state, "chat needs protocol version 2, which this host does not speak")
+        elif self.connection.over or self.connection.closed:
+            self.player.notice(state, "the match is over: nobody is listening")
+        else:
+            await self._send(chat)
+            state.said(chat)
+            self.player.show(state, chat)
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
         """Bytes in, messages out to the handler; pings answered; a lost connection resumed or given up on."""
@@ -584,7 +600,7 @@ class ClientSession:
         if isinstance(message, Error):
             if self.connection.closed:
                 raise PeerGone(f"the host refused: {message.code}: {message.message}", refusal=message.code)
-            self.player.notice(state, f"the host refused that: {message.message}")
+            self.player.notice(state, message.message if message.code == CHAT_DROPPED else f"the host refused that: {message.message}")
             return None
         if isinstance(message, Leave):
             text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"

@@ -36,13 +36,14 @@ from ..client.storage import TranscriptFile
 from ..engine import IllegalMove, Match, MatchEnded, Move
 from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
-from ..protocol.errors import ILLEGAL_MOVE
+from ..protocol.errors import CHAT_DROPPED, ILLEGAL_MOVE
 from ..protocol.framing import encode_frame
 from ..protocol.messages import (
     MAX_TEXT,
     STREAM_TYPES,
     Away,
     Back,
+    Chat,
     Commit,
     GameEnd,
     Error,
@@ -57,6 +58,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    kind_of,
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST
@@ -322,7 +324,11 @@ class Table:
         self._feeding = True
         try:
             while self._fed and self._machine is not None:
-                self._advance(self._fed.popleft())
+                seat, item = self._fed.popleft()
+                if isinstance(item, Chat):
+                    self._relay_chat(seat, item)  # no part of the match: it never waits on one
+                else:
+                    self._advance((seat, item))
         finally:
             self._feeding = False
         if self._clock is not None and self._clock.deadline != self._wake_at:
@@ -392,6 +398,22 @@ class Table:
             entry.outbox.close()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the seat's connection is gone; its loss reaches the table
+
+    def _relay_chat(self, seat: int, chat: Chat) -> None:
+        """Pass a chat line to the other seat now, if it is here and speaks a version with chat (PROTOCOL.md 6.23)."""
+        if seat == 1:
+            self._record(GUEST, chat)
+        other = self.seats[1 - seat]
+        if other is None or other.outbox is None:
+            why = "the other player is not at the table"
+        elif other.version not in kind_of(chat).versions:
+            why = f"{other.name}'s program does not show chat (protocol version {other.version})"
+        else:
+            if seat == 0:
+                self._record(HOST, chat)
+            self._deliver(other, outgoing(chat))
+            return
+        self._send(seat, Error(CHAT_DROPPED, f"chat line not passed on: {why}"))
 
     def _announce(self, events: list) -> None:
         turn = self.match.turn
