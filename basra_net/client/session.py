@@ -52,6 +52,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    from_wire,
     kind_of,
     to_wire,
 )
@@ -438,6 +439,11 @@ class ClientSession:
     async def _say(self, chat: Chat) -> None:
         """Send a chat line, where the connection has chat (version 2, seated, the match not over)."""
         welcome, state = self.connection.welcome, self.state
+        try:
+            from_wire(to_wire(chat))  # the checks the host makes: a line it would refuse ends the connection
+        except ProtocolError as err:
+            self.player.notice(state, f"that line was not sent: {err.message}")
+            return
         if welcome is None or welcome.version not in kind_of(chat).versions:
             self.player.notice(state, "chat needs protocol version 2, which this host does not speak")
         elif self.connection.over or self.connection.closed:
