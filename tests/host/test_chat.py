@@ -185,3 +185,28 @@ def test_the_chat_rate_relays_a_burst_then_one_every_two_seconds_and_calls_a_lon
         now[0] += 0.01
         verdicts.append(rate.take())
     assert verdicts[-1] == CHAT_FLOOD and CHAT_FLOOD not in verdicts[: int(CHAT_DROPS_BURST) - 5]
+
+
+async def test_a_served_table_relays_chat_between_its_two_remote_players_only(tmp_path, monkeypatch):
+    from basra_net.host.server import ServeSettings, run_serve
+
+    monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+    settings = ServeSettings(bind="127.0.0.1", port=0, tables=2, target=40, keep_transcripts=False, tls=False)
+    players = {name: ChattyPlayer(first_lines=(Chat(text=f"from {name}"),)) for name in ("a1", "a2", "b1", "b2")}
+    results = {}
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
+            async with trio.open_nursery() as joining:
+                for name, player in players.items():
+
+                    async def play(name=name, player=player) -> None:
+                        stream = await trio.open_tcp_stream("127.0.0.1", port)
+                        results[name] = await ClientSession(stream, name, player, keep_transcript=False).run()
+
+                    joining.start_soon(play)
+                    await trio.sleep(0.05)  # in order, so a1 sits with a2 and b1 with b2
+            nursery.cancel_scope.cancel()
+    assert all(r.exit_code == 0 for r in results.values()), {n: r.reason for n, r in results.items()}
+    assert players["a1"].heard == [Chat(text="from a2")] and players["a2"].heard == [Chat(text="from a1")]
+    assert players["b1"].heard == [Chat(text="from b2")] and players["b2"].heard == [Chat(text="from b1")]
