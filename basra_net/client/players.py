@@ -21,11 +21,10 @@ import trio
 from ..engine import Move
 from ..engine.bots import greedy_move, random_move
 from ..engine.search import search_move
+from ..options import BOT_LEVELS, DEFAULT_BOT
 from ..protocol.messages import Chat, GameEnd, MatchEnd, Message
 from .state import ClientState
 
-BOT_LEVELS = ("search", "greedy", "random")  # strongest first
-DEFAULT_BOT = "search"
 SEARCH_SECONDS = 0.8  # the search bot's budget per move: it answers within a second
 
 

@@ -22,7 +22,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile, default_transcript_path
 from ..protocol.messages import Hello
-from .table import GRACE, Table
+from ..options import GRACE
+from .table import Table
 
 
 class Lobby:

@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile
 from ..engine import IllegalMove, Match, MatchEnded, Move
+from ..options import GRACE
 from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
 from ..protocol.errors import CHAT_DROPPED, ILLEGAL_MOVE
@@ -66,7 +67,6 @@ from .identity import public_key_bytes
 from .outbox import Outbox
 
 
-GRACE = 120.0  # seconds a seat whose connection dropped is held for it
 END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
 
 
