@@ -444,8 +444,10 @@ class ClientSession:
         except ProtocolError as err:
             self.player.notice(state, f"that line was not sent: {err.message}")
             return
-        if welcome is None or welcome.version not in kind_of(chat).versions:
-            self.player.notice(state, "chat needs protocol version 2, which this host does not speak")
+        if welcome is None:
+            self.player.notice(state, "not seated yet: there is nobody to talk to")
+        elif welcome.version not in kind_of(chat).versions:
+            self.player.notice(state, f"chat needs protocol version 2; this table speaks version {welcome.version}")
         elif self.connection.over or self.connection.closed:
             self.player.notice(state, "the match is over: nobody is listening")
         else:

@@ -152,7 +152,7 @@ class Version1Session(ClientSession):
 
 async def test_a_version_1_player_never_receives_chat_and_the_sender_is_told(tmp_path):
     host_player = ChattyPlayer(first_lines=(Chat(text="hello?"),))
-    guest_player = ChattyPlayer()
+    guest_player = ChattyPlayer(first_lines=(Chat(text="and hello to you"),))
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
             port, outcomes = await start_host(nursery, tmp_path, player=host_player)
@@ -162,6 +162,7 @@ async def test_a_version_1_player_never_receives_chat_and_the_sender_is_told(tmp
     assert guest.state.seat == 1 and guest.exit_code == 0, guest.reason
     assert guest_player.heard == []
     assert any("does not show chat (protocol version 1)" in n for n in host_player.notices), host_player.notices
+    assert host_player.heard == [] and "chat needs protocol version 2; this table speaks version 1" in guest_player.notices
     assert outcome.table.completed
 
 
@@ -210,3 +211,18 @@ async def test_a_served_table_relays_chat_between_its_two_remote_players_only(tm
     assert all(r.exit_code == 0 for r in results.values()), {n: r.reason for n, r in results.items()}
     assert players["a1"].heard == [Chat(text="from a2")] and players["a2"].heard == [Chat(text="from a1")]
     assert players["b1"].heard == [Chat(text="from b2")] and players["b2"].heard == [Chat(text="from b1")]
+
+
+async def test_a_line_the_host_would_refuse_is_stopped_before_it_is_sent_and_the_player_told_in_one_line(tmp_path):
+    host_player = ChattyPlayer()
+    guest_player = ChattyPlayer(first_lines=(Chat(text="\x1b[2Jgone"), Chat(text="x" * 201), Chat(text="fine")))
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, outcomes = await start_host(nursery, tmp_path, player=host_player)
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            guest = await ClientSession(stream, "Omar", guest_player, transcript_path=tmp_path / "guest.basra").run()
+    assert guest.exit_code == 0, guest.reason  # the connection was never broken by a line of its own
+    assert host_player.heard == [Chat(text="fine")]
+    refused = [n for n in guest_player.notices if n.startswith("that line was not sent")]
+    assert len(refused) == 2 and all("\n" not in n for n in refused), guest_player.notices
+    assert chat_records(tmp_path / "guest.basra") == [("guest", Chat(text="fine"))]
