@@ -203,7 +203,7 @@ async def test_a_served_table_relays_chat_between_its_two_remote_players_only(tm
 
                     async def play(name=name, player=player) -> None:
                         stream = await trio.open_tcp_stream("127.0.0.1", port)
-                        results[name] = await ClientSession(stream, name, player, keep_transcript=False).run()
+                        results[name] = await ClientSession(stream, name, player, keep_transcript=False, countersigns=True).run()
 
                     joining.start_soon(play)
                     await trio.sleep(0.05)  # in order, so a1 sits with a2 and b1 with b2
