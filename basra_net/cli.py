@@ -11,17 +11,12 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .client.address import DEFAULT_PORT
+from .options import BOT_LEVELS, DEFAULT_BOT, DEFAULT_PORT, DEFAULT_SCORING, GRACE, SCORING_PRESETS
 
 EXIT_USAGE = 2
 EXIT_CRASH = 1
 EXIT_INTERRUPTED = 130  # a copy of client.session.EXIT_LEFT: Ctrl-C, as shells report an interrupt
 EXIT_BROKEN_PIPE = 141  # the reader of our output went away (`| head`), as shells report SIGPIPE
-# Copies of client.players.BOT_LEVELS / DEFAULT_BOT, which import trio and are too heavy to load
-# for --help; tests/test_cli.py keeps them in step.
-BOT_LEVELS = ("search", "greedy", "random")
-DEFAULT_BOT = "search"
-GRACE = 120.0  # a copy of host.table.GRACE
 
 
 def _positive(text: str) -> int:
@@ -93,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     host.add_argument("--name", type=_name, default="Host", help="your name at the table")
     host.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win the match (default 101)")
-    host.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
+    host.add_argument("--scoring", choices=SCORING_PRESETS, default=DEFAULT_SCORING, help=f"scoring preset (default {DEFAULT_SCORING})")
     host.add_argument("--bot", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="seat the built-in bot as the second player (level: search, the default, greedy or random)")
     host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
@@ -136,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--tables", type=_positive, default=10, metavar="N", help="tables open at once at most (default 10)")
     serve.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win a match (default 101)")
-    serve.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
+    serve.add_argument("--scoring", choices=SCORING_PRESETS, default=DEFAULT_SCORING, help=f"scoring preset (default {DEFAULT_SCORING})")
     serve.add_argument("--no-transcripts", action="store_true", help="keep no transcript files (load tests)")
     serve.add_argument("--quiet", action="store_true", help="do not log each table's progress")
     serve.add_argument("--code", type=_strong_code, metavar="CODE", help="a join code every player must give (default: none)")

@@ -75,6 +75,7 @@ from basra_net.protocol.messages import (
     PLAY_KINDS,
     Away,
     Back,
+    Chat,
     Commit,
     Deal,
     Error,
@@ -99,8 +100,11 @@ from basra_net.protocol.messages import (
     to_wire,
 )
 
-# Messages either side may send at any time once seated (the keep-alive of PROTOCOL.md 5.7).
-KEEPALIVE = tuple(kind.message for kind in KINDS.values() if kind.phase is Phase.SEATED and CLIENT in kind.sent_by)
+# Messages either side may send at any time once seated to keep the connection alive (PROTOCOL.md 5.7):
+# the unrecorded ones; chat, also allowed once seated, is recorded.
+KEEPALIVE = tuple(
+    kind.message for kind in KINDS.values() if kind.phase is Phase.SEATED and CLIENT in kind.sent_by and not kind.recorded
+)
 
 MAX_STEPS = 200
 STEP_RAW, STEP_COMMIT, STEP_TURN, STEP_EOF = 0, 1, 2, 3
@@ -301,6 +305,10 @@ class Harness:
             return Error(pick(fdp, CODES), pick(fdp, TEXTS))
         if cls is Leave:
             return Leave(pick(fdp, TEXTS))
+        if cls is Chat:
+            # A line, a reaction, both or neither: from_wire decides which are refused.
+            text = pick(fdp, (None, "gg", "x" * 201, "\U0001F600" * 101, "abc\u202e", *TEXTS))
+            return Chat(text, pick(fdp, (None, None, "nice", "laugh")))
         if cls in KEEPALIVE:
             return cls(pick(fdp, (0, 1, self.request, (1 << 63) - 1)))
         if cls is Welcome:

@@ -7,15 +7,25 @@ import tempfile
 
 import pytest
 
-from basra_net import cli
-from basra_net.client import players, session, verify_file
-from basra_net.host import table
+from basra_net import cli, options
+from basra_net.client import session, verify_file
 
 
-def test_the_cli_copies_agree_with_their_owners():
-    assert cli.BOT_LEVELS == players.BOT_LEVELS
-    assert cli.DEFAULT_BOT == players.DEFAULT_BOT
-    assert cli.GRACE == table.GRACE
+def test_the_options_offered_are_the_engine_s_presets_and_the_parser_loads_nothing_heavy():
+    import subprocess
+    import sys
+
+    from basra_net.engine.scoring import PRESETS
+
+    assert options.SCORING_PRESETS == tuple(PRESETS) and options.DEFAULT_SCORING in PRESETS
+    assert options.DEFAULT_BOT in options.BOT_LEVELS
+    parser = cli.build_parser()
+    assert parser.parse_args(["host"]).scoring == options.DEFAULT_SCORING and parser.parse_args(["serve"]).port == options.DEFAULT_PORT
+    # What `basra --help` loads: the parser and its leaf of options, never the engine, trio or the network.
+    probe = "import sys, basra_net.cli; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    heavy = [m for m in loaded if m.split(".")[0] in ("trio", "msgpack", "cryptography", "textual") or m.startswith("basra_net.engine")]
+    assert not heavy, heavy
 
 
 def test_a_host_or_server_refuses_a_join_code_weaker_than_a_generated_one(capsys):

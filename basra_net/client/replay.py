@@ -17,7 +17,7 @@ from pathlib import Path
 from ..engine.game import Game
 from ..engine.scoring import PRESETS
 from ..protocol import transcript
-from ..protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome
+from ..protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome
 from ..protocol.verify import HOST
 from .narration import describe
 from .screen import CardStyle
@@ -72,6 +72,9 @@ def load_replay(path: Path, style: CardStyle) -> Replay:
     log: list[str] = []
     for sender, message in parsed.records:
         if sender != HOST:
+            if isinstance(message, Chat):  # what the seat said, beside what it was told
+                state.said(message)
+                log.extend(describe(state, message, style))
             continue
         state.apply(message)
         if isinstance(message, Welcome):

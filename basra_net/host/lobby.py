@@ -22,8 +22,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile, default_transcript_path
 from ..protocol.messages import Hello
+from ..options import GRACE
 from .identity import public_key_bytes
-from .table import GRACE, Table
+from .table import Table
 
 
 class Lobby:

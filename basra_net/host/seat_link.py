@@ -18,6 +18,7 @@ from ..protocol.connection import ConnectionClosed, HostConnection
 from ..protocol.errors import (
     BAD_RESUME,
     BUSY,
+    CHAT_DROPPED,
     RATE_LIMIT,
     TABLE_FULL,
     TIMEOUT,
@@ -25,10 +26,10 @@ from ..protocol.errors import (
     UNSUPPORTED_VERSION,
     ProtocolError,
 )
-from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
+from ..protocol.messages import PROTOCOL_VERSIONS, Chat, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
 from ..client.liveness import Liveness
 from .admission import Admission
-from .limits import FIRST_BYTES_TIMEOUT, MessageRate
+from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, FIRST_BYTES_TIMEOUT, ChatRate, MessageRate
 from .outbox import Outbox
 from .table import SeatLost, Table, outgoing
 
@@ -39,6 +40,7 @@ REFUSE_SEND_TIMEOUT = 1.0  # seconds to hand a refusal to a peer in its handshak
 RECEIVE_SIZE = 65536
 OUTBOX_SIZE = 64  # messages; a seat that lets more pile up is not reading, and is dropped
 SEND_TIMEOUT = 20.0  # seconds one send (a batch of frames) may wait for the peer to read
+CHAT_TOO_FAST = "chat line not sent: a few lines at once, then one every 2 seconds"
 SEND_BATCH = 65536  # bytes of queued frames joined into one send, at most (one frame may exceed it)
 
 
@@ -381,6 +383,7 @@ async def _relay_inbound(
     # Answers to the host's requests are paced by the host itself; what is
     # limited is everything else a peer can send: refused messages, error reports, pings.
     unsolicited = MessageRate()
+    chat_rate = ChatRate()
     liveness = Liveness()
     receive = _receiver(stream)
     frame_deadline: float | None = None  # when the frame that has started must be complete
@@ -393,6 +396,14 @@ async def _relay_inbound(
                     event = connection.next_event()
                     if isinstance(event, (Error, Ping)) and not unsolicited.allow():
                         raise ProtocolError(RATE_LIMIT, "too many unrequested messages; slow down")
+                    if isinstance(event, Chat):
+                        verdict = chat_rate.take()
+                        if verdict == CHAT_FLOOD:
+                            raise ProtocolError(RATE_LIMIT, "chat lines far faster than the host relays them")
+                        if verdict != CHAT_RELAY:
+                            if verdict == CHAT_DROP and not _queue(outbox, Error(CHAT_DROPPED, CHAT_TOO_FAST)):
+                                return "it sends chat faster than it reads the answers", None
+                            continue
                 except ProtocolError as err:
                     if not err.fatal and not unsolicited.allow():
                         err = ProtocolError(RATE_LIMIT, "too many refused messages; slow down")

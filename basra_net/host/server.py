@@ -14,7 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
-from ..client.address import DEFAULT_PORT
+from ..options import DEFAULT_PORT, GRACE
 from ..client.players import BotPlayer, Player
 from ..client.session import ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
@@ -28,7 +28,7 @@ from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
 from .lobby import Lobby
 from .seat_link import serve_connection
-from .table import GRACE, JournalMismatch, Table, TableResult
+from .table import JournalMismatch, Table, TableResult
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
 SERVER_STOPPING = "the server is stopping"  # the reason `basra serve` gives each seated player as it stops

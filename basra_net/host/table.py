@@ -37,13 +37,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile
 from ..engine import IllegalMove, Match, MatchEnded, Move
+from ..options import GRACE
 from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
-from ..protocol.errors import BAD_SIGNATURE, ILLEGAL_MOVE
+from ..protocol.errors import BAD_SIGNATURE, CHAT_DROPPED, ILLEGAL_MOVE
 from ..protocol.messages import (
     MAX_TEXT,
     STREAM_TYPES,
     Back,
+    Chat,
     GameEnd,
     Error,
     Hello,
@@ -57,6 +59,7 @@ from ..protocol.messages import (
     Sig,
     Welcome,
     YourTurn,
+    kind_of,
 )
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.verify import GUEST, HOST
@@ -65,7 +68,7 @@ from .identity import public_key_bytes
 from .inline import NO_SEAT, TICK, InlineMachine
 from .outbox import Outbox
 from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_record, sig_record
-from .resume import END_LINGER, GRACE, Absences
+from .resume import END_LINGER, Absences
 from .seats import Seat, Seating, outgoing
 from .signing import SIGN_WAIT, ChannelSigning, RecordError
 
@@ -298,6 +301,8 @@ class Table:
             self._seat_lost(sender, message)
         elif isinstance(message, SeatJoined):
             pass  # seating waits for both seats to be held, which the seat now is
+        elif isinstance(message, Chat):
+            self._relay_chat(sender, message)  # no part of the match, in any phase: it never waits on one
         elif self._phase is Phase.SEATING:
             if isinstance(message, Leave):
                 self._free_seat(sender)
@@ -468,6 +473,22 @@ class Table:
         entry = self.seats[seat]
         if entry is not None:
             entry.deliver(outgoing(message))
+
+    def _relay_chat(self, seat: int, chat: Chat) -> None:
+        """Pass a chat line to the other seat now, if it is here and speaks a version with chat (PROTOCOL.md 6.23)."""
+        if seat == 1:
+            self._record(GUEST, chat)
+        other = self.seats[1 - seat]
+        if other is None or other.outbox is None:
+            why = "the other player is not at the table"
+        elif other.version not in kind_of(chat).versions:
+            why = f"{other.name}'s program does not show chat (protocol version {other.version})"
+        else:
+            if seat == 0:
+                self._record(HOST, chat)
+            other.deliver(outgoing(chat))
+            return
+        self._send(seat, Error(CHAT_DROPPED, f"chat line not passed on: {why}"))
 
     def _announce(self, events: list) -> None:
         turn = self.match.turn

@@ -468,6 +468,8 @@ class ClientConnection(_Connection):
         kind = kind_of(message)
         if CLIENT not in kind.sent_by:
             raise LocalProtocolError(f"a client does not send {message.TYPE}")
+        if self.welcome is not None and self.welcome.version not in kind.versions:
+            raise LocalProtocolError(f"{message.TYPE} is not part of version {self.welcome.version}")
         if kind.phase is Phase.FIRST:
             if self.resuming:
                 if message.token != self.resume_token or message.received != self.received:

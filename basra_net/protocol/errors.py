@@ -22,10 +22,11 @@ RATE_LIMIT = "rate_limit"
 UNKNOWN_TOKEN = "unknown_token"
 BAD_RESUME = "bad_resume"
 BAD_SIGNATURE = "bad_signature"
+CHAT_DROPPED = "chat_dropped"
 
 # Codes answered while the connection carries on: a move or message at the
-# wrong moment, refused on its own.
-NON_FATAL_CODES = frozenset({UNEXPECTED, ILLEGAL_MOVE, STALE_REQUEST, NOT_YOUR_TURN})
+# wrong moment, refused on its own, or a chat line the host did not pass on.
+NON_FATAL_CODES = frozenset({UNEXPECTED, ILLEGAL_MOVE, STALE_REQUEST, NOT_YOUR_TURN, CHAT_DROPPED})
 
 # Refusals before `welcome` that say nothing against the client, only that the host let its
 # connection go (to make room, or because its first bytes came late, as when a lost segment is

@@ -29,6 +29,11 @@ PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
 SIGNED_THINGS = ("game", "result")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
+# A chat line: a sentence or two, whatever the script.  The byte bound keeps a
+# line of four-byte characters as small on the wire as a line of Latin ones.
+MAX_CHAT = 200
+MAX_CHAT_BYTES = 400
+REACTIONS = ("good_game", "nice", "oops", "wow", "thanks", "your_move")
 
 
 # --- field types: each checks a wire value and gives the python value, or ProtocolError --------
@@ -78,10 +83,13 @@ class Nullable(FieldType):
 class Text(FieldType):
     max_len: int
     allow_empty: bool = True
+    max_bytes: int | None = None  # the bound on its UTF-8 encoding, when tighter than 4 bytes a character
 
     def check(self, field: str, value: Any) -> str:
         if type(value) is not str or len(value) > self.max_len or (not self.allow_empty and not value):
             raise _bad(field, f"must be a string of {'0' if self.allow_empty else '1'} to {self.max_len} characters")
+        if self.max_bytes is not None and len(value.encode("utf-8", "surrogatepass")) > self.max_bytes:
+            raise _bad(field, f"must be at most {self.max_bytes} bytes of UTF-8")
         if not is_printable(value):
             # Text reaches the other player's terminal: no control characters, no escape sequences.
             raise _bad(field, "must be printable text")
@@ -520,6 +528,21 @@ class Pong(Message):
     id: int
 
 
+@dataclass(frozen=True)
+class Chat(Message):
+    """Version 2, either way once seated: a line of text or a quick reaction from one player to the other.
+
+    A client sends it to the host, which relays it to the other seat; from
+    the host it always comes from the other player.  It is no part of the
+    match: not numbered, not replayed, not hashed, and verification skips it.
+    """
+
+    TYPE = "chat"
+
+    text: str | None = None
+    reaction: str | None = None
+
+
 # --- the catalogue: what each message is, said once ------------------------------------
 #
 # Every other place that needs to know something about a kind of message
@@ -559,6 +582,7 @@ class Kind:
     versions: frozenset[int] = frozenset({1, 2})
     optional: tuple[str, ...] = ()  # wire fields a sender may leave out; absent means None
     together: tuple[str, ...] = ()  # wire fields that come together or not at all
+    one_of: tuple[str, ...] = ()  # wire fields of which exactly one comes
 
     @property
     def type(self) -> str:
@@ -719,6 +743,15 @@ CATALOGUE: tuple[Kind, ...] = (
         _EITHER, "either way", "after a game's checkpoint and after `match_end`", "6.23", Phase.MATCH,
         stream=True, hashed=True, versions=frozenset({2}),
     ),
+    Kind(
+        Chat,
+        (
+            ("text", "text", Nullable(Text(MAX_CHAT, allow_empty=False, max_bytes=MAX_CHAT_BYTES))),
+            ("reaction", "reaction", Nullable(Choice(REACTIONS))),
+        ),
+        _EITHER, "seat → host → the other seat", "a player says something, once seated", "6.24", Phase.SEATED,
+        versions=frozenset({2}), optional=("text", "reaction"), one_of=("text", "reaction"),
+    ),
 )
 
 KINDS: dict[type[Message], Kind] = {kind.message: kind for kind in CATALOGUE}
@@ -756,6 +789,9 @@ def from_wire(wire: dict) -> Message:
     if kind.together and len({wire.get(f) is None for f in kind.together}) > 1:
         listed = " and ".join(f"'{f}'" for f in kind.together)
         raise ProtocolError(BAD_MESSAGE, f"'{name}' gives {listed} together or neither")
+    if kind.one_of and sum(wire.get(f) is not None for f in kind.one_of) != 1:
+        listed = " or ".join(f"'{f}'" for f in kind.one_of)
+        raise ProtocolError(BAD_MESSAGE, f"'{name}' gives exactly one of {listed}")
     return kind.message(**values)
 
 
