@@ -126,10 +126,11 @@ class JournalWriter:
         self._failure: str | None = None
 
     @classmethod
-    def create(cls, path: Path, header: dict) -> JournalWriter:
+    def create(cls, path: Path, header: dict, *, magic: bytes = MAGIC) -> JournalWriter:
         """A new journal at path holding header, on disk; JournalError if the file exists or cannot be made.
 
         ValueError if header is not a map with "type": "header" of the values a journal holds.
+        ``magic`` is the first line (another one marks another kind of journal).
         """
         path = Path(path)
         if not isinstance(header, dict) or header.get("type") != "header":
@@ -141,10 +142,10 @@ class JournalWriter:
             raise JournalError(f"{path} already exists; a new journal never replaces a file") from e
         except OSError as e:
             raise JournalError(_os_problem(path, "cannot be created", e)) from e
-        writer = cls(path, fd, hashlib.sha256(MAGIC).digest(), 0)
+        writer = cls(path, fd, hashlib.sha256(magic).digest(), 0)
         try:
             _lock(fd, path)
-            writer._append_body(body, prefix=MAGIC)
+            writer._append_bodies([body], prefix=magic)
             try:
                 _sync_folder(path.parent)
             except OSError as e:
@@ -159,8 +160,13 @@ class JournalWriter:
         return writer
 
     @classmethod
-    def resume(cls, path: Path) -> tuple[JournalWriter, dict, list[dict]]:
-        """The journal at path, checked as load_journal does, and a writer that continues it."""
+    def resume(cls, path: Path, *, magic: bytes = MAGIC, torn_tail: int = 0) -> tuple[JournalWriter, dict, list[dict]]:
+        """The journal at path, checked as load_journal does, and a writer that continues it.
+
+        With ``torn_tail``, a fault in the file's last ``torn_tail`` bytes is
+        the write a crash cut short: the records before it are kept, and the
+        rest is cut off the file before anything is added.
+        """
         path = Path(path)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | _O_BINARY)
@@ -169,7 +175,13 @@ class JournalWriter:
         try:
             _lock(fd, path)
             # Read through the locked descriptor, so the records checked are the ones continued.
-            header, records, check, size = _read_journal(partial(os.read, fd), path)
+            file_size = os.fstat(fd).st_size
+            header, records, check, size = _read_journal(
+                partial(os.read, fd), path, magic=magic, file_size=file_size, torn_tail=torn_tail
+            )
+            if size < file_size:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
         except OSError as e:
             os.close(fd)
             raise JournalError(_os_problem(path, "cannot be read", e)) from e
@@ -192,7 +204,24 @@ class JournalWriter:
             raise ValueError(f"the journal {self._path} is closed")
         if self._failure is not None:
             raise JournalError(self._failure)
-        self._append_body(_encode(record, "record"))
+        self._append_bodies([_encode(record, "record")])
+
+    def append_encoded(self, bodies: list[bytes]) -> None:
+        """Add records already encoded by ``encode_record``, all with one write and one fsync."""
+        if self._fd is None:
+            raise ValueError(f"the journal {self._path} is closed")
+        if self._failure is not None:
+            raise JournalError(self._failure)
+        self._append_bodies(bodies)
+
+    def rename(self, path: Path) -> None:
+        """Give the journal the name path, replacing any file there, and make the new name durable."""
+        try:
+            os.replace(self._path, path)
+            _sync_folder(path.parent)
+        except OSError as e:
+            raise JournalError(f"{self._path} could not be renamed to {path}: {_reason(e)}") from e
+        self._path = Path(path)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -205,10 +234,14 @@ class JournalWriter:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _append_body(self, body: bytes, prefix: bytes = b"") -> None:
+    def _append_bodies(self, bodies: list[bytes], prefix: bytes = b"") -> None:
         assert self._fd is not None
-        check = hashlib.sha256(self._check + body).digest()
-        data = prefix + _LENGTH.pack(len(body)) + body + check
+        check = self._check
+        parts = [prefix]
+        for body in bodies:
+            check = hashlib.sha256(check + body).digest()
+            parts += (_LENGTH.pack(len(body)), body, check)
+        data = b"".join(parts)
         try:
             view = memoryview(data)
             while view:  # one write, unless the system takes only part of it
@@ -231,46 +264,66 @@ class JournalWriter:
             pass
 
 
-def _read_journal(read: Callable[[int], bytes], path: Path) -> tuple[dict, list[dict], bytes, int]:
-    """Header, records, the last check value and the size in bytes; JournalError at the first fault."""
-    first = _read_exactly(read, len(MAGIC))
+def _read_journal(
+    read: Callable[[int], bytes], path: Path, *, magic: bytes = MAGIC, file_size: int = 0, torn_tail: int = 0
+) -> tuple[dict, list[dict], bytes, int]:
+    """Header, records, the last check value and the size in bytes of the records kept; JournalError at the first fault.
+
+    With ``torn_tail``, a fault in the last ``torn_tail`` bytes of a file of
+    ``file_size`` bytes (a record cut short, or one whose check or body is
+    wrong) ends the journal there instead: the write a crash interrupted.
+    """
+    first = _read_exactly(read, len(magic))
     if not first:
         raise JournalError(f"{path} is empty; it is not a journal")
-    if first != MAGIC:
-        if MAGIC.startswith(first):
+    if first != magic:
+        if magic.startswith(first):
             raise JournalError(f"{path}: the journal ends in its first line; it was cut short")
-        raise JournalError(f'{path} is not a basra-net journal (it does not begin with "{MAGIC.decode().strip()}")')
-    check = hashlib.sha256(MAGIC).digest()
-    size = len(MAGIC)
+        raise JournalError(f'{path} is not a basra-net journal (it does not begin with "{magic.decode().strip()}")')
+    check = hashlib.sha256(magic).digest()
+    size = len(magic)
     records: list[dict] = []
     while True:
-        number = len(records) + 1
-        head = _read_exactly(read, _LENGTH.size)
-        if not head:
+        try:
+            found = _read_record(read, path, len(records) + 1, check)
+        except JournalError:
+            if torn_tail and records and file_size - size <= torn_tail:
+                break
+            raise
+        if found is None:
             break
-        if len(head) < _LENGTH.size:
-            raise _cut_short(path, number)
-        (length,) = _LENGTH.unpack(head)
-        if length > MAX_RECORD:
-            raise JournalError(
-                f"{path}: record {number} is damaged or not part of the journal "
-                f"(it claims {length} bytes; a record holds at most {MAX_RECORD})"
-            )
-        body = _read_exactly(read, length)
-        stored = _read_exactly(read, CHECK_SIZE) if len(body) == length else b""
-        if len(stored) < CHECK_SIZE:
-            raise _cut_short(path, number)
-        check = hashlib.sha256(check + body).digest()
-        if stored != check:
-            raise JournalError(f"{path}: record {number} is damaged (its check value does not match)")
-        record = _decode(body, path, number)
-        if number == 1 and record.get("type") != "header":
-            raise JournalError(f'{path}: record 1 is not a journal header (it has no "type": "header")')
+        record, check, length = found
         records.append(record)
-        size += _LENGTH.size + length + CHECK_SIZE
+        size += length
     if not records:
         raise JournalError(f"{path}: the journal ends before its header; it was cut short")
     return records[0], records[1:], check, size
+
+
+def _read_record(read: Callable[[int], bytes], path: Path, number: int, check: bytes) -> tuple[dict, bytes, int] | None:
+    """The next record, its check value and its size in bytes; None at the end of the file."""
+    head = _read_exactly(read, _LENGTH.size)
+    if not head:
+        return None
+    if len(head) < _LENGTH.size:
+        raise _cut_short(path, number)
+    (length,) = _LENGTH.unpack(head)
+    if length > MAX_RECORD:
+        raise JournalError(
+            f"{path}: record {number} is damaged or not part of the journal "
+            f"(it claims {length} bytes; a record holds at most {MAX_RECORD})"
+        )
+    body = _read_exactly(read, length)
+    stored = _read_exactly(read, CHECK_SIZE) if len(body) == length else b""
+    if len(stored) < CHECK_SIZE:
+        raise _cut_short(path, number)
+    check = hashlib.sha256(check + body).digest()
+    if stored != check:
+        raise JournalError(f"{path}: record {number} is damaged (its check value does not match)")
+    record = _decode(body, path, number)
+    if number == 1 and record.get("type") != "header":
+        raise JournalError(f'{path}: record 1 is not a journal header (it has no "type": "header")')
+    return record, check, _LENGTH.size + length + CHECK_SIZE
 
 
 def _cut_short(path: Path, number: int) -> JournalError:
@@ -310,6 +363,11 @@ def _decode(body: bytes, path: Path, number: int) -> dict:
     if problem is not None:
         raise JournalError(f"{path}: record {number} {problem}")
     return record
+
+
+def encode_record(record: dict) -> bytes:
+    """The body of a journal record, for ``JournalWriter.append_encoded``; ValueError as for ``append``."""
+    return _encode(record, "record")
 
 
 def _encode(record: Any, what: str) -> bytes:

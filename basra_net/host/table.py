@@ -552,6 +552,7 @@ class Table:
                 self.seats[seat] = None
                 self._claimed[seat] = False
                 self.on_seat_change(entry.token, entry.hello.nonce, False)
+                self._write_journal({"type": "free", "seat": seat})
                 self.on_event(f"seat {seat} is free again")
 
     async def _linger(self) -> None:
@@ -688,8 +689,14 @@ class Table:
             table = cls(
                 scoring=header["scoring"], target=header["target"], identity=identity, match_id=header["match_id"], **settings
             )
-            seats = [r for r in records if r.get("type") == "seat"]
-            if {r["seat"] for r in seats} != {0, 1}:
+            taken: dict[int, dict] = {}  # the seats held when the match started: a seat given up before is free again
+            for record in records:
+                if record.get("type") == "seat":
+                    taken[record["seat"]] = record
+                elif record.get("type") == "free":
+                    taken.pop(record["seat"], None)
+            seats = sorted(taken.values(), key=lambda record: record["seat"])
+            if set(taken) != {0, 1}:
                 raise JournalMismatch("the journal ends before both seats were taken: there is no match to resume")
             if any(r.get("type") == "end" for r in records):
                 raise JournalMismatch("the journal's match is over: there is nothing to resume")
@@ -710,7 +717,7 @@ class Table:
                 elif kind == "play":
                     move = Play(record["request"], record["card"], tuple(record["captures"]))
                     table._replaying.append((record["seat"], move))
-                elif kind != "seat":
+                elif kind not in ("seat", "free"):
                     raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
         except (KeyError, TypeError) as err:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
