@@ -160,12 +160,12 @@ class JournalWriter:
         return writer
 
     @classmethod
-    def resume(cls, path: Path, *, magic: bytes = MAGIC, torn_tail: int = 0) -> tuple[JournalWriter, dict, list[dict]]:
+    def resume(cls, path: Path, *, magic: bytes = MAGIC, torn_tail: bool = False) -> tuple[JournalWriter, dict, list[dict]]:
         """The journal at path, checked as load_journal does, and a writer that continues it.
 
-        With ``torn_tail``, a fault in the file's last ``torn_tail`` bytes is
-        the write a crash cut short: the records before it are kept, and the
-        rest is cut off the file before anything is added.
+        With ``torn_tail``, a last record that is cut short or damaged is the
+        write a crash interrupted: it is cut off the file before anything is
+        added, and the records before it are kept.
         """
         path = Path(path)
         try:
@@ -193,6 +193,11 @@ class JournalWriter:
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def size(self) -> int:
+        """Bytes of complete records on disk."""
+        return self._size
 
     def append(self, record: dict) -> None:
         """Add one record, written and fsynced before this returns.
@@ -265,13 +270,14 @@ class JournalWriter:
 
 
 def _read_journal(
-    read: Callable[[int], bytes], path: Path, *, magic: bytes = MAGIC, file_size: int = 0, torn_tail: int = 0
+    read: Callable[[int], bytes], path: Path, *, magic: bytes = MAGIC, file_size: int = 0, torn_tail: bool = False
 ) -> tuple[dict, list[dict], bytes, int]:
     """Header, records, the last check value and the size in bytes of the records kept; JournalError at the first fault.
 
-    With ``torn_tail``, a fault in the last ``torn_tail`` bytes of a file of
-    ``file_size`` bytes (a record cut short, or one whose check or body is
-    wrong) ends the journal there instead: the write a crash interrupted.
+    With ``torn_tail``, a fault in the last record of a file of ``file_size``
+    bytes (one cut short, or damaged and reaching the end of the file, or
+    claiming to reach past it) ends the journal before that record: the
+    write a crash interrupted.  A fault in any record before it is damage.
     """
     first = _read_exactly(read, len(magic))
     if not first:
@@ -286,8 +292,8 @@ def _read_journal(
     while True:
         try:
             found = _read_record(read, path, len(records) + 1, check)
-        except JournalError:
-            if torn_tail and records and file_size - size <= torn_tail:
+        except _RecordFault as fault:
+            if torn_tail and records and size + fault.claimed >= file_size:
                 break
             raise
         if found is None:
@@ -306,28 +312,41 @@ def _read_record(read: Callable[[int], bytes], path: Path, number: int, check: b
     if not head:
         return None
     if len(head) < _LENGTH.size:
-        raise _cut_short(path, number)
+        raise _cut_short(path, number, _LENGTH.size)
     (length,) = _LENGTH.unpack(head)
+    claimed = _LENGTH.size + length + CHECK_SIZE
     if length > MAX_RECORD:
-        raise JournalError(
+        raise _RecordFault(
             f"{path}: record {number} is damaged or not part of the journal "
-            f"(it claims {length} bytes; a record holds at most {MAX_RECORD})"
+            f"(it claims {length} bytes; a record holds at most {MAX_RECORD})",
+            claimed,
         )
     body = _read_exactly(read, length)
     stored = _read_exactly(read, CHECK_SIZE) if len(body) == length else b""
     if len(stored) < CHECK_SIZE:
-        raise _cut_short(path, number)
+        raise _cut_short(path, number, claimed)
     check = hashlib.sha256(check + body).digest()
     if stored != check:
-        raise JournalError(f"{path}: record {number} is damaged (its check value does not match)")
-    record = _decode(body, path, number)
+        raise _RecordFault(f"{path}: record {number} is damaged (its check value does not match)", claimed)
+    try:
+        record = _decode(body, path, number)
+    except JournalError as err:
+        raise _RecordFault(str(err), claimed) from None
     if number == 1 and record.get("type") != "header":
         raise JournalError(f'{path}: record 1 is not a journal header (it has no "type": "header")')
-    return record, check, _LENGTH.size + length + CHECK_SIZE
+    return record, check, claimed
 
 
-def _cut_short(path: Path, number: int) -> JournalError:
-    return JournalError(f"{path}: the journal ends in the middle of record {number}; it was cut short")
+class _RecordFault(JournalError):
+    """A record that cannot be read, and how many bytes it takes (or claims to)."""
+
+    def __init__(self, message: str, claimed: int) -> None:
+        super().__init__(message)
+        self.claimed = claimed
+
+
+def _cut_short(path: Path, number: int, claimed: int) -> _RecordFault:
+    return _RecordFault(f"{path}: the journal ends in the middle of record {number}; it was cut short", claimed)
 
 
 def _read_exactly(read: Callable[[int], bytes], count: int) -> bytes:
@@ -368,6 +387,11 @@ def _decode(body: bytes, path: Path, number: int) -> dict:
 def encode_record(record: dict) -> bytes:
     """The body of a journal record, for ``JournalWriter.append_encoded``; ValueError as for ``append``."""
     return _encode(record, "record")
+
+
+def decode_record(body: bytes, path: Path, number: int) -> dict:
+    """A record encoded by ``encode_record``, checked as a journal's records are; JournalError naming record ``number`` of path."""
+    return _decode(body, path, number)
 
 
 def _encode(record: Any, what: str) -> bytes:

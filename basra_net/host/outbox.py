@@ -83,12 +83,6 @@ class Outbox:
         self.flush()
         return bool(held)
 
-    def drop_held(self) -> None:
-        """The journal failed: what waits for it must never be sent."""
-        self._held.clear()
-        self._journal = None
-        self._wake_writer()
-
     def close(self) -> None:
         self._closed = True
         self._wake_writer()

@@ -3,10 +3,11 @@
 Why one log and not a journal per table: a batch of records from any number
 of tables becomes durable with one write and one fsync, so the cost of
 durability does not grow with the number of tables (a file per table would
-need an fsync per table with records in the batch).  A crash can only cut
-the last write short, and that write is the file's tail: the reader keeps
-every complete record before it and drops the torn rest (no more than one
-batch), then the log is continued from there.
+need an fsync per table with records in the batch).  Each batch is one
+journal record, written with one write, so a crash can only cut short the
+last record of the file: the reader drops that torn record (its batch was
+never acknowledged, so nothing it holds reached a player) and the log is
+continued from the one before.  Damage anywhere else is refused.
 
 Group commit: a table's records are encoded and queued at once (the table
 never waits), and one committer task writes whatever has been queued,
@@ -19,7 +20,10 @@ position, and a new or resumed seat's welcome waits the same way
 crash could lose.
 
 The log is a journal file as journal.py defines it, with its own first line
-``basra-net serve journal 1``, and these records after the header:
+``basra-net serve journal 1``.  After the header {"type": "header",
+"host_key": K, "port": P} each record is a batch, {"type": "batch",
+"records": [B, ...]}, where each B (bin) is a msgpack map of the form
+journal.py allows, one of:
 
     {"type": "table", "table": ID, "header": H}   a table opened; H is what `basra host` puts in its header
     {"type": "record", "table": ID, "record": R}  R is one of that table's records
@@ -38,13 +42,12 @@ from pathlib import Path
 
 import trio
 
-from .journal import MAX_RECORD, JournalError, JournalWriter, encode_record
+from .journal import MAX_RECORD, JournalError, JournalWriter, decode_record, encode_record
 from .outbox import Outbox
 
 SERVE_MAGIC = b"basra-net serve journal 1\n"
-MAX_BATCH = 1 << 20  # bytes of records written with one write and one fsync, at most (plus one record)
-# The most a crash can leave torn at the end: one batch.
-TORN_TAIL = MAX_BATCH + MAX_RECORD + 64
+MAX_BATCH = MAX_RECORD // 2  # bytes of table records in one batch, so that a batch always fits in one journal record
+MAX_TABLE_RECORD = MAX_BATCH // 4  # a table's record is a few hundred bytes; this much is refused as a fault
 ROTATE_AT = 64 << 20  # bytes after which the open tables' records are copied to a fresh file
 
 
@@ -56,7 +59,7 @@ class ServeJournal:
         self._writer = writer
         self._header = header  # the log's record 1, which a fresh file starts with
         self._rotate_at = rotate_at
-        self._size = writer.path.stat().st_size
+        self._size = writer.size
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._appended = 0  # the position of the last record queued
@@ -78,24 +81,15 @@ class ServeJournal:
     @classmethod
     def resume(cls, path: Path, **options) -> tuple[ServeJournal, dict, list[tuple[TableLog, dict, list[dict]]]]:
         """The log a crashed server left, continued: its header and, for each table still open, its log, header and records."""
-        writer, header, records = JournalWriter.resume(path, magic=SERVE_MAGIC, torn_tail=TORN_TAIL)
+        writer, header, batches = JournalWriter.resume(path, magic=SERVE_MAGIC, torn_tail=True)
         journal = cls(writer, header, **options)
         found: dict[int, tuple[TableLog, dict, list[dict]]] = {}
         try:
-            for record in records:
-                kind, number = record.get("type"), record["table"]
-                if kind == "table":
-                    table = TableLog(journal, number)
-                    table._bodies.append(encode_record(record))
-                    found[number] = (table, record["header"], [])
-                elif kind == "record" and number in found:
-                    found[number][0]._bodies.append(encode_record(record))
-                    found[number][2].append(record["record"])
-                elif kind == "closed":
-                    found.pop(number, None)
-                else:
-                    raise JournalError(f"{path}: a record of type {kind!r} for table {number}, which the log does not open")
-                journal._next_id = max(journal._next_id, number + 1)
+            for batch_number, batch in enumerate(batches, start=2):
+                if batch.get("type") != "batch":
+                    raise JournalError(f"{path}: record {batch_number} is not a batch of table records")
+                for body in batch["records"]:
+                    journal._read_table_record(decode_record(body, path, batch_number), found)
         except (KeyError, TypeError) as err:
             writer.close()
             raise JournalError(f"{path}: a record lacks a field or has the wrong type ({err})") from None
@@ -105,6 +99,23 @@ class ServeJournal:
         for table, _, _ in found.values():
             journal._tables[table.id] = table
         return journal, header, list(found.values())
+
+    def _read_table_record(self, record: dict, found: dict[int, tuple[TableLog, dict, list[dict]]]) -> None:
+        """Take one table record of a log being resumed into ``found``, the open tables by number."""
+        kind, number = record.get("type"), record["table"]
+        if kind == "table":
+            table = TableLog(self, number)
+            table._bodies.append(encode_record(record))
+            found[number] = (table, record["header"], [])
+        elif kind == "record" and number in found:
+            found[number][0]._bodies.append(encode_record(record))
+            found[number][2].append(record["record"])
+        elif kind == "closed":
+            found.pop(number, None)
+        else:
+            raise JournalError(f"{self.path}: a record of type {kind!r} for table {number}, which the log does not open")
+        self._next_id = max(self._next_id, number + 1)
+
 
     @property
     def path(self) -> Path:
@@ -162,22 +173,22 @@ class ServeJournal:
     def _write(self, batch: list[bytes], snapshot: list[bytes] | None) -> None:
         """In a worker thread: append the batch, or write the open tables' records to a new file that replaces the log."""
         if snapshot is None:
-            self._writer.append_encoded(batch)
-            self._size += sum(len(body) + 36 for body in batch)
+            self._writer.append_encoded(_batches(batch))
+            self._size = self._writer.size
         else:
             path = self._writer.path
             fresh_path = path.with_name(path.name + ".new")
             fresh_path.unlink(missing_ok=True)
             fresh = JournalWriter.create(fresh_path, self._header, magic=SERVE_MAGIC)
             try:
-                fresh.append_encoded(snapshot)
+                fresh.append_encoded(_batches(snapshot))
                 fresh.rename(path)
             except BaseException:
                 fresh.close()
                 raise
             self._writer.close()
             self._writer = fresh
-            self._size = path.stat().st_size
+            self._size = fresh.size
         self.fsyncs += 1
 
     def _committed(self, position: int) -> None:
@@ -189,26 +200,38 @@ class ServeJournal:
         self._synced = trio.Event()
 
     def _fail(self, message: str) -> None:
-        """Nothing waiting for the disk may go out: held frames are dropped, welcomes refused, then the server is told."""
+        """The server is told, and stops every table at once: the journal will never be resumed (``close`` removes it).
+
+        So the frames held go out, then each table's last words (the reveal
+        of a deal in play, the leave): every player's record ends as
+        the protocol requires, and no player comes back to a match the
+        journal no longer holds.  A welcome still waiting is refused.
+        """
         self.failure = message
+        self.on_failure(message)  # what the tables send as they stop queues behind what is held
         for outbox in self._watching:
-            outbox.drop_held()
+            outbox.release(self._appended)
         self._watching.clear()
         self._synced.set()
-        self.on_failure(message)
 
     def close(self) -> None:
-        """Commit what is still queued (a server stopping), then close; the file goes when no table is left to resume."""
+        """Commit what is still queued (a server stopping), then close; the file goes when no table is left to resume.
+
+        After a failure no table is left to resume either: every player was told the server stopped.
+        """
         try:
             if self.failure is None and self._pending:
-                self._writer.append_encoded(self._pending)
+                self._writer.append_encoded(_batches(self._pending))
                 self._pending.clear()
         except JournalError as err:
             self.failure = str(err)
         finally:
             self._writer.close()
-        if self.failure is None and not self._tables:
-            self._writer.path.unlink(missing_ok=True)
+        if self.failure is not None or not self._tables:
+            try:
+                self._writer.path.unlink(missing_ok=True)
+            except OSError:
+                pass  # an unwritable folder: the journal stays, and --resume finds its players gone
 
 
 class TableLog:
@@ -234,12 +257,17 @@ class TableLog:
         if self._journal.failure is not None:
             return  # the server is stopping: nothing more is sent that a record would have to precede
         body = encode_record(record)
+        if len(body) > MAX_TABLE_RECORD:
+            raise ValueError(f"a table's journal record takes {len(body)} bytes; at most {MAX_TABLE_RECORD}")
         self._last = self._journal._queue(body)
         if record["type"] != "closed":
             self._bodies.append(body)
 
     def unsynced(self) -> int:
-        return self._last if self._last > self._journal._durable else 0
+        journal = self._journal
+        if journal.failure is not None:
+            return 0  # the server is stopping every table at once; see ServeJournal._fail
+        return self._last if self._last > journal._durable else 0
 
     def watch(self, outbox: Outbox) -> None:
         self._journal._watching.add(outbox)
@@ -250,3 +278,16 @@ class TableLog:
         while journal.failure is None and self._last > journal._durable:
             await journal._synced.wait()
         return journal.failure is None
+
+
+def _batches(bodies: list[bytes]) -> list[bytes]:
+    """Table records as journal records: batches of up to MAX_BATCH bytes, each written whole or torn as one."""
+    batches, start, size = [], 0, 0
+    for end, body in enumerate(bodies):
+        if size + len(body) > MAX_BATCH and end > start:
+            batches.append(encode_record({"type": "batch", "records": bodies[start:end]}))
+            start, size = end, 0
+        size += len(body)
+    if start < len(bodies):
+        batches.append(encode_record({"type": "batch", "records": bodies[start:]}))
+    return batches

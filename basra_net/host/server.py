@@ -563,7 +563,7 @@ async def _serve(
         if journal is not None:
 
             def journal_failed(message: str) -> None:
-                say(f"basra serve: {message}; stopping, as the matches can no longer be kept safe")
+                say("basra serve: the journal cannot be written; every player is told the server is stopping")
                 stop_now()  # at once: no table may send what its records would have had to precede
 
             journal.on_failure = journal_failed
