@@ -49,7 +49,10 @@ these.
 
 A file cut exactly between two records reads as a shorter journal: there is
 no end mark, because records are added as the match goes, and a crash between
-two appends leaves exactly such a file.
+two appends leaves exactly such a file.  A writer that is asked to
+(`resume(torn_tail=True)`, as `basra serve` does) takes a fault in the last
+record (one cut short, or damaged and reaching the end of the file or
+claiming to reach past it) as the write a crash interrupted, and cuts it off.
 
 Writing
 -------
@@ -57,7 +60,9 @@ Writing
 its owner only (it may hold a seed the host has not revealed yet), writes the
 first line and the header in one write, fsyncs the file and then its folder.
 `append` writes the whole record with one write to the file opened for
-appending, then fsyncs it.  A write that fails is cut back off the file where
+appending, then fsyncs it; `append_encoded` writes several records the same
+way, with one write and one fsync (the group commit of `basra serve`,
+serve_journal.py).  A write that fails is cut back off the file where
 possible and the writer takes no more records.  Where the system has flock,
 a writer holds an exclusive lock on its file, so a second `basra host
 --resume` of the same journal is refused rather than interleaving records.

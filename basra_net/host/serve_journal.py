@@ -30,8 +30,8 @@ journal.py allows, one of:
     {"type": "closed", "table": ID}               the table's match is over (or stopped): nothing to resume
 
 ID is a number the log gives each table.  When the file passes ROTATE_AT
-bytes, the records of the tables still open are copied to a new file, which
-replaces the old one only once it is on disk.
+bytes, and twice the size of the open tables' records, those records are
+copied to a new file, which replaces the old one only once it is on disk.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class ServeJournal:
         self._synced = trio.Event()  # set (and replaced) at each commit
         self._watching: set[Outbox] = set()
         self._tables: dict[int, TableLog] = {}
+        self._open_size = 0  # bytes of the open tables' records: what a fresh file would hold
         self._next_id = 1
         self.failure: str | None = None
         self.on_failure: Callable[[str], None] = lambda message: None
@@ -105,17 +106,20 @@ class ServeJournal:
         kind, number = record.get("type"), record["table"]
         if kind == "table":
             table = TableLog(self, number)
-            table._bodies.append(encode_record(record))
             found[number] = (table, record["header"], [])
         elif kind == "record" and number in found:
-            found[number][0]._bodies.append(encode_record(record))
             found[number][2].append(record["record"])
         elif kind == "closed":
-            found.pop(number, None)
+            gone = found.pop(number, None)
+            if gone is not None:
+                gone[0].close()  # not yet among the journal's tables: this only forgets its records
+            return
         else:
             raise JournalError(f"{self.path}: a record of type {kind!r} for table {number}, which the log does not open")
+        body = encode_record(record)
+        found[number][0]._bodies.append(body)
+        self._open_size += len(body)
         self._next_id = max(self._next_id, number + 1)
-
 
     @property
     def path(self) -> Path:
@@ -156,7 +160,7 @@ class ServeJournal:
     def _take_batch(self) -> tuple[list[bytes], int, list[bytes] | None]:
         """The records to write now, the position of the last, and every open table's records when the file is to be replaced."""
         snapshot = None
-        if self._size + self._pending_size > self._rotate_at:
+        if self._size + self._pending_size > max(self._rotate_at, 2 * self._open_size):
             # Every open table's records, including those queued: so everything queued goes with them.
             snapshot = [body for table in self._tables.values() for body in table._bodies]
             taken, size = len(self._pending), self._pending_size
@@ -251,6 +255,7 @@ class TableLog:
         """The table is over (or stopped): a restarted server does not bring it back."""
         if self._journal._tables.pop(self.id, None) is not None:
             self._add({"type": "closed", "table": self.id})
+        self._journal._open_size -= sum(map(len, self._bodies))
         self._bodies = []
 
     def _add(self, record: dict) -> None:
@@ -262,6 +267,7 @@ class TableLog:
         self._last = self._journal._queue(body)
         if record["type"] != "closed":
             self._bodies.append(body)
+            self._journal._open_size += len(body)
 
     def unsynced(self) -> int:
         journal = self._journal

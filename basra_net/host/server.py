@@ -457,14 +457,16 @@ def _resumed_tables(
     """Bring back each table the journal holds that had started and not finished; close the others in the journal."""
     resumed = 0
     for log, header, records in tables:
+        transcript = None
         try:
-            transcript = TranscriptFile(Path(header["transcript"]), "host") if header.get("transcript") else None
+            if header.get("transcript"):
+                transcript = TranscriptFile(Path(header["transcript"]), "host")
             table = Table.from_journal(
                 header, records, identity=identity, grace=grace, journal=log, transcript=transcript,
                 reserved_seats=frozenset(), name=header["name"],
             )
         except (JournalMismatch, KeyError, TypeError) as err:
-            if "transcript" in locals() and transcript is not None:
+            if transcript is not None:
                 transcript.close()
             log.close()
             say(f"basra serve: table {header.get('name', '?')} is not resumed: {err}")
@@ -485,14 +487,19 @@ async def run_serve(
     """Serve up to ``settings.tables`` tables at once until cancelled or ``stop`` is set; both seats of each are remote.
 
     JournalError when the journal cannot be opened or, later, written: then
-    the server stops first, telling every seated player, and sends nothing
-    that the journal does not hold.
+    the server first stops every table at once, telling each seated player
+    (serve_journal.py says why that is safe).
     """
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls, say)
     listeners = await open_listeners(settings.bind, settings.port)
     port = listeners[0].socket.getsockname()[1]
-    journal, crashed_tables = _open_serve_journal(settings, port, identity) if settings.journal else (None, [])
+    try:
+        journal, crashed_tables = _open_serve_journal(settings, port, identity) if settings.journal else (None, [])
+    except JournalError:
+        for listener in listeners:
+            await listener.aclose()
+        raise
     try:
         async with trio.open_nursery() as journaling:
             if journal is not None:

@@ -100,6 +100,12 @@ def test_basra_serve_killed_mid_game_at_three_tables_resumes_every_match_to_its_
     server.wait()
     journal = tmp_path / "server" / "journals" / f"serve-{port}.journal"
     assert journal.stat().st_mode & 0o777 == 0o600 and journal.parent.stat().st_mode & 0o777 == 0o700
+
+    # Started afresh instead, the server refuses to leave those matches behind.
+    afresh = subprocess.run(basra_command(*serving), env=server_env, capture_output=True, text=True, timeout=60)
+    assert afresh.returncode == 1 and "Traceback" not in afresh.stderr, afresh.stderr
+    assert "holds 3 match(es) a crash cut off: `basra serve --resume` continues them" in afresh.stderr, afresh.stderr
+
     # The crash also tore the last write: a batch cut off in the middle, which the restart ignores.
     with open(journal, "ab") as torn:
         torn.write(struct.pack(">I", 300) + b"\x82\xa4type\xa5batch" + bytes(40))
