@@ -1,33 +1,34 @@
 """The table: the one owner of a match, which runs it by the rules.
 
-The match is written as one coroutine, but no task runs it: the connection
-tasks (seat_link.py) feed it each validated message as they read it
-(``Table.feed``), and it runs inline up to the next input it waits for, then
-queues its messages on the seats' outboxes.  A play costs no task switch and
-no channel on its way in; ``Table.run`` only keeps the clock, feeding the
-match a tick when a deadline it set (an away seat's grace, the end's linger)
-comes.  The table
-draws each game's host seed, commits to it, takes seat 1's seed, deals from
-the shuffled deck, asks each seat to act in turn, applies moves through the
-engine and announces what happened, then reveals the seed.
+The match is one coroutine (``_match_to_end``) that no task runs: the
+connection tasks (seat_link.py) feed it each validated message as they read
+it (``Table.feed``), and it runs inline up to the next input it waits for,
+then queues its messages on the seats' outboxes (inline.py).  ``Table.run``
+only keeps the clock, feeding the match a tick when a deadline it set (an
+away seat's grace, the end's linger) comes.
 
-Every stream message a seat is sent is kept in that seat's log, so a seat
-whose connection drops can resume with its token and be sent what it missed
-(PROTOCOL.md, section 5.8).  While a seat is away the match goes on until it
-needs that seat, then waits for it up to the grace period.  With a journal,
-every input the match depends on (the seats, each host seed, each seed and
-play taken) is on disk before its effects are sent, so a restarted host
-replays the journal through this same code and reaches the same state.
+The match has three phases: seating (until both seats are held), playing
+(each game dealt fairly, each seat asked to act in turn, each move applied
+through the engine and announced) and the end (each seat given the chance
+to receive it).  Whatever a seat sends, in any phase, goes through one
+dispatch (``_dispatch``).  The table owns its seats and hands each seat's
+state to the connection that holds it; the concerns around the match each
+have a module of their own:
+
+    seats.py    who holds each seat, what it was sent, how a message reaches it
+    resume.py   a seat whose connection dropped: its grace, and handing it back
+    dealing.py  each game's fair deal: host seed, commitment, reveal
+    replay.py   the journal: written before effects are sent, read back on restart
+    inline.py   the coroutine fed by the connections instead of run by a task
 """
 
 from __future__ import annotations
 
+import enum
 import math
 import os
-import types
-from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -37,13 +38,10 @@ from ..engine import IllegalMove, Match, MatchEnded, Move
 from ..protocol import shuffle
 from ..protocol.announce import messages_for_seat
 from ..protocol.errors import ILLEGAL_MOVE
-from ..protocol.framing import encode_frame
 from ..protocol.messages import (
     MAX_TEXT,
     STREAM_TYPES,
-    Away,
     Back,
-    Commit,
     GameEnd,
     Error,
     Hello,
@@ -53,19 +51,23 @@ from ..protocol.messages import (
     Message,
     Play,
     Played,
-    Reveal,
     Seed,
     Welcome,
     YourTurn,
-    to_wire,
 )
 from ..protocol.verify import GUEST, HOST
+from .dealing import Dealer
 from .identity import public_key_bytes
+from .inline import NO_SEAT, TICK, InlineMachine
 from .outbox import Outbox
+from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_record
+from .resume import END_LINGER, GRACE, Absences
+from .seats import Seat, Seating, outgoing
 
-
-GRACE = 120.0  # seconds a seat whose connection dropped is held for it
-END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
+__all__ = [
+    "END_LINGER", "GRACE", "Journal", "JournalMismatch", "MatchAbandoned", "Seat", "SeatJoined", "SeatLost", "Table",
+    "TableResult", "outgoing",
+]
 
 
 @dataclass(frozen=True)
@@ -81,47 +83,13 @@ class SeatJoined:
     """A connection completed its handshake and holds a seat."""
 
 
-class _Tick:
-    """The clock reached the deadline the match is waiting with."""
-
-
-TICK = _Tick()
-NO_SEAT = -1  # the sender of a tick
-
-
-@types.coroutine
-def _fed_input() -> Any:
-    """Suspend the match until ``Table.feed`` (or the clock) hands it its next input."""
-    return (yield)
-
-
-@dataclass
-class Seat:
-    name: str
-    hello: Hello  # the first hello: seat 1's commitments are bound to its nonce
-    version: int
-    token: bytes
-    outbox: Outbox | None  # None while the seat is away
-    link: int = 0  # counts the connections that have held the seat
-    log: list[bytes] = field(default_factory=list)  # the stream sent to the seat, as frames
-    away_until: float | None = None  # trio time its grace ends, while away
-    done: bool = False  # after the match: it closed cleanly, left, or ran out of grace
+class Phase(enum.Enum):
+    SEATING = "seating"  # until both seats are held; a player who leaves frees the seat
+    PLAYING = "playing"  # a leave, or an away seat out of grace, abandons the match
+    ENDED = "ended"  # the result is decided; each seat is given the chance to receive it
 
 
 _SAME_FOR_BOTH = (Played, GameEnd, MatchEnd)
-
-
-def outgoing(message: Message) -> tuple[Message, bytes]:
-    """A message for a seat's outbox, with its frame: encoded once, whether sent, kept or both."""
-    return message, encode_frame(to_wire(message))
-
-
-class Journal(Protocol):
-    def append(self, record: dict) -> None: ...
-
-
-class JournalMismatch(Exception):
-    """A journal's records do not fit the match they claim to continue."""
 
 
 class MatchAbandoned(Exception):
@@ -160,52 +128,42 @@ class Table:
         self.identity = identity
         self.host_key = public_key_bytes(identity)
         self.transcript = transcript
-        self._make_seed = make_seed
         self.name = name
-        self.seats: list[Seat | None] = [None, None]
-        self._claimed = [False, False]
-        # Seats kept for local players (the host's own, a bot): never given to a remote connection.
-        self._reserved = reserved_seats
-        self._machine: Coroutine | None = None  # the match, suspended until its next input
-        self._fed: deque[tuple[int, object]] = deque()  # inputs it has not taken yet
-        self._feeding = False
-        self._failure: Exception | None = None
-        self._wake_at = math.inf  # when the match wants a tick, whatever else comes
-        self._clock: trio.CancelScope | None = None  # run()'s wait, which ends at _wake_at
-        self.finished = trio.Event()
-        self._fixed_deal: tuple[int, bytes] | None = None  # (game, host seed) once seat 1's seed is in, until revealed
+        self.seating = Seating(reserved_seats)
+        self.seats = self.seating.seats  # the same list: the seats' state, owned here
+        self._absences = Absences(self.seating, grace)
+        self._replay = JournalReplay(journal)
+        self._dealer = Dealer(identity, self.match_id, make_seed, self._replay)
+        self._machine = InlineMachine()
+        self.finished = self._machine.finished
+        self._phase = Phase.SEATING
+        self._quiet_until = math.inf  # after the end: when a connected seat that says nothing is done
         self._request = 0
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
         # A seat taken (True) or given up (False), by its token and hello nonce: for a lobby's indexes.
         self.on_seat_change: Callable[[bytes, bytes, bool], None] = lambda token, nonce, held: None
         self.on_match_over: Callable[[], None] = lambda: None  # the result is decided; the table may linger
-        self.grace = grace
-        self.journal = journal
         self._make_token = make_token
-        # What each seat's connection left open, handed to a resumed connection.
-        self._open_request: list[int | None] = [None, None]
-        self._answered: list[int | None] = [None, None]
-        self._awaiting_seed: int | None = None
-        self._seed_taken: Seed | None = None
-        self._replaying: deque[tuple[int, Any]] = deque()  # journal inputs not yet taken again
-        self._live = True  # False while a journal is replayed: its records are not written again
+
+    @property
+    def journal(self) -> Journal | None:
+        """Where every input the match depends on is written before its effects are sent (the server may open it later)."""
+        return self._replay.journal
+
+    @journal.setter
+    def journal(self, journal: Journal | None) -> None:
+        self._replay.journal = journal
+
+    @property
+    def grace(self) -> float:
+        return self._absences.grace
 
     # --- seating (called by connection tasks) --------------------------------------------
 
     def claim_seat(self, reserved: int | None) -> int | None:
         """A free seat for a new connection: the reserved one for a local player, else the first open one."""
-        if self.result is not None:
-            return None
-        if reserved is not None:
-            candidates = [reserved]
-        else:
-            candidates = [seat for seat in (0, 1) if seat not in self._reserved]
-        for seat in candidates:
-            if not self._claimed[seat]:
-                self._claimed[seat] = True
-                return seat
-        return None
+        return None if self.result is not None else self.seating.claim(reserved)
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple["Table", int] | None:
         """Where a connection that said this hello sits: this table, or nowhere when it is full."""
@@ -221,10 +179,8 @@ class Table:
         welcome, and says hello again), while the match can still be resumed."""
         if self.finished.is_set():
             return None
-        for seat, entry in enumerate(self.seats):
-            if entry is not None and ((token is not None and entry.token == token) or (hello is not None and entry.hello == hello)):
-                return self, seat
-        return None
+        seat = self.seating.holding(token, hello)
+        return None if seat is None else (self, seat)
 
     def sent_to(self, seat: int) -> int:
         """How many stream messages the seat has been sent."""
@@ -233,11 +189,11 @@ class Table:
 
     @property
     def started(self) -> bool:
-        return all(self.seats) or self.result is not None
+        return self.seating.full or self.result is not None
 
     @property
     def open_seats(self) -> int:
-        return self._claimed.count(False) if self.result is None else 0
+        return self.seating.open_count() if self.result is None else 0
 
     def _welcome(self, seat: int) -> Welcome:
         entry = self.seats[seat]
@@ -255,18 +211,13 @@ class Table:
 
     def seat_joined(self, seat: int, hello: Hello, version: int, outbox: Outbox) -> Welcome:
         """Seat a new connection; returns its welcome and the channel its messages go to."""
-        self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
+        entry = self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
         welcome = self._welcome(seat)
         self.on_seat_change(welcome.token, hello.nonce, True)
         if seat == 1:
             self._record(GUEST, hello)
             self._record(HOST, welcome)
-        self._write_journal(
-            {
-                "type": "seat", "seat": seat, "name": hello.name, "nonce": hello.nonce, "versions": list(hello.versions),
-                "table": hello.table, "code": hello.code, "version": version, "token": welcome.token,
-            }
-        )
+        self._replay.write(seat_record(seat, entry))
         self.on_event(f"{hello.name} took seat {seat}")
         self.feed(seat, SeatJoined())
         return welcome
@@ -280,26 +231,24 @@ class Table:
         """
         entry = self.seats[seat]
         assert entry is not None
-        if entry.outbox is not None:
-            entry.outbox.close()  # a connection still held open by a peer that has moved on
-        was_away = entry.away_until is not None
-        entry.outbox, entry.away_until = outbox, None
-        entry.link += 1
+        back = self._absences.returned(seat, outbox, match_over=self.result is not None)
         welcome = self._welcome(seat)
         restore = {
-            "open_request": self._open_request[seat],
-            "answered_request": self._answered[seat],
-            "awaiting_seed": self._awaiting_seed if seat == 1 else None,
-            "seed_taken": self._seed_taken if seat == 1 else None,
+            "open_request": entry.open_request,
+            "answered_request": entry.answered,
+            **(self._dealer.resume_state() if seat == 1 else {"awaiting_seed": None, "seed_taken": None}),
         }
         self.on_event(f"{entry.name} resumed seat {seat} after {received} of {len(entry.log)} messages")
-        if was_away and self.result is None:
+        if back:
             self._notify(1 - seat, Back(seat))
-        other = self.seats[1 - seat]
-        if other is not None and other.away_until is not None and self.result is None:
-            outbox.send_nowait(outgoing(Away(1 - seat, self._grace_left(other))))
         self.flush()
         return welcome, entry.log[received:], restore, entry.link
+
+    # --- input (called by connection tasks) ------------------------------------------------
+
+    def feed(self, seat: int, item: object) -> None:
+        """Hand the match a message from a seat (or a SeatJoined, SeatLost); it runs inline up to its next wait."""
+        self._machine.feed(seat, item)
 
     def flush(self) -> None:
         """Write what the match has queued for each seat: called once the input at hand is used up."""
@@ -307,55 +256,108 @@ class Table:
             if entry is not None and entry.outbox is not None:
                 entry.outbox.flush()
 
-    # --- input (called by connection tasks) ------------------------------------------------
+    # --- the one dispatch of everything the seats send ------------------------------------
 
-    def feed(self, seat: int, item: object) -> None:
-        """Hand the match a message from a seat (or a SeatJoined, SeatLost); it runs inline up to its next wait."""
-        if self.finished.is_set():
+    async def _take_input(self, taking: Callable[[int, object], bool] | None = None) -> Message | None:
+        """Wait for the next input and dispatch it; returns it if ``taking`` takes it."""
+        sender, message = await self._machine.input(self._deadline())
+        return self._dispatch(sender, message, taking)
+
+    def _dispatch(self, sender: int, message: object, taking: Callable[[int, object], bool] | None) -> Message | None:
+        """What the match does with an input, whatever its phase: the one place a new kind of input is handled."""
+        if message is TICK:
+            self._tick()
+        elif isinstance(message, SeatLost):
+            self._seat_lost(sender, message)
+        elif isinstance(message, SeatJoined):
+            pass  # seating waits for both seats to be held, which the seat now is
+        elif self._phase is Phase.SEATING:
+            if isinstance(message, Leave):
+                self._free_seat(sender)
+        elif self._phase is Phase.ENDED:
+            entry = self.seats[sender]
+            if isinstance(message, Leave) and entry is not None:
+                entry.done = True
+        else:
+            taken = taking is not None and taking(sender, message)
+            # An answer not taken (one that came twice around a resume) stays off the record.
+            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed))):
+                self._record(GUEST, message)
+            if isinstance(message, Leave):
+                raise MatchAbandoned(sender, f"{self.seating.name(sender)} left the match")
+            if taken:
+                return message  # type: ignore[return-value]
+            # Anything else (an Error report from a client, an answer that came twice
+            # around a resume) needs no action.
+        return None
+
+    def _deadline(self) -> float:
+        """When the match wants a tick: an away seat's grace ends, or (after the end) a quiet seat's time is up."""
+        if self._phase is Phase.SEATING:
+            return math.inf
+        deadline, _ = self._absences.next_deadline()
+        if self._phase is Phase.ENDED and any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
+            deadline = min(deadline, self._quiet_until)
+        return deadline
+
+    def _tick(self) -> None:
+        if self._phase is Phase.PLAYING:
+            _, seat = self._absences.next_deadline()
+            entry = self._absences.expired(seat)
+            if entry is not None:
+                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
+        elif self._phase is Phase.ENDED:
+            now = trio.current_time()
+            for entry in self.seats:
+                if entry and not entry.done and now >= (self._quiet_until if entry.away_until is None else entry.away_until):
+                    entry.done = True
+
+    def _seat_lost(self, seat: int, lost: SeatLost) -> None:
+        """A connection ended: before the match the seat is free again; after, it is away, held for the grace period."""
+        if self._phase is Phase.SEATING:
+            entry = self.seats[seat]
+            if entry is not None and lost.link == entry.link:
+                self._free_seat(seat)
             return
-        self._fed.append((seat, item))
-        self._drain()
+        entry = self._absences.lost(seat, lost.link, match_over=self.result is not None)
+        if entry is None or self.result is not None:
+            return
+        if self.grace <= 0:
+            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})")
+        self.on_event(f"{entry.name} lost the connection ({lost.reason}); holding seat {seat} for {self.grace:.0f} s")
+        self._notify(1 - seat, self._absences.away_notice(seat))
 
-    def _drain(self) -> None:
-        if self._feeding or self._machine is None:
-            return  # taken in turn by the feed already running, or once run() starts the match
-        self._feeding = True
-        try:
-            while self._fed and self._machine is not None:
-                self._advance(self._fed.popleft())
-        finally:
-            self._feeding = False
-        if self._clock is not None and self._clock.deadline != self._wake_at:
-            self._clock.deadline = self._wake_at
+    def _free_seat(self, seat: int) -> None:
+        entry = self.seating.free(seat)
+        if entry is not None:
+            self.on_seat_change(entry.token, entry.hello.nonce, False)
+            self._replay.write({"type": "free", "seat": seat})
+            self.on_event(f"seat {seat} is free again")
 
-    def _advance(self, value: object) -> None:
-        machine = self._machine
-        assert machine is not None
-        try:
-            machine.send(value)
-        except StopIteration:
-            self._machine = None
-        except Exception as err:  # the table's own failure: run() raises it
-            self._machine, self._failure = None, err
-            self.finished.set()
-        except BaseException:
-            self._machine = None
-            raise
+    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
+        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
+        replayed = self._replay.next()
+        if replayed is not None:
+            sender, message = replayed
+            if sender != seat or not isinstance(message, kind) or not accept(message):
+                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
+            if seat == 1:
+                self._record(GUEST, message)
+            return message
 
-    async def _input(self, deadline: float = math.inf) -> tuple[int, object]:
-        """The next input: (seat, message), or (NO_SEAT, TICK) once ``deadline`` has come."""
-        self._wake_at = deadline
-        return await _fed_input()
+        def taking(sender: int, message: object) -> bool:
+            return sender == seat and isinstance(message, kind) and accept(message)
+
+        while True:
+            message = await self._take_input(taking)
+            if message is not None:
+                return message
 
     # --- sending -------------------------------------------------------------------------
 
     def _record(self, sender: str, message: Message) -> None:
         if self.transcript is not None:
             self.transcript.record(sender, message)
-
-    def _write_journal(self, record: dict) -> None:
-        if self.journal is not None and self._live:
-            self.journal.append(record)
 
     def _send(self, seat: int, message: Message, frames: dict[Message, bytes] | None = None) -> None:
         """Send and keep a message; with ``frames``, one both seats are sent is encoded once for both."""
@@ -373,25 +375,13 @@ class Table:
             sending = (message, frame)
         if isinstance(message, STREAM_TYPES):
             entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
-        self._deliver(entry, sending)
+        entry.deliver(sending)
 
     def _notify(self, seat: int, message: Message) -> None:
         """A notice about the other seat's connection: sent if the seat is here, never kept."""
         entry = self.seats[seat]
         if entry is not None:
-            self._deliver(entry, outgoing(message))
-
-    def _deliver(self, entry: Seat, sending: tuple[Message, bytes]) -> None:
-        if entry.outbox is None:
-            return  # away: the log keeps the message for its resume
-        try:
-            # Never wait on a seat: one that stops reading must not stall the table.
-            entry.outbox.send_nowait(sending)
-        except trio.WouldBlock:
-            # Its connection task sees the close and ends the connection; the seat can resume.
-            entry.outbox.close()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the seat's connection is gone; its loss reaches the table
+            entry.deliver(outgoing(message))
 
     def _announce(self, events: list) -> None:
         turn = self.match.turn
@@ -400,117 +390,46 @@ class Table:
             for message in messages_for_seat(events, seat, turn):
                 self._send(seat, message, frames if isinstance(message, _SAME_FOR_BOTH) else None)
 
-    # --- receiving -----------------------------------------------------------------------
-
-    def _grace_left(self, entry: Seat) -> int:
-        assert entry.away_until is not None
-        return max(0, round(entry.away_until - trio.current_time()))
-
-    def _seat_lost(self, seat: int, lost: SeatLost) -> None:
-        """A connection ended: the seat is away, held for the grace period (none: the match is abandoned)."""
-        entry = self.seats[seat]
-        if entry is None or lost.link != entry.link or entry.outbox is None:
-            return  # the loss of a connection the seat has already replaced
-        entry.outbox.close()
-        entry.outbox = None
-        if self.result is not None:
-            # It may have lost the end in flight: a client that resumes does so within seconds.
-            entry.away_until = trio.current_time() + min(self.grace, END_LINGER)
-            entry.done = self.grace <= 0
-            return
-        if self.grace <= 0:
-            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})")
-        entry.away_until = trio.current_time() + self.grace
-        self.on_event(f"{entry.name} lost the connection ({lost.reason}); holding seat {seat} for {self.grace:.0f} s")
-        self._notify(1 - seat, Away(seat, self._grace_left(entry)))
-
-    def _next_deadline(self) -> tuple[float, int | None]:
-        """The earliest end of an away seat's grace, and whose it is."""
-        waits = [(entry.away_until, seat) for seat, entry in enumerate(self.seats) if entry and entry.away_until is not None]
-        return min(waits) if waits else (float("inf"), None)
-
-    async def _next_input(self) -> tuple[int, object]:
-        """The next thing from the seats; an away seat whose grace runs out abandons the match."""
-        while True:
-            deadline, seat = self._next_deadline()
-            sender, message = await self._input(deadline)
-            if message is not TICK:
-                return sender, message
-            entry = self.seats[seat] if seat is not None else None
-            if entry is not None and entry.away_until is not None and trio.current_time() >= entry.away_until:
-                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
-
-    def _journal_input(self) -> tuple[int, Any] | None:
-        """The next input of a journal being replayed; None once it is used up, and the table is live."""
-        self._live = not self._replaying
-        return self._replaying.popleft() if self._replaying else None
-
-    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
-        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
-        replayed = self._journal_input()
-        if replayed is not None:
-            sender, message = replayed
-            if sender != seat or not isinstance(message, kind) or not accept(message):
-                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
-            if seat == 1:
-                self._record(GUEST, message)
-            return message
-        while True:
-            sender, message = await self._next_input()
-            if isinstance(message, SeatLost):
-                self._seat_lost(sender, message)
-                continue
-            taken = sender == seat and isinstance(message, kind) and accept(message)
-            # An answer not taken (one that came twice around a resume) stays off the record.
-            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed))):
-                self._record(GUEST, message)
-            if isinstance(message, Leave):
-                raise MatchAbandoned(sender, f"{self._name(sender)} left the match")
-            if taken:
-                return message
-            # Anything else (an Error report from a client, a join notice, an answer
-            # that came twice around a resume) needs no action.
-
-    def _name(self, seat: int) -> str:
-        entry = self.seats[seat]
-        return entry.name if entry else f"seat {seat}"
+    def _reveal_owed(self) -> None:
+        """A game cut off after its deck was fixed is revealed, so the record shows the host did not walk away from it."""
+        reveal = self._dealer.owed_reveal()
+        if reveal is not None:
+            self._send(1, reveal)
 
     # --- the match -----------------------------------------------------------------------
 
     async def run(self) -> TableResult:
         """Start the match and keep its clock until it is over; the seats' connections feed it."""
-        self._machine = self._match_to_end()
+        machine = self._machine
         try:
-            self._advance(None)
-            self._drain()  # what came before the match started
+            machine.start(self._match_to_end())
             while not self.finished.is_set():
-                with trio.CancelScope(deadline=self._wake_at) as self._clock:
+                with trio.CancelScope(deadline=machine.wake_at) as machine.clock:
                     await self.finished.wait()
-                if not self.finished.is_set() and trio.current_time() >= self._wake_at:
+                if not self.finished.is_set() and trio.current_time() >= machine.wake_at:
                     self.feed(NO_SEAT, TICK)
                     self.flush()
         finally:
-            self._clock = None
-            if self._machine is not None:
-                self._machine.close()  # cancelled: the match's own cleanup runs
-                self._machine = None
-        if self._failure is not None:
-            raise self._failure
+            machine.clock = None
+            machine.close()  # cancelled: the match's own cleanup runs
+        if machine.failure is not None:
+            raise machine.failure
         assert self.result is not None
         return self.result
 
     async def _match_to_end(self) -> None:
         try:
-            if self._live:
-                await self._wait_for_players()
+            while not self.seating.full:
+                await self._take_input()
+            self._phase = Phase.PLAYING
             self.result = await self._run_match()
             self.on_match_over()
-            self._write_journal({"type": "end", "reason": self.result.reason})
+            self._replay.write({"type": "end", "reason": self.result.reason})
             await self._linger()
         finally:
             for entry in self.seats:
-                if entry is not None and entry.outbox is not None:
-                    entry.outbox.close()
+                if entry is not None:
+                    entry.disconnect()
             self.finished.set()
         self.on_event(self.result.reason)
 
@@ -525,35 +444,14 @@ class Table:
         whose writers send what is queued before the connections close.
         """
         if self.result is None:
-            if self._fixed_deal is not None:
-                self._reveal(*self._fixed_deal)
+            self._reveal_owed()
             for seat in (0, 1):
                 self._send(seat, Leave(_clip(reason, MAX_TEXT)))
             self.result = TableResult(False, None, (self.match.totals[0], self.match.totals[1]), reason)
             self.on_event(reason)
         self.flush()
-        machine, self._machine = self._machine, None
-        if machine is not None:
-            machine.close()
+        self._machine.close()
         self.finished.set()
-
-    async def _wait_for_players(self) -> None:
-        """Until both seats are held; a player who leaves before the match starts frees the seat."""
-        while not all(self.seats):
-            seat, message = await self._input()
-            if message is TICK:
-                continue
-            entry = self.seats[seat]
-            if entry is None or (isinstance(message, SeatLost) and message.link != entry.link):
-                continue
-            if isinstance(message, (Leave, SeatLost)):
-                if entry.outbox is not None:
-                    entry.outbox.close()
-                self.seats[seat] = None
-                self._claimed[seat] = False
-                self.on_seat_change(entry.token, entry.hello.nonce, False)
-                self._write_journal({"type": "free", "seat": seat})
-                self.on_event(f"seat {seat} is free again")
 
     async def _linger(self) -> None:
         """After the end, give every seat the chance to receive it: a seat that dropped may resume for it.
@@ -562,26 +460,13 @@ class Table:
         seat that stays connected without a word, or whose connection ends
         without one, is given END_LINGER seconds (to resume, in the second case).
         """
-        quiet_until = trio.current_time() + END_LINGER
+        self._phase = Phase.ENDED
+        self._quiet_until = trio.current_time() + END_LINGER
         while not all(entry is None or entry.done for entry in self.seats):
-            deadline, _ = self._next_deadline()
-            if any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
-                deadline = min(deadline, quiet_until)
-            sender, message = await self._input(deadline)
-            if message is TICK:
-                now = trio.current_time()
-                for entry in self.seats:
-                    if entry and not entry.done and (now >= quiet_until if entry.away_until is None else now >= entry.away_until):
-                        entry.done = True
-                continue
-            entry = self.seats[sender]
-            if isinstance(message, SeatLost):
-                self._seat_lost(sender, message)
-            elif isinstance(message, Leave) and entry is not None:
-                entry.done = True
+            await self._take_input()
 
     async def _run_match(self) -> TableResult:
-        names = (self._name(0), self._name(1))
+        names = (self.seating.name(0), self.seating.name(1))
         try:
             for seat in (0, 1):
                 self._send(seat, MatchStart(names))
@@ -592,10 +477,7 @@ class Table:
         except MatchAbandoned as gone:
             other = 1 - gone.seat
             totals = (self.match.totals[0], self.match.totals[1])
-            if self._fixed_deal is not None:
-                # The game cut off was dealt from a fixed deck: reveal it, so that the
-                # record shows who walked away, and that it was not the host.
-                self._reveal(*self._fixed_deal)
+            self._reveal_owed()
             # Both seats, so that the record of seat 1's channel ends with the match
             # whichever seat left; a seat that is gone simply does not receive it.
             for seat in (0, 1):
@@ -613,15 +495,10 @@ class Table:
         match, game = self.match, self.match.game_number + 1
         guest = self.seats[1]
         assert guest is not None
-        host_seed = self._host_seed(game)
-        commitment = shuffle.commitment(self.match_id, game, guest.hello.nonce, host_seed)
-        signature = shuffle.sign(self.identity, shuffle.commit_signed_bytes(self.match_id, game, commitment))
-        self._awaiting_seed = game
-        self._send(1, Commit(game, commitment, signature))
+        host_seed = self._dealer.host_seed(game)
+        self._send(1, self._dealer.commit(game, host_seed, guest.hello.nonce))
         seed = await self._next_from(1, Seed, lambda message: message.game == game)
-        self._write_journal({"type": "seed", "game": game, "seed": seed.seed})
-        self._awaiting_seed, self._seed_taken = None, seed
-        self._fixed_deal = (game, host_seed)
+        self._dealer.seed_in(game, host_seed, seed)
         deck = self.deck_for(game, host_seed, seed.seed)
         self._announce(match.start_game(deck))
         self.on_event(f"game {game} dealt")
@@ -632,26 +509,9 @@ class Table:
             # checks the last deal before the session closes.
             match_ended = [e for e in events if isinstance(e, MatchEnded)]
             self._announce([e for e in events if not isinstance(e, MatchEnded)])
-        self._reveal(game, host_seed)
+        self._send(1, self._dealer.reveal(game, host_seed))
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
         self._announce(match_ended)
-
-    def _host_seed(self, game: int) -> bytes:
-        """A fresh seed, on disk before its commitment goes out; a replayed journal gives back the one it has."""
-        replayed = self._journal_input()
-        if replayed is not None:
-            sender, record = replayed
-            if sender != -1 or record.get("game") != game:
-                raise JournalMismatch(f"the journal lacks the host seed of game {game}")
-            return record["seed"]
-        seed = self._make_seed()
-        self._write_journal({"type": "host_seed", "game": game, "seed": seed})
-        return seed
-
-    def _reveal(self, game: int, host_seed: bytes) -> None:
-        signature = shuffle.sign(self.identity, shuffle.reveal_signed_bytes(self.match_id, game, host_seed))
-        self._send(1, Reveal(game, host_seed, signature))
-        self._fixed_deal = None
 
     def deck_for(self, game: int, host_seed: bytes, client_seed: bytes) -> tuple[int, ...]:
         """The deck both seeds fix (tests replace this to play a host that cheats)."""
@@ -659,16 +519,18 @@ class Table:
 
     async def _take_turn(self, seat: int) -> list:
         """Ask the seat to act until it makes a legal move; return the engine's events."""
+        entry = self.seats[seat]
+        assert entry is not None
         while True:
             self._request += 1
             request = self._request
-            self._open_request[seat] = request
+            entry.open_request = request
             self._send(seat, YourTurn(request, tuple(self.match.legal_moves())))
             play = await self._next_from(seat, Play, lambda message: message.request == request)
-            self._write_journal(
+            self._replay.write(
                 {"type": "play", "seat": seat, "request": request, "card": play.card, "captures": list(play.captures)}
             )
-            self._open_request[seat], self._answered[seat] = None, request
+            entry.open_request, entry.answered = None, request
             try:
                 return self.match.play(seat, Move(play.card, play.captures))
             except IllegalMove as err:
@@ -689,43 +551,21 @@ class Table:
             table = cls(
                 scoring=header["scoring"], target=header["target"], identity=identity, match_id=header["match_id"], **settings
             )
-            taken: dict[int, dict] = {}  # the seats held when the match started: a seat given up before is free again
-            for record in records:
-                if record.get("type") == "seat":
-                    taken[record["seat"]] = record
-                elif record.get("type") == "free":
-                    taken.pop(record["seat"], None)
-            seats = sorted(taken.values(), key=lambda record: record["seat"])
-            if set(taken) != {0, 1}:
-                raise JournalMismatch("the journal ends before both seats were taken: there is no match to resume")
-            if any(r.get("type") == "end" for r in records):
-                raise JournalMismatch("the journal's match is over: there is nothing to resume")
-            for record in seats:
-                seat = record["seat"]
-                hello = Hello(tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"])
-                table.seats[seat] = Seat(record["name"], hello, record["version"], record["token"], None, link=1)
-                table._claimed[seat] = True
-                if seat == 1:
-                    table._record(GUEST, hello)
-                    table._record(HOST, table._welcome(1))
-            for record in records:
-                kind = record.get("type")
-                if kind == "host_seed":
-                    table._replaying.append((-1, record))
-                elif kind == "seed":
-                    table._replaying.append((1, Seed(record["game"], record["seed"])))
-                elif kind == "play":
-                    move = Play(record["request"], record["card"], tuple(record["captures"]))
-                    table._replaying.append((record["seat"], move))
-                elif kind not in ("seat", "free"):
-                    raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
+            seats, inputs = read_records(records)
         except (KeyError, TypeError) as err:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
         now = trio.current_time()
+        for seat, entry in seats:
+            table.seats[seat] = entry
+            table.seating.claimed[seat] = True
+            if seat == 1:
+                table._record(GUEST, entry.hello)
+                table._record(HOST, table._welcome(1))
         for entry in table.seats:
             assert entry is not None
             entry.away_until = now + table.grace
-        table._live = False
+        table._replay.pending.extend(inputs)
+        table._replay.live = False
         return table
 
 
