@@ -12,6 +12,7 @@ import trio
 from basra_net.host import journal as journal_module
 from basra_net.host.journal import JournalError
 from basra_net.host.outbox import Outbox
+from basra_net.host.replay import JournalMismatch, read_records
 from basra_net.host.serve_journal import SERVE_MAGIC, ServeJournal
 from basra_net.host.table import outgoing
 from basra_net.protocol.framing import FrameDecoder
@@ -237,3 +238,16 @@ async def test_a_write_that_fails_tells_the_server_once_and_the_journal_is_not_l
     assert "\n" not in message and "could not be written: no space left on device" in message
     journal.close()
     assert not path.exists()  # every player is told the server stopped: nothing is left to resume
+
+
+def _seat(seat: int, name: str) -> dict:
+    return {"type": "seat", "seat": seat, "name": name, "nonce": name.encode() * 4, "versions": [2], "table": None,
+            "code": None, "version": 2, "token": name.encode() * 2}
+
+
+def test_a_seat_given_up_before_the_match_is_not_brought_back():
+    # Under `basra serve` either seat may be given up before the match starts, and taken by someone else.
+    seats, _ = read_records([_seat(0, "Amr"), {"type": "free", "seat": 0}, _seat(1, "Dina"), _seat(0, "Omar")])
+    assert [(seat, entry.name) for seat, entry in seats] == [(0, "Omar"), (1, "Dina")]
+    with pytest.raises(JournalMismatch, match="before both seats were taken"):
+        read_records([_seat(0, "Amr"), _seat(1, "Dina"), {"type": "free", "seat": 1}])
