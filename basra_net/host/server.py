@@ -178,7 +178,7 @@ def _resumed_table(settings: HostSettings, identity) -> tuple[Table, Path, dict[
             raise CannotResume(f"{settings.resume} was written by a host with another key; resume it where it was written")
         path = Path(header["transcript"])
         table = Table.from_journal(
-            header, records, identity=identity, grace=settings.grace, journal=journal, transcript=TranscriptFile(path, "host"),
+            header, records, identity=identity, grace=settings.grace, journal=journal, transcript_path=path,
             reserved_seats=_local_seats(header.get("bot")),
         )
     except (JournalMismatch, KeyError, TypeError) as err:

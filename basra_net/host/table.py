@@ -29,6 +29,7 @@ import enum
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import trio
@@ -611,12 +612,16 @@ class Table:
     # --- a journal replayed after a restart ------------------------------------------------
 
     @classmethod
-    def from_journal(cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, **settings: Any) -> "Table":
+    def from_journal(
+        cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, transcript_path: Path | None = None, **settings: Any
+    ) -> "Table":
         """The table a journal describes, ready to run: it replays the records, then goes on live.
 
         Both seats start away, held for the grace period, so their players
-        resume with their tokens; the transcript (when given) is written
-        afresh from the replay, identical to the one the crash cut short.
+        resume with their tokens; the transcript (when given a path) is written
+        afresh from the replay, identical to the one the crash cut short.  It is
+        opened only once the journal is known to fit a match to resume, so that
+        a refused resume leaves the transcript the host wrote before it stopped.
         """
         try:
             table = cls(
@@ -625,6 +630,8 @@ class Table:
             seats, inputs = read_records(records)
         except (KeyError, TypeError) as err:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
+        if transcript_path is not None:
+            table.transcript = TranscriptFile(transcript_path, "host")
         now = trio.current_time()
         for seat, entry in seats:
             table.seats[seat] = entry

@@ -15,11 +15,12 @@ import trio
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_OK, ClientSession, Resume
+from basra_net.client import session as session_module
+from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession, Resume
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.errors import UNKNOWN_TOKEN
-from basra_net.protocol.messages import Played
+from basra_net.protocol.messages import MatchEnd, Played
 
 from basra_net.client.storage import data_dir
 from basra_net.host.identity import load_or_create_identity
@@ -36,6 +37,11 @@ TEST_DEADLINE = 60
 @pytest.fixture(autouse=True)
 def _data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+def match_end_of(kept: transcript.Transcript) -> MatchEnd:
+    """The record's match_end (in version 2 the signatures of the result follow it)."""
+    return next(m for _, m in reversed(kept.records) if isinstance(m, MatchEnd))
 
 
 def plays(path: Path) -> list[Played]:
@@ -149,10 +155,11 @@ async def test_a_player_that_does_not_come_back_within_the_grace_period_loses_th
     assert not host.table.completed and "did not come back within" in host.table.reason
     assert host.own_seat.state.end_reason == "abandoned" and host.own_seat.state.winner == 0
     assert result.exit_code != EXIT_OK
-    # The host's record ends with the game cut off revealed and the abandonment: it verifies.
+    # The host's record ends with the game cut off revealed and the abandonment, each signed: it verifies.
     records = transcript.parse((tmp_path / "host.basra").read_bytes()).records
-    assert [type(m).__name__ for _, m in records[-2:]] == ["Reveal", "MatchEnd"]
-    assert records[-1][1].reason == "abandoned"
+    assert [type(m).__name__ for _, m in records[-4:]] == ["Reveal", "Sig", "MatchEnd", "Sig"]
+    assert records[-2][1].reason == "abandoned"
+    assert [kind for kind, _, _ in records[-2][1].evidence.events] == ["away", "grace_over"]
     assert transcript.verify(transcript.parse((tmp_path / "host.basra").read_bytes())).ok
 
 
@@ -165,7 +172,7 @@ async def test_a_player_back_just_after_its_grace_ran_out_learns_the_match_was_a
     # Both records end with the abandonment, and both verify.
     for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
         kept = transcript.parse(path.read_bytes())
-        assert kept.records[-1][1].reason == "abandoned"
+        assert match_end_of(kept).reason == "abandoned"
         assert transcript.verify(kept).ok
 
 
@@ -247,3 +254,17 @@ async def test_a_cut_in_the_code_exchange_is_retried_with_a_fresh_exchange_and_t
     assert result.exit_code == EXIT_OK, result.reason
     assert outcome[0].table.completed
     assert signed_by_both(channel_of(tmp_path / "guest.basra"))
+
+
+async def test_a_player_cut_off_from_the_match_end_past_the_hosts_hold_gives_up_in_time_with_one_clear_reason(tmp_path, monkeypatch):
+    # The host holds a finished table for a seat that dropped for min(grace, 10 s); this network stays down longer.
+    # The client cannot tell a host gone for good from one being restarted (`basra host --resume`), so it tries for
+    # RECONNECT_FOR (180 s), shortened here as --grace shortens the host's wait.
+    monkeypatch.setattr(session_module, "RECONNECT_FOR", 3.0)
+    result, host, proxy = await play_through(tmp_path, [Cut(TO_PLAYER, "match_end", blackout=6.0)], grace=0.5, target=1)
+    assert proxy.cuts_made == 1, "the cut never happened"
+    assert host.table.completed, host.table.reason
+    assert result.exit_code == EXIT_FAILURE and result.reason == "could not reach the host again within 3 s", result.reason
+    for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
+        report = transcript.verify(transcript.parse(path.read_bytes()))
+        assert report.ok, report.problems
