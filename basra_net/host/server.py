@@ -467,17 +467,13 @@ def _resumed_tables(
     """Bring back each table the journal holds that had started and not finished; close the others in the journal."""
     resumed = 0
     for log, header, records in tables:
-        transcript = None
         try:
-            if header.get("transcript"):
-                transcript = TranscriptFile(Path(header["transcript"]), "host")
+            transcript = header.get("transcript")
             table = Table.from_journal(
-                header, records, identity=identity, grace=grace, journal=log, transcript=transcript,
+                header, records, identity=identity, grace=grace, journal=log, transcript_path=Path(transcript) if transcript else None,
                 reserved_seats=frozenset(), name=header["name"],
             )
         except (JournalMismatch, KeyError, TypeError) as err:
-            if transcript is not None:
-                transcript.close()
             log.close()
             say(f"basra serve: table {header.get('name', '?')} is not resumed: {err}")
             continue
