@@ -368,39 +368,58 @@ class Table:
         With ``patience``, the seat must answer within that many seconds of connected time (the wait starts
         again when it resumes); one that does not abandons the match as unsigned (PROTOCOL.md 14.8).
         """
+        _, message = await self._next_from_any((seat,), kind, lambda sender, message: accept(message), patience)
+        return message
+
+    async def _next_from_any(
+        self, seats: tuple[int, ...], kind: type, accept: Callable[[int, Any], bool], patience: float | None = None
+    ) -> tuple[int, Message]:
+        """The next message of this kind from any of these seats that ``accept`` takes, and its sender; as ``_next_from``."""
         replayed = self._replay.next()
         if replayed is not None:
             sender, message = replayed
-            if sender != seat or not isinstance(message, kind) or not accept(message):
-                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
-            if seat == 1:
+            if sender not in seats or not isinstance(message, kind) or not accept(sender, message):
+                awaited = " or ".join(map(str, seats))
+                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {awaited}")
+            if sender == 1:
                 self._record(GUEST, message)
-            return message
+            return sender, message
+
+        taken_from: list[int] = []
 
         def taking(sender: int, message: object) -> bool:
-            return sender == seat and isinstance(message, kind) and accept(message)
+            if sender in seats and isinstance(message, kind) and accept(sender, message):
+                taken_from.append(sender)
+                return True
+            return False
 
         waiting_from = trio.current_time()
-        entry = self.seats[seat]
         try:
             while True:
-                if patience is not None and entry is not None:
-                    connected = entry.outbox is not None
-                    self._answer_by = max(waiting_from, entry.connected_at) + patience if connected else math.inf
+                late = seats[0]
+                if patience is not None:
+                    # The first of the seats whose connected time runs out; an away seat's clock is stopped.
+                    self._answer_by, late = min(
+                        (max(waiting_from, entry.connected_at) + patience if entry.outbox is not None else math.inf, seat)
+                        for seat in seats
+                        if (entry := self.seats[seat]) is not None
+                    )
                 message = await self._take_input(taking)
                 if message is not None:
-                    return message
+                    return taken_from[-1], message
                 if trio.current_time() >= self._answer_by:
-                    raise MatchAbandoned(seat, f"{self.seating.name(seat)} did not countersign within {patience:.0f} s", "unsigned")
+                    raise MatchAbandoned(late, f"{self.seating.name(late)} did not countersign within {patience:.0f} s", "unsigned")
         finally:
             self._answer_by = math.inf
 
     async def _countersignatures(self) -> None:
-        """Every signed channel's countersignature of what the host just signed, before the match goes on."""
-        for seat, entry in enumerate(self.seats):
-            if ChannelSigning.owed(entry):
-                sig = await self._next_from(seat, Sig, lambda message, seat=seat: self._countersignature(seat, message), SIGN_WAIT)
-                self._replay.write(sig_record(seat, sig))
+        """Every signed channel's countersignature of what the host just signed, before the match goes on.
+
+        Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
+        """
+        while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
+            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, SIGN_WAIT)
+            self._replay.write(sig_record(seat, sig))
 
     def _countersignature(self, seat: int, message: object) -> bool:
         """A countersignature that holds is taken; one that does not is refused with bad_signature (fatal)."""
