@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve", help="run many tables at once, both seats remote",
-        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.", epilog=_examples("basra serve --tables 20 --code club-night",), formatter_class=argparse.RawDescriptionHelpFormatter)
+        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.", epilog=_examples("basra serve --tables 20 --code club-night", "basra serve --port 6000 --resume   after a crash: every match comes back"), formatter_class=argparse.RawDescriptionHelpFormatter)
     serve.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--tables", type=_positive, default=10, metavar="N", help="tables open at once at most (default 10)")
@@ -139,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
                        help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
     serve.add_argument("--no-announce", action="store_true", help="do not announce the server on the LAN")
+    serve.add_argument("--journal", type=Path, metavar="PATH",
+                       help="where to journal the tables for --resume (default: serve-PORT.journal in the data directory)")
+    serve.add_argument("--no-journal", action="store_true", help="keep no journal: a crash loses every match (load tests)")
+    serve.add_argument("--resume", action="store_true",
+                       help="bring back every match a crashed server on this port (or --journal) left, its players resuming their seats")
 
     listing = commands.add_parser(
         "list", help="list the tables announced on the LAN", description="Look for the tables announced on the LAN for about two seconds, print them and exit.",

@@ -53,6 +53,14 @@ Transport: --transport auto (default) speaks TLS when `basra serve` offers
 force one; "tls,plain" measures both in turn.  The relay uses the same
 transport as the host it is compared with.
 
+Journal: --journal on (the default, as `basra serve` runs), off (the host
+started with --no-journal) or "on,off" to measure both, each against its own
+relay run.  With the journal on, the host's fsyncs in the window are counted
+from its journal file: each batch it commits is one record of that file,
+written with one write and one fsync (the window is far too short for the
+file to reach the size at which it is rewritten).  Printed as fsyncs/s and
+plays per fsync.
+
 Modes: flat (each seat answers at once) and paced (--rate plays/s offered per
 table: the seat to move waits until --rate^-1 s after its table's previous
 play; the achieved rate is reported).
@@ -70,6 +78,10 @@ Reproduce the README figures with:
 
     python benchmarks/load.py --tables 10,100,500 --seconds 10 --warmup 3 --repeat 3 --transport tls,plain --max-other 25
 
+and the journal on and off side by side with:
+
+    python benchmarks/load.py --tables 10,100,500 --modes flat,paced --seconds 10 --warmup 3 --repeat 3 --transport plain --journal on,off
+
 A quick check: python benchmarks/load.py --tables 10 --seconds 3
 """
 
@@ -83,6 +95,7 @@ import re
 import signal
 import ssl
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -223,7 +236,7 @@ def serve_has_tls() -> bool:
     return "--plain" in out
 
 
-def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None) -> Server:
+def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None, journal: bool = True) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
     # With a profile the host runs under cProfile, which writes its statistics when the host exits.
     profiler = ["-m", "cProfile", "-o", profile] if profile else []
@@ -234,6 +247,8 @@ def start_host(tables: int, target: int, home: str, tls: bool, profile: str | No
     ]
     if not tls and serve_has_tls():
         argv.append("--plain")
+    if not journal:
+        argv.append("--no-journal")
     return Server(argv, env)
 
 
@@ -334,6 +349,9 @@ class Result:
     frames_to_server: int = 0
     frames_from_server: int = 0
     other_cpu: float = 0.0  # CPU used by everything else on the machine (and the kernel) in the window
+    journal: bool = False  # the host journaled its tables
+    journal_path: Path | None = None  # where, while it runs
+    fsyncs: int = 0  # batches the host's journal committed in the window, one fsync each
 
     @property
     def rate(self) -> float:
@@ -367,6 +385,12 @@ class Result:
             traffic.append(f"matches ended in the window {self.matches} ({self.abandoned} abandoned)")
         if traffic:
             out.append("; ".join(traffic))
+        if self.label == "host":
+            if self.journal:
+                per_fsync = f"{self.plays / self.fsyncs:.1f}" if self.fsyncs else "-"
+                out.append(f"journal: {self.fsyncs / self.seconds:.0f} fsyncs/s, {per_fsync} plays per fsync")
+            else:
+                out.append("journal: off")
         if self.loaded_rss_kb is not None and self.idle_rss_kb is not None:
             per_table = (self.loaded_rss_kb - self.idle_rss_kb) / self.tables
             text = (f"memory: RSS idle {self.idle_rss_kb / 1024:.1f} MB, loaded {self.loaded_rss_kb / 1024:.1f} MB"
@@ -410,7 +434,9 @@ class Window:
         cpu0 = cpu_seconds(self.pid) if self.pid else None
         gen0 = time.process_time()
         busy0 = machine_busy_seconds()
+        batches0 = journal_batches(result.journal_path)
         await trio.sleep_until(trio.current_time() + (run.end - time.perf_counter()))
+        result.fsyncs = journal_batches(result.journal_path) - batches0
         result.generator_cpu = time.process_time() - gen0
         busy = machine_busy_seconds() - busy0
         result.other_cpu = busy - result.generator_cpu
@@ -426,6 +452,22 @@ class Window:
         result.matches, result.abandoned = run.matches, run.abandoned
         result.frames_to_server, result.frames_from_server = run.frames_to_server, run.frames_from_server
         result.refusals, result.errors = run.refusals, run.errors
+
+
+def journal_batches(path: Path | None) -> int:
+    """The records of a serve journal after its header: each a batch written with one fsync (0 without a journal)."""
+    if path is None:
+        return 0
+    from basra_net.host.journal import CHECK_SIZE
+    from basra_net.host.serve_journal import SERVE_MAGIC
+
+    data = path.read_bytes()
+    offset, records = len(SERVE_MAGIC), 0
+    while offset + 4 <= len(data):
+        (length,) = struct.unpack_from(">I", data, offset)
+        offset += 4 + length + CHECK_SIZE
+        records += offset <= len(data)
+    return records - 1
 
 
 # --- driving the host -------------------------------------------------------------------
@@ -700,15 +742,17 @@ def idle_rss(pid: int, settle: float = 1.0) -> int:
     return rss_kb(pid)
 
 
-def measure_host(tables: int, mode: str, tls: bool, args: argparse.Namespace) -> Result:
+def measure_host(tables: int, mode: str, tls: bool, journal: bool, args: argparse.Namespace) -> Result:
     interval = 1.0 / args.rate if mode == "paced" else 0.0
-    result = Result("host", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
+    result = Result("host", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain", journal=journal)
     transport = Transport(tls, not args.one_address)
     with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
         profile = None
         if args.profile_host:
             profile = f"{args.profile_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.prof"
-        server = start_host(tables, args.target, home, tls, profile)
+        server = start_host(tables, args.target, home, tls, profile, journal)
+        if journal:
+            result.journal_path = Path(home) / "journals" / f"serve-{server.port}.journal"
         try:
             result.idle_rss_kb = idle_rss(server.pid)
             trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
@@ -849,6 +893,13 @@ def pooled(results: list[Result]) -> Result:
                   sum(r.plays for r in results), [x for r in results for x in r.latencies])
 
 
+def journal_column(hosts: list[Result]) -> str:
+    """'off', or the median fsyncs per second with the journal on."""
+    if not hosts[0].journal:
+        return "off"
+    return f"{statistics.median(h.fsyncs / h.seconds for h in hosts):.0f}/s"
+
+
 def ramp_for(tables: int, args: argparse.Namespace) -> float:
     """Seconds over which the tables' connections are opened (not part of the warm-up)."""
     return args.ramp if args.ramp is not None else min(2.0, 0.004 * tables)
@@ -883,6 +934,9 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
     parser.add_argument("--retries", type=int, default=5, help="with --max-other: attempts after the first (default 5)")
     parser.add_argument("--retry-pause", type=float, default=20.0,
                         help="with --max-other: seconds to wait before measuring again (default 20)")
+    parser.add_argument("--journal", default="on", metavar="on|off|on,off",
+                        help="the host journals its tables (on, as `basra serve` does by default) or runs with"
+                             " --no-journal (off); both, comma-separated, are measured one after the other (default on)")
     parser.add_argument("--no-relay", action="store_true", help="skip the relay floor")
     parser.add_argument("--storm", type=int, default=None, metavar="K",
                         help="instead of the load: a reconnect storm, every seat of K tables connecting at once to an"
@@ -907,6 +961,11 @@ def main() -> int:
         print("--transport takes auto, tls or plain, or several of them comma-separated", file=sys.stderr)
         return 2
     transports = list(dict.fromkeys(choose_tls(c) for c in choices))
+    journal_choices = [c for c in args.journal.split(",") if c]
+    if not journal_choices or not set(journal_choices) <= {"on", "off"}:
+        print("--journal takes on, off or on,off", file=sys.stderr)
+        return 2
+    journals = [c == "on" for c in dict.fromkeys(journal_choices)]
     for line in machine_lines():
         print(line)
     print(f"open files limit: {limit}; window {args.seconds:g} s after {args.warmup:g} s warm-up;"
@@ -929,12 +988,12 @@ def main() -> int:
     summary = []
     for tables in args.tables:
         for mode in modes:
-            for tls in transports:
+            for tls, journal in [(tls, journal) for tls in transports for journal in journals]:
                 pairs = []
                 for repeat in range(args.repeat):
-                    print(f"[K={tables} {mode} {'TLS' if tls else 'plain'}, run {repeat + 1} of {args.repeat};"
-                          f" CPU check: {cpu_check():,.0f} engine plays/s]")
-                    host = measure_quietly(lambda: measure_host(tables, mode, tls, args), args)
+                    print(f"[K={tables} {mode} {'TLS' if tls else 'plain'} journal {'on' if journal else 'off'},"
+                          f" run {repeat + 1} of {args.repeat}; CPU check: {cpu_check():,.0f} engine plays/s]")
+                    host = measure_quietly(lambda: measure_host(tables, mode, tls, journal, args), args)
                     relay = None
                     if not args.no_relay:
                         relay = measure_quietly(lambda: measure_relay(tables, mode, tls, args, frames), args)
@@ -946,7 +1005,7 @@ def main() -> int:
           f" host:relay ratio (each run's ratio from its own side-by-side pair); latency percentiles over"
           f" the plays of all runs together")
     print("  (playing: tables with both seats in a match at the end of the window)")
-    print(f"  {'K':>4} {'mode':6} {'link':5} | {'host plays/s':>12} {'p50':>7} {'p99':>7} {'max':>7} ms"
+    print(f"  {'K':>4} {'mode':6} {'link':5} {'journal':7} | {'host plays/s':>12} {'p50':>7} {'p99':>7} {'max':>7} ms"
           f" {'CPU/play':>9} {'KB/table':>8} {'playing':>7} | {'relay plays/s':>13} {'p50':>6} {'p99':>7} {'max':>7} ms"
           f" | ratio")
     for pairs in summary:
@@ -955,7 +1014,7 @@ def main() -> int:
         host_all = pooled(hosts)
         per_play = median_per_play(hosts, "server_cpu")
         per_table = statistics.median((h.loaded_rss_kb - h.idle_rss_kb) / h.tables for h in hosts)
-        line = (f"  {first.tables:>4} {first.mode:6} {first.transport:5} | {median_rate(hosts):12.0f}"
+        line = (f"  {first.tables:>4} {first.mode:6} {first.transport:5} {journal_column(hosts):7} | {median_rate(hosts):12.0f}"
                 f" {host_all.pct(.5):7.2f} {host_all.pct(.99):7.2f} {host_all.pct(1):7.2f}   "
                 f" {per_play:6.0f} us {per_table:8.0f} {statistics.median(h.tables_playing for h in hosts):7.0f} |")
         relays = [r for _, r in pairs if r is not None]
@@ -973,14 +1032,15 @@ def main() -> int:
     print()
     print("CPU per play, medians: the host's, the relay's, their ratio (the target is at most 2.5), and the"
           " generator's own while it drove each (it must stay below the host's to measure it)")
-    print(f"  {'K':>4} {'mode':6} {'link':5} | {'host':>7} {'relay':>7} {'host:relay':>10} |"
+    print(f"  {'K':>4} {'mode':6} {'link':5} {'journal':7} | {'host':>7} {'relay':>7} {'host:relay':>10} |"
           f" {'generator (host)':>16} {'generator (relay)':>17}")
     for pairs in summary:
         hosts = [h for h, _ in pairs]
         relays = [r for _, r in pairs if r is not None]
         host_cpu = median_per_play(hosts, "server_cpu")
         relay_cpu = median_per_play(relays, "server_cpu") if relays else float("nan")
-        print(f"  {hosts[0].tables:>4} {hosts[0].mode:6} {hosts[0].transport:5} | {host_cpu:4.0f} us {relay_cpu:4.0f} us"
+        print(f"  {hosts[0].tables:>4} {hosts[0].mode:6} {hosts[0].transport:5} {journal_column(hosts):7} |"
+              f" {host_cpu:4.0f} us {relay_cpu:4.0f} us"
               f" {host_cpu / relay_cpu if relay_cpu else float('nan'):10.2f} |"
               f" {median_per_play(hosts, 'generator_cpu'):13.0f} us"
               f" {median_per_play(relays, 'generator_cpu') if relays else float('nan'):14.0f} us")

@@ -31,6 +31,7 @@ from ..client.liveness import Liveness
 from .admission import Admission
 from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, FIRST_BYTES_TIMEOUT, ChatRate, MessageRate
 from .outbox import Outbox
+from .serve_journal import TableLog
 from .table import SeatLost, Table, outgoing
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
@@ -279,6 +280,10 @@ async def _serve_seat(
 ) -> None:
     """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends."""
     outbox = Outbox(OUTBOX_SIZE, connection, stream)
+    # A journal that commits in groups: what the table sends waits for its records to reach the disk.
+    journal = table.journal if isinstance(table.journal, TableLog) else None
+    if journal is not None:
+        outbox.hold_until_durable(journal)
     if received is not None:
         welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
         first = connection.send(welcome)
@@ -290,9 +295,12 @@ async def _serve_seat(
         first = connection.send(welcome)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
     lost: str | None = None
+    if journal is not None and not await journal.durable():  # the seat's token, the frames it missed
+        lost = "the server's journal failed"
     try:
-        with trio.fail_after(SEND_TIMEOUT):
-            await stream.send_all(first)
+        if lost is None:
+            with trio.fail_after(SEND_TIMEOUT):
+                await stream.send_all(first)
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         lost = "the connection broke during the welcome"
     if lost is None:

@@ -366,65 +366,69 @@ class Table:
         entry = self.seating.free(seat)
         if entry is not None:
             self.on_seat_change(entry.token, entry.hello.nonce, False)
+            self._replay.write({"type": "free", "seat": seat})
             self.on_event(f"seat {seat} is free again")
 
-    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
-        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
+    async def _next_from(
+        self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True, patience: float | None = None
+    ) -> Message:
+        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match.
+
+        With ``patience``, the seat must answer within that many seconds of connected time (the wait starts
+        again when it resumes); one that does not abandons the match as unsigned (PROTOCOL.md 14.8).
+        """
+        _, message = await self._next_from_any((seat,), kind, lambda sender, message: accept(message), patience)
+        return message
+
+    async def _next_from_any(
+        self, seats: tuple[int, ...], kind: type, accept: Callable[[int, Any], bool], patience: float | None = None
+    ) -> tuple[int, Message]:
+        """The next message of this kind from any of these seats that ``accept`` takes, and its sender; as ``_next_from``."""
         replayed = self._replay.next()
         if replayed is not None:
             sender, message = replayed
-            if sender != seat or not isinstance(message, kind) or not accept(message):
-                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
-            if seat == 1:
+            if sender not in seats or not isinstance(message, kind) or not accept(sender, message):
+                awaited = " or ".join(map(str, seats))
+                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {awaited}")
+            if sender == 1:
                 self._record(GUEST, message)
-            return message
+            return sender, message
+
+        taken_from: list[int] = []
 
         def taking(sender: int, message: object) -> bool:
-            return sender == seat and isinstance(message, kind) and accept(message)
-
-        while True:
-            message = await self._take_input(taking)
-            if message is not None:
-                return message
-
-    async def _countersignatures(self) -> None:
-        """Every signed channel's countersignature of what the host just signed, in whatever order they come,
-        before the match goes on.  A seat has SIGN_WAIT seconds of connected time for it (the wait starts
-        again when it resumes); one that lets them pass abandons the match as unsigned (PROTOCOL.md 14.8)."""
-        waiting_from = trio.current_time()
-        signed: list[int] = []
-
-        def taking(sender: int, message: object) -> bool:
-            if ChannelSigning.owed(self.seats[sender]) and self._countersignature(sender, message):
-                signed.append(sender)
+            if sender in seats and isinstance(message, kind) and accept(sender, message):
+                taken_from.append(sender)
                 return True
             return False
 
+        waiting_from = trio.current_time()
         try:
-            while owed := [seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)]:
-                replayed = self._replay.next()
-                if replayed is not None:
-                    sender, message = replayed
-                    if not taking(sender, message):
-                        raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits a countersignature")
-                    if sender == 1:
-                        self._record(GUEST, message)
-                    continue
-                deadlines = {
-                    seat: max(waiting_from, entry.connected_at) + SIGN_WAIT
-                    for seat in owed if (entry := self.seats[seat]) is not None and entry.outbox is not None
-                }
-                self._answer_by = min(deadlines.values(), default=math.inf)
+            while True:
+                late = seats[0]
+                if patience is not None:
+                    # The first of the seats whose connected time runs out; an away seat's clock is stopped.
+                    self._answer_by, late = min(
+                        (max(waiting_from, entry.connected_at) + patience if entry.outbox is not None else math.inf, seat)
+                        for seat in seats
+                        if (entry := self.seats[seat]) is not None
+                    )
                 message = await self._take_input(taking)
                 if message is not None:
-                    self._replay.write(sig_record(signed[-1], message))
-                    continue
-                late = [seat for seat, deadline in deadlines.items() if trio.current_time() >= deadline]
-                if late:
-                    seat = late[0]
-                    raise MatchAbandoned(seat, f"{self.seating.name(seat)} did not countersign within {SIGN_WAIT:.0f} s", "unsigned")
+                    return taken_from[-1], message
+                if trio.current_time() >= self._answer_by:
+                    raise MatchAbandoned(late, f"{self.seating.name(late)} did not countersign within {patience:.0f} s", "unsigned")
         finally:
             self._answer_by = math.inf
+
+    async def _countersignatures(self) -> None:
+        """Every signed channel's countersignature of what the host just signed, before the match goes on.
+
+        Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
+        """
+        while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
+            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, SIGN_WAIT)
+            self._replay.write(sig_record(seat, sig))
 
     def _countersignature(self, seat: int, message: object) -> bool:
         """A countersignature that holds is taken; one that does not is refused with bad_signature (fatal)."""
