@@ -243,6 +243,7 @@ class JoinSession:
             on_welcome=self._keep_ticket,
             vouch_host_key=None if self.plain else self._vouch_host_key,
             identity=identity,
+            countersigns=True,  # a player who joins over the network has a signed channel at either seat
             **self._seed_source,
         )
         result = await session.run(stop)

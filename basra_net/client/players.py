@@ -141,7 +141,9 @@ class BotPlayer:
                 self._log("the match ended with no winner")
             else:
                 who = "this seat" if message.winner == state.seat else state.names[message.winner] or "the opponent"
-                self._log(f"match over ({message.reason}): {who} won {message.totals[0]}-{message.totals[1]}")
+                # The winner's total first, as "won 60-10" is read.
+                won, lost = message.totals[message.winner], message.totals[1 - message.winner]
+                self._log(f"match over ({message.reason}): {who} won {won}-{lost}")
 
     def notice(self, state: ClientState, text: str) -> None:
         if self._log is not None:

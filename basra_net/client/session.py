@@ -30,6 +30,8 @@ from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
 from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
+from ..protocol.record import ChannelContext, ChannelRecord, RecordError, disputed_abandonment
+from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
 from ..protocol.messages import (
@@ -49,6 +51,7 @@ from ..protocol.messages import (
     Pong,
     Reveal,
     Seed,
+    Sig,
     Welcome,
     YourTurn,
     kind_of,
@@ -71,6 +74,7 @@ RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RE
 RECONNECT_MAX_DELAY = 5.0
 RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
 HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
+LOCKOUT_FIRST = 1.0  # seconds a host locks an address out after its first wrong code, or a code exchange cut off (5.6)
 
 Reconnect = Callable[[], Awaitable[trio.abc.Stream]]
 
@@ -112,6 +116,14 @@ class CodeRefused(Exception):
 class DealRefused(Exception):
     """The host offered a deal seat 1 must not accept (a bad commitment signature, a weak key)."""
 
+    def __init__(self, reason: str, game: int | None = None) -> None:
+        super().__init__(reason)
+        self.game = game  # the game it concerns, for the transcript's note
+
+
+class CheatProven(DealRefused):
+    """The record proves the host cheated (a wrong score, a bad deal, a bad signature, a disputed abandonment): stop at once."""
+
 
 class ClientSession:
     def __init__(
@@ -132,6 +144,7 @@ class ClientSession:
         on_welcome: Callable[[Welcome, Path | None], None] = lambda welcome, transcript: None,
         vouch_host_key: Callable[[Welcome, bool], Awaitable[str | None]] | None = None,
         identity: Ed25519PrivateKey | None = None,
+        countersigns: bool | None = None,
     ) -> None:
         self.stream = stream
         self.player = player
@@ -141,7 +154,7 @@ class ClientSession:
         self._transcript_path = transcript_path
         self._keep_transcript = keep_transcript
         self._transcript: TranscriptFile | None = None
-        self._unwritten: list[tuple[str, Message]] = []  # records before the seat is known
+        self._unwritten: list[tuple[str, Message, bytes]] = []  # records, with their frames, before the seat is known
         self._make_seed = make_seed
         self._send_lock = trio.Lock()
         self._table = table
@@ -156,7 +169,15 @@ class ClientSession:
         # for the player, or PeerGone to stop.
         self._vouch_host_key = vouch_host_key
         # The player's identity (version 2, PROTOCOL.md 14.2); a seat with none (the host's own, a bot) uses a fresh one.
-        self._guest_key = public_key_bytes(identity if identity is not None else Ed25519PrivateKey.generate())
+        self._identity = identity if identity is not None else Ed25519PrivateKey.generate()
+        self._guest_key = public_key_bytes(self._identity)
+        # Version 2: the signed record of this seat's channel (PROTOCOL.md 14), kept over the frames as received.
+        # A seat the host keeps for a local player (its own, a bot) has no channel to sign (False); a player
+        # who joined over the network has one at either seat (True).  Left open (None): seat 1's only, the
+        # seat a network player takes at `basra host`.
+        self._countersigns = countersigns
+        self.record: ChannelRecord | None = None
+        self._abandoned_as: str | None = None  # how the host's account of an abandonment ends (PROTOCOL.md 14.6)
         self._exchange: GuestCodeExchange | None = None
         self._hello: Hello | None = None  # sent again, as it was, by a session cut off before its welcome
         self._hellos_again = 0
@@ -174,7 +195,8 @@ class ClientSession:
             if isinstance(message, Play) and self.connection.open_request != message.request:
                 return  # the request closed while the player chose (the match ended): nothing to answer
             data = self.connection.send(message)
-            self._record(GUEST, message)
+            self._record(GUEST, message, data)
+            self._keep_on_record(GUEST, message, data)
             try:
                 await self.stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -188,13 +210,13 @@ class ClientSession:
         connection = self.connection
         return self._reconnect is not None and connection.hello_sent and not connection.over and not self._left
 
-    def _record(self, sender: str, message: Message) -> None:
+    def _record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
         if not kind_of(message).recorded:
             return
         if self.state.seat == 1 and self._transcript is not None:
-            self._transcript.record(sender, message)
+            self._transcript.record(sender, message, frame)
         elif self.state.seat is None:
-            self._unwritten.append((sender, message))
+            self._unwritten.append((sender, message, frame or encode_frame(to_wire(message))))
         if self.state.seat in (1, None) and self._verifying:
             self.verifier.observe(sender, message)
 
@@ -203,10 +225,38 @@ class ClientSession:
             self._unwritten.clear()
             return
         path = self._transcript_path or default_transcript_path(welcome.match_id, "guest")
-        self._transcript = TranscriptFile(path, "guest")
-        for sender, message in self._unwritten:
-            self._transcript.record(sender, message)
+        self._transcript = TranscriptFile(path, "guest", SIGNED_FORMAT if welcome.version >= 2 else FORMAT)
+        for sender, message, frame in self._unwritten:
+            self._transcript.record(sender, message, frame)
         self._unwritten.clear()
+
+    def _open_record(self, welcome: Welcome, nonce: bytes) -> None:
+        """Version 2: start the channel's signed record from the first welcome and the nonce of the hello that took the seat."""
+        signed = self._countersigns if self._countersigns is not None else welcome.seat == 1
+        if welcome.version < 2 or not signed:
+            return
+        try:
+            context = ChannelContext(welcome.match_id, welcome.host_key, self._guest_key, welcome.seat, nonce)
+        except RecordError as err:
+            raise ProtocolError(BAD_MESSAGE, f"the welcome cannot start a signed record: {err}") from None
+        self.record = ChannelRecord(context, welcome.scoring, welcome.target)
+
+    def _keep_on_record(self, sender: str, message: Message, frame: bytes) -> None:
+        """Feed the signed record; what it proves wrong stops the match (PROTOCOL.md 14.8)."""
+        record = self.record
+        if record is None:
+            return
+        try:
+            if sender == HOST and kind_of(message).stream:
+                record.host_frame(frame)
+            elif sender == GUEST and isinstance(message, Seed):
+                record.guest_seed(message.game, message.seed)
+            elif sender == GUEST and isinstance(message, Sig):
+                record.guest_sig(to_wire(message))
+        except RecordError as err:
+            if err.what == "host signature":
+                raise CheatProven(f"the host's signature is bad: {err}") from None
+            raise CheatProven(f"the host's record does not hold: {err}") from None
 
     def _take_up_transcript(self, path: Path) -> None:
         """Start where a transcript of this seat left off: every record taken again, then the file goes on."""
@@ -215,22 +265,31 @@ class ClientSession:
         except (OSError, transcript_format.TranscriptError) as err:
             raise PeerGone(f"cannot resume from the transcript {path}: {err}", resumable=False) from None
         records = kept.records
-        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd)):
-            # A request, a commitment or the match's end the seat stopped before answering is not
+        frames = [_frame(body) for _, body in kept.bodies] if kept.format == SIGNED_FORMAT else [None] * len(records)
+        if records and records[-1][0] == GUEST and isinstance(records[-1][1], Sig) and records[-1][1].of == "result":
+            records = records[:-1]  # the last answer of a match, made again (the same bytes) for the host's sig below
+        if records and records[-1][0] == HOST and isinstance(records[-1][1], (YourTurn, Commit, MatchEnd, Sig)):
+            # A request, a commitment, a signature or the match's end the seat stopped before answering is not
             # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
             records = records[:-1]
-        for sender, message in records:
+        for (sender, message), frame in zip(records, frames):
             if sender == GUEST:
                 self.connection.send(message)
             else:
                 self.connection.receive_message(message)
                 self.state.apply(message)
+                if isinstance(message, Welcome) and self.record is None and records[0][1].TYPE == "hello":
+                    if message.version >= 2 and kept.format != SIGNED_FORMAT:
+                        raise PeerGone(f"the transcript {path} of a version-2 match lacks the frames its record signs", resumable=False)
+                    self._open_record(message, records[0][1].nonce)
+            if frame is not None:
+                self._keep_on_record(sender, message, frame)
             self.verifier.observe(sender, message)
         if self.connection.welcome is None or self.connection.welcome.seat != 1:
             raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume", resumable=False)
-        self._transcript = TranscriptFile(path, "guest")
-        for sender, message in records:
-            self._transcript.record(sender, message)
+        self._transcript = TranscriptFile(path, "guest", kept.format)
+        for (sender, message), frame in zip(records, frames):
+            self._transcript.record(sender, message, frame)
         for note in kept.notes:
             self._transcript.note(note.kind, note.game, note.text)
 
@@ -294,7 +353,7 @@ class ClientSession:
             result.cut_off = not self.connection.over
             return result
         except DealRefused as refused:
-            self._fail_deal(None, str(refused), note="verification")
+            self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
             return self._result(EXIT_DEAL_FAILED, str(refused))
         except PlayerLeft as left:
@@ -309,6 +368,8 @@ class ClientSession:
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
                 return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+            if self._abandoned_as == "unsigned":
+                return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not countersign a game in time")
             return self._result(EXIT_FAILURE, "the match was abandoned: this seat was away longer than the host would wait")
         return self._result(EXIT_OK, reason)
 
@@ -352,8 +413,9 @@ class ClientSession:
         """Version 2 binds the code exchange to the TLS certificate's key; over plain TCP a code goes as in version 1."""
         return (1,) if self._code is not None and self._expected_host_key is None else PROTOCOL_VERSIONS
 
-    def _first_hello(self) -> Hello:
-        nonce = os.urandom(32)
+    def _first_hello(self, nonce: bytes | None = None) -> Hello:
+        """The hello that asks for a seat; sent again before its welcome, with the same nonce (5.8, rule 8)."""
+        nonce = nonce or os.urandom(32)
         if self._versions == (1,):
             return Hello(self._versions, self.state.name, nonce, self._table, self._code)
         pake = None
@@ -409,8 +471,16 @@ class ClientSession:
                         await self._act(item)
                         continue
                     if isinstance(item, ConnectionClosed):
+                        if self.connection.over:
+                            # After match_end a seat does not resume (5.8): the record stays without the host's result sig.
+                            outcome = "the match is over, but the host's signature of the result never came"
+                            self.player.notice(self.state, outcome)
+                            if self._transcript is not None:
+                                self._transcript.note("connection", None, outcome)
+                            break
                         raise PeerGone("the host closed the connection before the match ended")
-                    outcome = await self._handle(item)
+                    message, body = item
+                    outcome = await self._handle(message, _frame(body))
                     if outcome is not None:
                         break
             except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
@@ -470,8 +540,8 @@ class ClientSession:
                     continue
                 if isinstance(event, ConnectionClosed) and self._resumable:
                     raise PeerGone("the host closed the connection")
-                await messages.send(event)
-                if isinstance(event, (ConnectionClosed, MatchEnd, Leave)) or (isinstance(event, Error) and self.connection.closed):
+                await messages.send(event if isinstance(event, ConnectionClosed) else (event, self.connection.last_body))
+                if self._last_of_match(event) or isinstance(event, (ConnectionClosed, Leave)) or (isinstance(event, Error) and self.connection.closed):
                     # The end, the host's leave, or a refusal: the handler tells the player.  After the
                     # match's end or the host's leave the close that follows is never a break to resume.
                     return
@@ -499,6 +569,10 @@ class ClientSession:
         delay = RECONNECT_FIRST_DELAY
         async with self._send_lock:
             await trio.aclose_forcefully(self.stream)
+            if welcome is None and self._exchange is not None:
+                # The host counted the code exchange the cut broke as a guess at the code, and locks this
+                # address out for a while that doubles from LOCKOUT_FIRST with each (PROTOCOL.md 5.6).
+                await trio.sleep(LOCKOUT_FIRST * 2**self._hellos_again)
             while True:
                 try:
                     with trio.fail_after(RESUME_TIMEOUT):
@@ -538,6 +612,9 @@ class ClientSession:
     async def _hello_again_on(self, stream: trio.abc.Stream) -> None:
         if self._hello is None:
             raise PeerGone("the connection broke before the hello went out")
+        if self._exchange is not None:
+            # The exchange the cut broke cannot be finished on a new connection: a fresh one goes in the hello.
+            self._hello = self._first_hello(self._hello.nonce)
         self._hellos_again += 1
         self.connection.new_transport()
         await stream.send_all(encode_frame(to_wire(self._hello)))
@@ -559,7 +636,13 @@ class ClientSession:
         self.stream = stream
         await stream.send_all(self.connection.resend())
 
-    async def _handle(self, message: Message) -> str | None:
+    def _last_of_match(self, message: Message) -> bool:
+        """The match's last stream message: its end, or in a signed record the host's signature of the result."""
+        if self.record is None:
+            return isinstance(message, MatchEnd)
+        return isinstance(message, Sig) and message.of == "result"
+
+    async def _handle(self, message: Message, frame: bytes) -> str | None:
         """Act on one message; return the end-of-session reason when the session is over."""
         state = self.state
         if isinstance(message, (Away, Back)):
@@ -580,7 +663,8 @@ class ClientSession:
             async with self._send_lock:
                 await self._try_send_raw(self.connection.resend())
             return None
-        self._record(HOST, message)
+        self._record(HOST, message, frame)
+        self._keep_on_record(HOST, message, frame)
         if isinstance(message, Error):
             if self.connection.closed:
                 raise PeerGone(f"the host refused: {message.code}: {message.message}", refusal=message.code)
@@ -596,6 +680,8 @@ class ClientSession:
             if self._vouch_host_key is not None and (notice := await self._vouch_host_key(message, self._exchange is not None)):
                 self.player.notice(state, notice)
             self._open_transcript(message)
+            if self._hello is not None:  # a seat resumed from nothing is a local one, with no channel to sign
+                self._open_record(message, self._hello.nonce)
             if message.seat == 1 and shuffle.is_weak_public_key(message.host_key):
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")
             self._on_welcome(message, self.transcript_path)
@@ -607,13 +693,45 @@ class ClientSession:
             self._show_check(message)
         elif isinstance(message, MatchEnd):
             self._record_problems(self.verifier.finish())
+            self._check_abandonment(message)
+        elif isinstance(message, Sig):
+            await self._countersign()
+            return "the match is over" if message.of == "result" else None
         self.player.show(state, message)  # replayed ones too: what happened while this seat was away
         if isinstance(message, YourTurn) and self.connection.open_request == message.request:
             # Still open: a request earlier in a replay was answered by an earlier connection.
             self._controls.request_opened(message.request)
-        if isinstance(message, MatchEnd):
+        if self._last_of_match(message):
             return "the match is over"
         return None
+
+    async def _countersign(self) -> None:
+        """Countersign what the host has just signed (PROTOCOL.md 14.5, 14.6)."""
+        record = self.record
+        if record is None or record.open_for_countersignature is None:
+            return
+        of, game, count = record.open_for_countersignature
+        signed = record.countersignature(self._identity)["signature"]
+        await self._send(Sig(of, game, count, signed))
+
+    def _check_abandonment(self, end: MatchEnd) -> None:
+        """A seat told it abandoned that knows otherwise disputes it, and stops (PROTOCOL.md 14.6)."""
+        if end.evidence is not None:
+            self._abandoned_as = end.evidence.events[-1][0]
+        record = self.record
+        if record is None or end.reason != "abandoned" or end.winner == self.state.seat or record.result is None:
+            return
+        account = record.result.account
+        assert account is not None  # the record refuses an abandonment without its signed account
+        why = disputed_abandonment(
+            account,
+            end_number=record.result.result.end_count,
+            welcome_sent=self.connection.replay_until,
+            left=self._left,
+            countersigned=record.countersigned,
+        )
+        if why is not None:
+            raise CheatProven(f"disputed abandonment: {why}")
 
     def _check_commit_signature(self, commit: Commit) -> None:
         """A seed goes out only for a commitment the host has signed (PROTOCOL.md, section 6.6)."""
@@ -633,7 +751,9 @@ class ClientSession:
             text = "deal verified as far as the game went: the host's seed matches its commitment and every card checks out"
         if not check.ok:
             text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
-            self._fail_deal(reveal.game, text)
+            if summary is not None:
+                summary.verified, summary.verification = False, text
+            raise CheatProven(text, reveal.game)
         if summary is not None:
             summary.verified, summary.verification = check.ok, text
         if self._transcript is not None:
@@ -645,3 +765,8 @@ class ClientSession:
         self.player.notice(self.state, text)
         if self._transcript is not None and note is not None:
             self._transcript.note(note, game, text)
+
+
+def _frame(body: bytes) -> bytes:
+    """A frame from its body: what a signed record hashes."""
+    return len(body).to_bytes(4, "big") + body

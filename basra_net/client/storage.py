@@ -12,7 +12,8 @@ import platformdirs
 
 from ..files import open_private, private_dir, write_private
 from ..protocol import transcript
-from ..protocol.messages import Message
+from ..protocol.framing import encode_frame
+from ..protocol.messages import Message, to_wire
 
 
 def data_dir() -> Path:
@@ -36,23 +37,37 @@ class TranscriptFile:
     synchronously rather than through a worker thread.
     """
 
-    def __init__(self, path: Path, role: str) -> None:
+    def __init__(self, path: Path, role: str, format: int = transcript.FORMAT) -> None:
         self.path = path
+        self.role = role
+        # The host learns the version, and so the format, only when seat 1 sits down: the header is written
+        # with the first record, and the format may be set until then.
+        self.format = format
+        self._started = False
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open_private(path)  # the first welcome holds the seat's live resume token
-        self._write(transcript.header(role))
 
     def _write(self, frame: bytes) -> None:
-        self._file.write(frame)
+        if not self._started:
+            self._started = True
+            self._file.write(transcript.header(self.role, self.format))
+        if frame:
+            self._file.write(frame)
         self._file.flush()
 
-    def record(self, sender: str, message: Message) -> None:
-        self._write(transcript.record(sender, message))
+    def record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
+        """Record a message; in format 2 its frame (as sent or received) is kept, else it is encoded here."""
+        if self.format == transcript.FORMAT:
+            self._write(transcript.record(sender, message))
+        else:
+            self._write(transcript.body_record(sender, (frame or encode_frame(to_wire(message)))[4:]))
 
     def note(self, kind: str, game: int | None, text: str) -> None:
         self._write(transcript.note(kind, game, text))
 
     def close(self) -> None:
+        if not self._file.closed:
+            self._write(b"")  # a file with no record still has its header
         self._file.close()
 
 

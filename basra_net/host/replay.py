@@ -1,7 +1,7 @@
 """A match's journal read back: the seats it had and the inputs it took, in order.
 
 With a journal, every input the match depends on (the seats, each host seed,
-each seed and play taken) is on disk before its effects are sent.  A host
+each seed, play and countersignature taken) is on disk before its effects are sent.  A host
 restarted from the journal builds the same table and runs the same match code;
 where that code would wait for an input (``JournalReplay.next``), the journal
 hands it back instead, until it is used up and the table goes on live.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Protocol
 
-from ..protocol.messages import Hello, Play, Seed
+from ..protocol.messages import Hello, Play, Seed, Sig
 from .seats import Seat
 
 HOST_SEED = -1  # the sender of a host seed record
@@ -57,7 +57,9 @@ def read_records(records: list[dict]) -> tuple[list[tuple[int, Seat]], deque[tup
         raise JournalMismatch("the journal's match is over: there is nothing to resume")
     seats = []
     for record in seat_records:
-        hello = Hello(tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"])
+        hello = Hello(
+            tuple(record["versions"]), record["name"], record["nonce"], record["table"], record["code"], key=record.get("key")
+        )
         seats.append((record["seat"], Seat(record["name"], hello, record["version"], record["token"], None, link=1)))
     inputs: deque[tuple[int, Any]] = deque()
     for record in records:
@@ -68,6 +70,8 @@ def read_records(records: list[dict]) -> tuple[list[tuple[int, Seat]], deque[tup
             inputs.append((1, Seed(record["game"], record["seed"])))
         elif kind == "play":
             inputs.append((record["seat"], Play(record["request"], record["card"], tuple(record["captures"]))))
+        elif kind == "sig":
+            inputs.append((record["seat"], Sig(record["of"], record["game"], record["count"], record["signature"])))
         elif kind != "seat":
             raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
     return seats, inputs
@@ -78,5 +82,10 @@ def seat_record(seat: int, entry: Seat) -> dict:
     hello = entry.hello
     return {
         "type": "seat", "seat": seat, "name": hello.name, "nonce": hello.nonce, "versions": list(hello.versions),
-        "table": hello.table, "code": hello.code, "version": entry.version, "token": entry.token,
+        "table": hello.table, "code": hello.code, "version": entry.version, "token": entry.token, "key": hello.key,
     }
+
+
+def sig_record(seat: int, sig: Sig) -> dict:
+    """The journal record of a countersignature taken."""
+    return {"type": "sig", "seat": seat, "of": sig.of, "game": sig.game, "count": sig.count, "signature": sig.signature}

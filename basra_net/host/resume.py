@@ -9,10 +9,12 @@ token is sent the stream messages it missed from the seat's log.
 from __future__ import annotations
 
 import math
+import time
 
 import trio
 
 from ..protocol.messages import Away
+from ..protocol.record import MAX_ABSENCE_EVENTS, AbsenceEvent
 from .outbox import Outbox
 from .seats import Seat, Seating, outgoing
 
@@ -26,6 +28,19 @@ class Absences:
     def __init__(self, seating: Seating, grace: float) -> None:
         self._seating = seating
         self.grace = grace
+        self._epoch: tuple[float, float] | None = None  # (wall clock, trio clock) at the first event timed
+
+    def note(self, seat: int, kind: str) -> None:
+        """An event of the host's account of the seat's absences (PROTOCOL.md 14.6), timed by the host's clock."""
+        entry = self._seating.seats[seat]
+        if entry is None or len(entry.absences) >= MAX_ABSENCE_EVENTS - 1:  # room kept for the event that ends the match
+            return
+        now = trio.current_time()
+        if self._epoch is None:
+            self._epoch = (time.time(), now)
+        wall, start = self._epoch
+        # Trio's clock, set against the wall clock once: the account's intervals are the ones the host waited.
+        entry.absences.append(AbsenceEvent(kind, max(0, round((wall + now - start) * 1000)), len(entry.log)))
 
     def lost(self, seat: int, link: int, match_over: bool) -> Seat | None:
         """The seat's connection (its ``link``-th) ended: the seat is away; returns it, or None for a stale loss.
@@ -39,6 +54,7 @@ class Absences:
             return None  # the loss of a connection the seat has already replaced
         entry.disconnect()
         entry.outbox = None
+        self.note(seat, "away")
         if match_over:
             entry.away_until = trio.current_time() + min(self.grace, END_LINGER)
             entry.done = self.grace <= 0
@@ -58,6 +74,10 @@ class Absences:
         was_away = entry.away_until is not None
         entry.outbox, entry.away_until = outbox, None
         entry.link += 1
+        entry.connected_at = trio.current_time()
+        self.note(seat, "resume")
+        if was_away:
+            self.note(seat, "back")
         other = self._seating.seats[1 - seat]
         if other is not None and other.away_until is not None and not match_over:
             entry.deliver(outgoing(Away(1 - seat, self.grace_left(other))))

@@ -9,12 +9,14 @@ have: a seat kept for a local player is never given to a remote one.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 import trio
 
 from ..protocol.connection import CHECK_FREE_WHEN_SEATED
 from ..protocol.framing import encode_frame
-from ..protocol.messages import Hello, Message, to_wire
+from ..protocol.messages import Hello, Message, Sig, to_wire
+from ..protocol.record import AbsenceEvent, ChannelRecord
 from .outbox import Outbox
 
 
@@ -32,6 +34,11 @@ class Seat:
     # What its connection left open, handed to a connection that resumes the seat.
     open_request: int | None = None
     answered: int | None = None
+    # Version 2, a seat that connected over the network: the signed record of its channel (signing.py).
+    record: ChannelRecord | None = None
+    connected_at: float = 0.0  # trio time its connection was last taken up: a countersignature's wait starts there
+    absences: list[AbsenceEvent] = field(default_factory=list)  # what the host's account of an absence lists
+    countersigned: Sig | None = None  # the last countersignature taken: the same again after a resume is a repeat
 
     def deliver(self, sending: tuple[Message | None, bytes]) -> None:
         """Queue a message and its frame for the seat's connection; an away seat gets it from its log."""
@@ -94,7 +101,7 @@ class Seating:
     def holding(self, token: bytes | None, hello: Hello | None) -> int | None:
         """The seat a resume token names, or the one taken by this very hello."""
         for seat, entry in enumerate(self.seats):
-            if entry is not None and ((token is not None and entry.token == token) or (hello is not None and entry.hello == hello)):
+            if entry is not None and ((token is not None and entry.token == token) or (hello is not None and _same_hello(entry.hello, hello))):
                 return seat
         return None
 
@@ -109,3 +116,7 @@ class Seating:
     def open_count(self) -> int:
         return self.claimed.count(False)
 
+
+def _same_hello(held: Hello, again: Hello) -> bool:
+    """The hello that took a seat, sent again before its welcome arrived; a code exchange in it is fresh on each connection."""
+    return dataclasses.replace(held, pake=None) == dataclasses.replace(again, pake=None)

@@ -137,8 +137,16 @@ def latest_journal() -> Path:
     return journals[-1]
 
 
+def _local_seats(bot_level: str | None) -> frozenset[int]:
+    """The seats of local players: the host's own, and the bot's; only the others have a channel to sign."""
+    return frozenset({0, 1}) if bot_level is not None else frozenset({0})
+
+
 def _new_table(settings: HostSettings, identity, bot_level: str | None) -> tuple[Table, Path, dict[int, bytes]]:
-    table = Table(scoring=settings.scoring, target=settings.target, identity=identity, grace=settings.grace)
+    table = Table(
+        scoring=settings.scoring, target=settings.target, identity=identity, grace=settings.grace,
+        reserved_seats=_local_seats(bot_level),
+    )
     path = settings.transcript or default_transcript_path(table.match_id, "host")
     journal_path = settings.journal or journal_folder() / f"{time.strftime('%Y%m%d-%H%M%S')}-{table.match_id.hex()[:12]}.journal"
     header = {
@@ -169,7 +177,8 @@ def _resumed_table(settings: HostSettings, identity) -> tuple[Table, Path, dict[
             raise CannotResume(f"{settings.resume} was written by a host with another key; resume it where it was written")
         path = Path(header["transcript"])
         table = Table.from_journal(
-            header, records, identity=identity, grace=settings.grace, journal=journal, transcript=TranscriptFile(path, "host")
+            header, records, identity=identity, grace=settings.grace, journal=journal, transcript_path=path,
+            reserved_seats=_local_seats(header.get("bot")),
         )
     except (JournalMismatch, KeyError, TypeError) as err:
         journal.close()
@@ -229,7 +238,7 @@ async def run_host(
             else:
                 bot_stream = _local_seat(nursery, table, 1)
                 bot_resume = Resume(tokens[1]) if 1 in tokens else None
-                nursery.start_soon(ClientSession(bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume).run)
+                nursery.start_soon(ClientSession(bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume, countersigns=False).run)
                 task_status.started(None)
 
             async def run_table() -> None:
@@ -239,7 +248,8 @@ async def run_host(
             nursery.start_soon(run_table)
             own_resume = Resume(tokens[0]) if 0 in tokens else None
             own_session = ClientSession(
-                _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume
+                _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume,
+                countersigns=False,
             )
             own_result = await own_session.run(stop)
             announcing.cancel()  # the host's own player is done: nobody new is to sit down

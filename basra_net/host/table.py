@@ -16,7 +16,8 @@ state to the connection that holds it; the concerns around the match each
 have a module of their own:
 
     seats.py    who holds each seat, what it was sent, how a message reaches it
-    resume.py   a seat whose connection dropped: its grace, and handing it back
+    resume.py   a seat whose connection dropped: its grace, handing it back, the account of its absences
+    signing.py  version 2's signed record of each network seat's channel
     dealing.py  each game's fair deal: host seed, commitment, reveal
     replay.py   the journal: written before effects are sent, read back on restart
     inline.py   the coroutine fed by the connections instead of run by a task
@@ -28,6 +29,7 @@ import enum
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import trio
@@ -37,7 +39,7 @@ from ..client.storage import TranscriptFile
 from ..engine import IllegalMove, Match, MatchEnded, Move
 from ..protocol import shuffle
 from ..protocol.announce import announcements
-from ..protocol.errors import ILLEGAL_MOVE
+from ..protocol.errors import BAD_SIGNATURE, ILLEGAL_MOVE
 from ..protocol.framing import encode_frame
 from ..protocol.messages import (
     MAX_TEXT,
@@ -51,22 +53,25 @@ from ..protocol.messages import (
     Message,
     Play,
     Seed,
+    Sig,
     Welcome,
     YourTurn,
     to_wire,
 )
+from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.verify import GUEST, HOST
 from .dealing import Dealer
 from .identity import public_key_bytes
 from .inline import NO_SEAT, TICK, InlineMachine
 from .outbox import Outbox
-from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_record
+from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_record, sig_record
 from .resume import END_LINGER, GRACE, Absences
 from .seats import Seat, Seating, outgoing
+from .signing import SIGN_WAIT, ChannelSigning, RecordError
 
 __all__ = [
-    "END_LINGER", "GRACE", "Journal", "JournalMismatch", "MatchAbandoned", "Seat", "SeatJoined", "SeatLost", "Table",
-    "TableResult", "outgoing",
+    "END_LINGER", "GRACE", "SIGN_WAIT", "Journal", "JournalMismatch", "MatchAbandoned", "Seat", "SeatJoined", "SeatLost",
+    "Table", "TableResult", "outgoing",
 ]
 
 
@@ -90,10 +95,13 @@ class Phase(enum.Enum):
 
 
 class MatchAbandoned(Exception):
-    def __init__(self, seat: int, reason: str) -> None:
+    """The seat abandoned the match; ``event`` is how, as the host's account of the absence ends it (14.6)."""
+
+    def __init__(self, seat: int, reason: str, event: str) -> None:
         super().__init__(reason)
         self.seat = seat
         self.reason = reason
+        self.event = event
 
 
 @dataclass
@@ -131,6 +139,8 @@ class Table:
         self._absences = Absences(self.seating, grace)
         self._replay = JournalReplay(journal)
         self._dealer = Dealer(identity, self.match_id, make_seed, self._replay)
+        self._signing = ChannelSigning(identity, self.match_id, self.host_key, reserved_seats)
+        self._answer_by = math.inf  # while a countersignature is awaited: when the seat's connected time is up
         self._machine = InlineMachine()
         self.finished = self._machine.finished
         self._phase = Phase.SEATING
@@ -209,15 +219,28 @@ class Table:
     def seat_joined(self, seat: int, hello: Hello, version: int, outbox: Outbox) -> Welcome:
         """Seat a new connection; returns its welcome and the channel its messages go to."""
         entry = self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
+        self._take_seat(seat, entry)
         welcome = self._welcome(seat)
         self.on_seat_change(welcome.token, hello.nonce, True)
-        if seat == 1:
-            self._record(GUEST, hello)
-            self._record(HOST, welcome)
+        self._record_handshake(seat, entry)
         self._replay.write(seat_record(seat, entry))
         self.on_event(f"{hello.name} took seat {seat}")
         self.feed(seat, SeatJoined())
         return welcome
+
+    def _take_seat(self, seat: int, entry: Seat) -> None:
+        """A seat taken (or read back from a journal): its channel's signed record starts."""
+        entry.connected_at = trio.current_time()
+        self._signing.open(seat, entry, self.match.preset.name, self.match.target)
+
+    def _record_handshake(self, seat: int, entry: Seat) -> None:
+        """The host's transcript is seat 1's channel: in format 2 when the seat speaks version 2."""
+        if seat != 1:
+            return
+        if self.transcript is not None:
+            self.transcript.format = SIGNED_FORMAT if entry.version >= 2 else FORMAT
+        self._record(GUEST, entry.hello)
+        self._record(HOST, self._welcome(seat))
 
     def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
         """Hand a seat to the connection that resumed it.
@@ -275,13 +298,15 @@ class Table:
             entry = self.seats[sender]
             if isinstance(message, Leave) and entry is not None:
                 entry.done = True
+            elif ChannelSigning.owed(entry) and self._countersignature(sender, message) and sender == 1:
+                self._record(GUEST, message)  # the result's countersignature
         else:
             taken = taking is not None and taking(sender, message)
-            # An answer not taken (one that came twice around a resume) stays off the record.
-            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed))):
+            # An answer not taken (one that came twice around a resume, a signature refused) stays off the record.
+            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, (Play, Seed, Sig))):
                 self._record(GUEST, message)
             if isinstance(message, Leave):
-                raise MatchAbandoned(sender, f"{self.seating.name(sender)} left the match")
+                raise MatchAbandoned(sender, f"{self.seating.name(sender)} left the match", "left")
             if taken:
                 return message  # type: ignore[return-value]
             # Anything else (an Error report from a client, an answer that came twice
@@ -293,6 +318,7 @@ class Table:
         if self._phase is Phase.SEATING:
             return math.inf
         deadline, _ = self._absences.next_deadline()
+        deadline = min(deadline, self._answer_by)
         if self._phase is Phase.ENDED and any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
             deadline = min(deadline, self._quiet_until)
         return deadline
@@ -302,7 +328,7 @@ class Table:
             _, seat = self._absences.next_deadline()
             entry = self._absences.expired(seat)
             if entry is not None:
-                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s")
+                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s", "grace_over")
         elif self._phase is Phase.ENDED:
             now = trio.current_time()
             for entry in self.seats:
@@ -320,7 +346,7 @@ class Table:
         if entry is None or self.result is not None:
             return
         if self.grace <= 0:
-            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})")
+            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})", "grace_over")
         self.on_event(f"{entry.name} lost the connection ({lost.reason}); holding seat {seat} for {self.grace:.0f} s")
         self._notify(1 - seat, self._absences.away_notice(seat))
 
@@ -330,8 +356,14 @@ class Table:
             self.on_seat_change(entry.token, entry.hello.nonce, False)
             self.on_event(f"seat {seat} is free again")
 
-    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
-        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
+    async def _next_from(
+        self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True, patience: float | None = None
+    ) -> Message:
+        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match.
+
+        With ``patience``, the seat must answer within that many seconds of connected time (the wait starts
+        again when it resumes); one that does not abandons the match as unsigned (PROTOCOL.md 14.8).
+        """
         replayed = self._replay.next()
         if replayed is not None:
             sender, message = replayed
@@ -344,28 +376,63 @@ class Table:
         def taking(sender: int, message: object) -> bool:
             return sender == seat and isinstance(message, kind) and accept(message)
 
-        while True:
-            message = await self._take_input(taking)
-            if message is not None:
-                return message
+        waiting_from = trio.current_time()
+        entry = self.seats[seat]
+        try:
+            while True:
+                if patience is not None and entry is not None:
+                    connected = entry.outbox is not None
+                    self._answer_by = max(waiting_from, entry.connected_at) + patience if connected else math.inf
+                message = await self._take_input(taking)
+                if message is not None:
+                    return message
+                if trio.current_time() >= self._answer_by:
+                    raise MatchAbandoned(seat, f"{self.seating.name(seat)} did not countersign within {patience:.0f} s", "unsigned")
+        finally:
+            self._answer_by = math.inf
+
+    async def _countersignatures(self) -> None:
+        """Every signed channel's countersignature of what the host just signed, before the match goes on."""
+        for seat, entry in enumerate(self.seats):
+            if ChannelSigning.owed(entry):
+                sig = await self._next_from(seat, Sig, lambda message, seat=seat: self._countersignature(seat, message), SIGN_WAIT)
+                self._replay.write(sig_record(seat, sig))
+
+    def _countersignature(self, seat: int, message: object) -> bool:
+        """A countersignature that holds is taken; one that does not is refused with bad_signature (fatal)."""
+        entry = self.seats[seat]
+        assert entry is not None
+        try:
+            return ChannelSigning.countersignature(entry, message)
+        except RecordError as err:
+            entry.deliver(outgoing(Error(BAD_SIGNATURE, _clip(str(err), MAX_TEXT))))
+            entry.disconnect()  # fatal: the connection ends, and the seat may resume to sign again
+            self.on_event(f"{entry.name}: {err}")
+            return False
 
     # --- sending -------------------------------------------------------------------------
 
-    def _record(self, sender: str, message: Message) -> None:
+    def _record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
         if self.transcript is not None:
-            self.transcript.record(sender, message)
+            self.transcript.record(sender, message, frame)
 
     def _send(self, seat: int, message: Message, frame: bytes | None = None) -> None:
         """Send and keep a message; a message both seats are sent comes with the frame encoded for the first."""
         entry = self.seats[seat]
         if entry is None:
             return
-        if seat == 1:
-            self._record(HOST, message)
         sending = outgoing(message, frame)
+        if seat == 1:
+            self._record(HOST, message, sending[1])
         if isinstance(message, STREAM_TYPES):
             entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
-        entry.deliver(sending)
+            entry.deliver(sending)
+            signature = self._signing.sent(entry, sending[1])
+            if signature is not None:
+                # A checkpoint or the match's end: the host signs it at once, before it asks for anything more.
+                self._send(seat, signature)
+        else:
+            entry.deliver(sending)
 
     def _notify(self, seat: int, message: Message) -> None:
         """A notice about the other seat's connection: sent if the seat is here, never kept."""
@@ -467,10 +534,12 @@ class Table:
             other = 1 - gone.seat
             totals = (self.match.totals[0], self.match.totals[1])
             self._reveal_owed()
+            self._absences.note(gone.seat, gone.event)
             # Both seats, so that the record of seat 1's channel ends with the match
             # whichever seat left; a seat that is gone simply does not receive it.
             for seat in (0, 1):
-                self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned"))
+                evidence = self._signing.evidence(self.seats[seat], self.seats[gone.seat], gone.seat, self.grace)
+                self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned", evidence=evidence))
             gone_entry = self.seats[gone.seat]
             if gone_entry is not None:
                 if gone_entry.outbox is None and gone_entry.away_until is not None:
@@ -488,6 +557,8 @@ class Table:
         self._send(1, self._dealer.commit(game, host_seed, guest.hello.nonce))
         seed = await self._next_from(1, Seed, lambda message: message.game == game)
         self._dealer.seed_in(game, host_seed, seed)
+        if guest.record is not None:
+            guest.record.guest_seed(game, seed.seed)
         deck = self.deck_for(game, host_seed, seed.seed)
         self._announce(match.start_game(deck))
         self.on_event(f"game {game} dealt")
@@ -500,6 +571,7 @@ class Table:
             self._announce([e for e in events if not isinstance(e, MatchEnded)])
         self._send(1, self._dealer.reveal(game, host_seed))
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
+        await self._countersignatures()
         self._announce(match_ended)
 
     def deck_for(self, game: int, host_seed: bytes, client_seed: bytes) -> tuple[int, ...]:
@@ -529,12 +601,16 @@ class Table:
     # --- a journal replayed after a restart ------------------------------------------------
 
     @classmethod
-    def from_journal(cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, **settings: Any) -> "Table":
+    def from_journal(
+        cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, transcript_path: Path | None = None, **settings: Any
+    ) -> "Table":
         """The table a journal describes, ready to run: it replays the records, then goes on live.
 
         Both seats start away, held for the grace period, so their players
-        resume with their tokens; the transcript (when given) is written
-        afresh from the replay, identical to the one the crash cut short.
+        resume with their tokens; the transcript (when given a path) is written
+        afresh from the replay, identical to the one the crash cut short.  It is
+        opened only once the journal is known to fit a match to resume, so that
+        a refused resume leaves the transcript the host wrote before it stopped.
         """
         try:
             table = cls(
@@ -543,13 +619,14 @@ class Table:
             seats, inputs = read_records(records)
         except (KeyError, TypeError) as err:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
+        if transcript_path is not None:
+            table.transcript = TranscriptFile(transcript_path, "host")
         now = trio.current_time()
         for seat, entry in seats:
             table.seats[seat] = entry
             table.seating.claimed[seat] = True
-            if seat == 1:
-                table._record(GUEST, entry.hello)
-                table._record(HOST, table._welcome(1))
+            table._take_seat(seat, entry)
+            table._record_handshake(seat, entry)
         for entry in table.seats:
             assert entry is not None
             entry.away_until = now + table.grace

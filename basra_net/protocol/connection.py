@@ -40,6 +40,7 @@ from .messages import (
     Played,
     Reveal,
     Seed,
+    Sig,
     Welcome,
     YourTurn,
     CATALOGUE,
@@ -103,6 +104,11 @@ class _Connection:
         self._decoder = FrameDecoder()
         self._eof = False
         self.closed = False
+
+    @property
+    def last_body(self) -> bytes:
+        """The frame body of the message next_event returned last, exactly as it arrived."""
+        return self._decoder.last_body
 
     def receive_message(self, message: Message) -> None:
         """Take a message already decoded (one read back from a transcript) through the same checks."""
@@ -297,6 +303,7 @@ class ClientConnection(_Connection):
         self.open_request: int | None = None
         self.cut_off = False  # a game was revealed part way: the match is being abandoned
         self.over = False
+        self.result_signed = False  # version 2: the host's signature of the result arrived (after match_end)
         self.received = 0  # stream messages taken (section 5.8)
         self.replay_until = 0  # the stream count the host had reached at the last welcome
         self.resuming = False  # a resume hello went out (or is due); its welcome is awaited
@@ -304,11 +311,18 @@ class ClientConnection(_Connection):
         # Answers sent whose effect has not been seen yet; a resume sends them again.
         self.unconfirmed_seed: Seed | None = None
         self.unconfirmed_play: Play | None = None
+        self.unconfirmed_sig: Sig | None = None  # version 2: the host goes on only once it has the countersignature
 
     @property
     def seat(self) -> int | None:
         return self.welcome.seat if self.welcome else None
 
+
+    def new_transport(self) -> None:
+        super().new_transport()
+        if self.welcome is None:
+            # A hello sent again before any welcome brings a code exchange of its own: one per connection (14.9).
+            self.pake_taken = self.confirm_sent = False
 
     def begin_resume(self, token: bytes) -> None:
         """A new connection resumes the seat the token holds: it starts with a resume hello.
@@ -324,7 +338,8 @@ class ClientConnection(_Connection):
 
     def resend(self) -> bytes:
         """The answers to send again after a resume's welcome; the host drops any it already has."""
-        return b"".join(encode_frame(to_wire(m)) for m in (self.unconfirmed_seed, self.unconfirmed_play) if m is not None)
+        answers = (self.unconfirmed_seed, self.unconfirmed_play, self.unconfirmed_sig)
+        return b"".join(encode_frame(to_wire(m)) for m in answers if m is not None)
 
     def _check_resume_welcome(self, message: Welcome) -> None:
         if message.version not in self.offered_versions:
@@ -390,6 +405,14 @@ class ClientConnection(_Connection):
         return self.received + 1 < self.replay_until
 
     def _check_stream(self, message: Message) -> None:
+        if isinstance(message, Sig):
+            # Which statement a signature is of, the channel's record checks (PROTOCOL.md 14.7); here only
+            # that the result's comes once, after match_end, and a game's before it.
+            if (message.of == "result") != self.over or self.result_signed:
+                raise _unexpected(message, f"of the {message.of} is out of order")
+            self.result_signed = message.of == "result"
+            return
+        self.unconfirmed_sig = None  # the host went on: it had the countersignature
         if self.over:
             raise _unexpected(message, "came after the match ended")
         if self.cut_off and not isinstance(message, MatchEnd):
@@ -489,3 +512,5 @@ class ClientConnection(_Connection):
                 raise LocalProtocolError("a play answers the open request")
             self.open_request = None
             self.unconfirmed_play = message
+        elif isinstance(message, Sig):
+            self.unconfirmed_sig = message

@@ -21,6 +21,7 @@ BUSY = "busy"
 RATE_LIMIT = "rate_limit"
 UNKNOWN_TOKEN = "unknown_token"
 BAD_RESUME = "bad_resume"
+BAD_SIGNATURE = "bad_signature"
 
 # Codes answered while the connection carries on: a move or message at the
 # wrong moment, refused on its own.
@@ -52,6 +53,7 @@ FATAL_CODES = frozenset(
         RATE_LIMIT,
         UNKNOWN_TOKEN,
         BAD_RESUME,
+        BAD_SIGNATURE,
     }
 )
 

@@ -287,6 +287,7 @@ class FrameDecoder:
         self._error: ProtocolError | None = None
         self.max_frame = max_frame  # the longest body accepted now; a host raises it once it has sent `welcome`
         self.max_entries = max_entries  # container entries in one frame, all containers together (None: no limit)
+        self.last_body = b""  # the body of the frame next_message returned last: what a signed record hashes
 
     @property
     def buffered(self) -> int:
@@ -324,6 +325,7 @@ class FrameDecoder:
             return None
         body = bytes(self._buffer[_HEADER.size : end])
         del self._buffer[:end]
+        self.last_body = body
         try:
             return decode_body(body, self.max_frame, self.max_entries)
         except ProtocolError as exc:

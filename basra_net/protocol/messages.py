@@ -27,6 +27,7 @@ MAX_TEXT = 512
 MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
+SIGNED_THINGS = ("game", "result")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
 
 
@@ -227,6 +228,44 @@ class Versions(FieldType):
         return list(value)
 
 
+@dataclass(frozen=True)
+class AbsenceEvidence:
+    """The host's signed account of an absence (PROTOCOL.md 14.6); its signature is checked against the channel."""
+
+    grace: int
+    events: tuple[tuple[str, int, int], ...]  # (kind, time in ms, stream messages sent by then)
+    signature: bytes
+
+
+MAX_ABSENCE_EVENTS = 256
+ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned")
+
+
+@dataclass(frozen=True)
+class Evidence(FieldType):
+    """The `evidence` map of an abandoned match's `match_end`."""
+
+    def check(self, field: str, value: Any) -> AbsenceEvidence:
+        value = _map(field, value)
+        grace = Int(0, 86_400).check(f"{field}.grace", value.get("grace"))
+        events = value.get("events")
+        if type(events) is not list or not 1 <= len(events) <= MAX_ABSENCE_EVENTS:
+            raise _bad(field, f"must list 1 to {MAX_ABSENCE_EVENTS} events")
+        parsed = []
+        for event in events:
+            if type(event) is not list or len(event) != 3:
+                raise _bad(field, "must list each event as [kind, time, sent]")
+            parsed.append((
+                Choice(ABSENCE_KINDS).check(f"{field}.events", event[0]),
+                Int(0, (1 << 63) - 1).check(f"{field}.events", event[1]),
+                Int(0, MAX_STREAM).check(f"{field}.events", event[2]),
+            ))
+        return AbsenceEvidence(grace, tuple(parsed), Bin(64).check(f"{field}.signature", value.get("signature")))
+
+    def to_wire(self, value: AbsenceEvidence) -> dict:
+        return {"grace": value.grace, "events": [list(e) for e in value.events], "signature": value.signature}
+
+
 VERSION = Int(1, 0xFFFF)
 SEAT = Int(0, 1)
 GAME = Int(1, 1 << 31)
@@ -409,6 +448,19 @@ class MatchEnd(Message):
     winner: int | None
     totals: tuple[int, int]
     reason: str
+    evidence: AbsenceEvidence | None = None  # version 2, with reason abandoned: the host's signed account
+
+
+@dataclass(frozen=True)
+class Sig(Message):
+    """Version 2, either way: a signature of a game's checkpoint or of the result (PROTOCOL.md 14.5, 14.6)."""
+
+    TYPE = "sig"
+
+    of: str  # "game" or "result"
+    game: int  # 0 with "result"
+    count: int  # the stream number signed: the game's checkpoint, or the match_end's
+    signature: bytes
 
 
 @dataclass(frozen=True)
@@ -517,8 +569,8 @@ _CLIENTS = frozenset({CLIENT})
 _EITHER = frozenset({HOST, CLIENT})
 
 
-def _stream(message, fields, direction, when, section) -> Kind:
-    return Kind(message, fields, _HOSTS, direction, when, section, Phase.MATCH, stream=True, hashed=True)
+def _stream(message, fields, direction, when, section, **more) -> Kind:
+    return Kind(message, fields, _HOSTS, direction, when, section, Phase.MATCH, stream=True, hashed=True, **more)
 
 
 _CAPTURES = Cards(52, ordered=False)
@@ -623,8 +675,9 @@ CATALOGUE: tuple[Kind, ...] = (
             ("winner", "winner", Nullable(SEAT)),
             ("totals", "totals", Pair(POINTS)),
             ("reason", "reason", Choice(MATCH_END_REASONS)),
+            ("evidence", "evidence", Nullable(Evidence())),
         ),
-        "host → each seat", "the match is over", "6.14",
+        "host → each seat", "the match is over", "6.14", optional=("evidence",),
     ),
     Kind(
         Away, (("seat", "seat", SEAT), ("grace", "grace", Int(0, 86_400))),
@@ -653,6 +706,17 @@ CATALOGUE: tuple[Kind, ...] = (
         PakeConfirm, (("confirm", "confirm", Bin(32)),),
         _CLIENTS, "client → host", "answer to `pake`", "6.22", Phase.EXCHANGE,
         recorded=False, versions=frozenset({2}),
+    ),
+    Kind(
+        Sig,
+        (
+            ("of", "of", Choice(SIGNED_THINGS)),
+            ("game", "game", Int(0, 1 << 31)),
+            ("count", "count", Int(1, MAX_STREAM)),
+            ("signature", "signature", Bin(64)),
+        ),
+        _EITHER, "either way", "after a game's checkpoint and after `match_end`", "6.23", Phase.MATCH,
+        stream=True, hashed=True, versions=frozenset({2}),
     ),
 )
 

@@ -395,6 +395,20 @@ class ChannelRecord:
         """(of, game, count) of the statement the host must sign next, if any."""
         return None if self._owed is None else (self._owed.of, self._owed.game, self._owed.count)
 
+    @property
+    def open_for_countersignature(self) -> tuple[str, int, int] | None:
+        """(of, game, count) of the statement the host has signed and the guest may countersign now, if any."""
+        owed = self._countersign
+        return None if owed is None else (owed.of, owed.game, owed.count)
+
+    @property
+    def countersigned(self) -> bool:
+        """Whether the guest's signature holds for every game and result the host has signed."""
+        signed = [g for g in self.games if g.host is Status.VALID]
+        if self.result is not None and self.result.host is Status.VALID:
+            signed.append(self.result)
+        return all(s.guest is Status.VALID for s in signed)
+
     def owed_statement(self, signer: int) -> bytes:
         """The bytes the given signer signs for the statement the host owes now."""
         if self._owed is None:

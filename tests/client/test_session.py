@@ -5,18 +5,20 @@ from __future__ import annotations
 import hashlib
 from functools import partial
 
+import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.players import BotPlayer, Controls
 from basra_net.client.session import EXIT_DEAL_FAILED, EXIT_FAILURE, ClientSession
+from basra_net.client.state import ClientState
 from basra_net.host.identity import public_key_bytes
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import GRACE, Table
 from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.connection import ConnectionClosed, HostConnection
-from basra_net.protocol.messages import Commit, Hello, Leave, MatchStart, Seed, Welcome
+from basra_net.protocol.messages import Commit, Hello, Leave, MatchEnd, MatchStart, Seed, Welcome
 
 MATCH_ID = bytes(range(16))
 KEY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"scripted host").digest())
@@ -186,3 +188,12 @@ async def test_news_reaches_a_player_still_thinking_and_a_move_for_no_open_reque
     assert thinker.events[2] == "played"
     assert not any("refused" in event for event in thinker.events), thinker.events
     assert result.state.end_reason == "abandoned" and result.state.winner == 0
+
+
+@pytest.mark.parametrize("seat,winner,said", [(1, 1, "this seat won 60-0"), (0, 1, "Omar won 60-0"), (1, 0, "Hoda won 30-10")])
+def test_a_headless_seat_logs_the_match_end_with_the_winners_total_first(seat, winner, said):
+    lines: list[str] = []
+    state = ClientState("Omar" if seat == 1 else "Hoda", seat=seat, names=("Hoda", "Omar"))
+    totals = (0, 60) if winner == 1 else (30, 10)
+    BotPlayer("greedy", log=lines.append).show(state, MatchEnd(winner=winner, totals=totals, reason="target"))
+    assert lines == [f"match over (target): {said}"]

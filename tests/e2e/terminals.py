@@ -18,6 +18,8 @@ TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: no real terminal to read the screen from")
 EXIT_MARK = "EXITED WITH "
 MATCH_TIMEOUT = 240
+SETTLE = 0.5  # seconds for messages sent together to be drawn together
+CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")  # a card as the screen names it
 
 
 def terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
@@ -132,11 +134,17 @@ def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
 
 
 def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) -> str:
-    """Play the selected card at every turn until the screen shows ``needle``; that screen."""
+    """Play the selected card at every turn, and go on past each game's score, until the screen shows ``needle``; that screen."""
     deadline = time.monotonic() + timeout
     while needle not in (text := terminal.screen()):
         assert EXIT_MARK not in text and time.monotonic() < deadline, f"{needle!r} never came on screen:\n{text}"
-        if "YOUR TURN" in text:
+        if "Enter: next game" in text:
+            # A game's score, over the next game.  The match's end follows a last game's score at once, and
+            # would be the screen an Enter closes: the score is read again once the end has had time to come.
+            time.sleep(SETTLE)
+            if needle not in terminal.screen():
+                terminal.keys("Enter")
+        elif "YOUR TURN" in text:
             take_turn(terminal)
         time.sleep(0.1)
     return text

@@ -16,13 +16,17 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+import trio
+
+from ..resilience.cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, CuttingProxy, Mark
+from ..resilience.test_interruptions import OUTCOMES, transcripts_checked
 from .processes import basra_command, free_port, start_basra, wait_for_line
 from .processes import finish as finish_process
-from .terminals import EXIT_MARK, Terminal, needs_tmux, play_out, play_until, take_turn, terminal_env
+from .terminals import CARD, EXIT_MARK, Terminal, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
 
 pytestmark = needs_tmux
 DEADLINE = 30
-CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")
 
 
 def finish(process: subprocess.Popen) -> tuple[int, str]:
@@ -50,6 +54,10 @@ def leave_with_q(terminal: Terminal) -> None:
     terminal.keys("q")
     terminal.wait_for("Leave the match?")
     terminal.keys("y")
+
+
+def press_ctrl_c(terminal: Terminal) -> None:
+    terminal.keys("C-c")
 
 
 def request_on_screen(screen: str) -> tuple[str, list[str], list[str]]:
@@ -84,23 +92,6 @@ def test_q_at_the_joining_players_own_turn_leaves_and_the_host_is_told(basra_env
     try:
         join.wait_for("YOUR TURN")
         leave_with_q(join)
-        join_code, join_out = ended(join)
-        host_code, host_out = finish(host)
-    finally:
-        join.close()
-        stopped(host)
-    assert join_code == 130 and "basra join: you left the match" in join_out, join_out
-    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
-    verified(basra_env, host_file, guest_file)
-
-
-def test_ctrl_c_at_the_game_end_screen_leaves_and_the_host_is_told(basra_env, tmp_path):
-    host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
-    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
-    try:
-        result = play_until(join, "Enter: next game", timeout=90)
-        assert "Game 1 " in result and "MATCH OVER" not in result, result
-        join.keys("C-c")
         join_code, join_out = ended(join)
         host_code, host_out = finish(host)
     finally:
@@ -154,25 +145,27 @@ def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tm
     verified(basra_env, host_file, guest_file)
 
 
-def test_ctrl_c_on_the_host_waiting_for_the_guest_ends_cleanly(basra_env, tmp_path):
+@pytest.mark.parametrize("leave", [press_ctrl_c, leave_with_q], ids=["ctrl-c", "q-y"])
+def test_the_host_waiting_for_the_guest_leaves_cleanly(basra_env, tmp_path, leave):
     host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", str(free_port())], terminal_env(basra_env), tmp_path)
     try:
         host.wait_for("Waiting for the other player to sit down")
         time.sleep(0.3)
-        host.keys("C-c")
+        leave(host)
         code, out = ended(host)
     finally:
         host.close()
     assert code == 130 and "basra host: you left the match" in out, out
 
 
-def test_q_at_the_game_end_screen_of_basra_join_leaves_and_the_host_is_told(basra_env, tmp_path):
+@pytest.mark.parametrize("leave", [leave_with_q, press_ctrl_c], ids=["q-y", "ctrl-c"])
+def test_leaving_at_the_game_end_screen_of_basra_join_ends_and_the_host_is_told(basra_env, tmp_path, leave):
     host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
     join = Terminal(join_args, terminal_env(basra_env), tmp_path)
     try:
         result = play_until(join, "Enter: next game", timeout=90)
         assert "Game 1 " in result and "MATCH OVER" not in result, result
-        leave_with_q(join)  # asked over the score
+        leave(join)  # q is asked over the score
         join_code, join_out = ended(join)
         host_code, host_out = finish(host)
     finally:
@@ -183,7 +176,8 @@ def test_q_at_the_game_end_screen_of_basra_join_leaves_and_the_host_is_told(basr
     verified(basra_env, host_file, guest_file)
 
 
-def test_q_at_the_game_end_screen_of_basra_host_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
+@pytest.mark.parametrize("leave", [leave_with_q, press_ctrl_c], ids=["q-y", "ctrl-c"])
+def test_leaving_at_the_game_end_screen_of_basra_host_ends_and_the_joining_player_is_told(basra_env, tmp_path, leave):
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", "151",
@@ -194,7 +188,7 @@ def test_q_at_the_game_end_screen_of_basra_host_leaves_and_the_joining_player_is
         join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
         result = play_until(host, "Enter: next game", timeout=90)
         assert "Game 1 " in result and "MATCH OVER" not in result, result
-        leave_with_q(host)
+        leave(host)
         host_code, host_out = ended(host)
         join_code, join_out = finish(join)
     finally:
@@ -204,3 +198,100 @@ def test_q_at_the_game_end_screen_of_basra_host_leaves_and_the_joining_player_is
     assert host_code == 130 and "basra host: you left the match" in host_out, host_out
     assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
     verified(basra_env, host_file, guest_file)
+
+
+@pytest.mark.parametrize("key", ["q", "C-c"], ids=["q", "ctrl-c"])
+@pytest.mark.parametrize("side", ["join", "host"])
+def test_at_the_match_end_screen_q_or_ctrl_c_closes_it_and_the_match_stays_over_on_both_sides(basra_env, tmp_path, side, key):
+    """The match is over: nothing is left to leave, so the key closes the screen without asking, and both exit 0."""
+    if side == "join":
+        headless, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "1")
+        person = Terminal(join_args, terminal_env(basra_env), tmp_path)
+    else:
+        port = str(free_port())
+        host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+        person = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", "1",
+                           "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
+        headless = None
+    try:
+        if headless is None:
+            person.wait_for("Waiting for the other player to sit down")
+            headless = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
+        play_until(person, "MATCH OVER", timeout=90)
+        person.keys(key)
+        person_code, person_out = ended(person)
+        headless_code, headless_out = finish(headless)
+    finally:
+        person.close()
+        if headless is not None:
+            stopped(headless)
+    assert "Leave the match?" not in "".join(person.history), person_out
+    assert person_code == 0 and f"basra {side}: the match is over" in person_out, person_out
+    other = "host" if side == "join" else "join"
+    assert headless_code == 0 and f"basra {other}: the match is over" in headless_out, headless_out
+    verified(basra_env, host_file, guest_file)
+
+
+def play_until_reached(terminal: Terminal, mark: Mark, timeout: float = 90.0) -> None:
+    """Press Enter whenever the screen asks, until the proxy's mark says the match is at its moment."""
+    deadline = time.monotonic() + timeout
+    while not mark.reached.is_set():
+        assert play_when_asked(terminal) is not None and time.monotonic() < deadline, f"the moment never came:\n{terminal.screen()}"
+        time.sleep(0.1)
+
+
+def in_thread(function, *args, **kwargs):
+    """A blocking wait on a terminal or a process, run off the trio thread that serves the proxy."""
+    return trio.to_thread.run_sync(lambda: function(*args, **kwargs), abandon_on_cancel=True)
+
+
+# (moment, the side a person plays at, the proxy's mark for the moment, the match's target, README's outcome)
+FROZEN_CELLS = [
+    # The guest's request has reached it; its answer waits in the frozen link.
+    ("own turn", "host", lambda: Mark(TO_PLAYER, "your_turn", hold=KEYS_HOLD), "1", "host left"),
+    # The guest's play has reached the host; the host's answer waits in the frozen link.
+    ("opponent's turn", "join", lambda: Mark(TO_HOST, "play", hold=KEYS_HOLD), "1", "joiner left"),
+    # Game 2's commitment has reached the guest; its seed waits in the frozen link.
+    ("between games", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
+    # The host leaves with the guest's seed in flight: README's paragraph after the table.
+    ("between games", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "deal walked away"),
+]
+
+
+@pytest.mark.parametrize("moment,side,make_mark,target,outcome", FROZEN_CELLS, ids=[f"{m}-q-at-{s}".replace(" ", "_").replace("'", "") for m, s, *_ in FROZEN_CELLS])
+async def test_q_at_a_moment_held_by_the_frozen_link_leaves_and_the_other_side_is_told(basra_env, tmp_path, moment, side, make_mark, target, outcome):
+    port = free_port()
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    common = ["--plain", "--bind", "127.0.0.1", "--port", str(port), "--grace", "20", "--target", target, "--transcript", str(host_file)]
+    mark = make_mark()
+    person = headless = None
+    try:
+        with trio.fail_after(3 * DEADLINE + 90):
+            async with trio.open_nursery() as nursery:
+                proxy = CuttingProxy(port, marks=[mark])
+                proxy_port = await nursery.start(proxy.serve)
+                join_args = ["join", f"127.0.0.1:{proxy_port}", "--plain", "--transcript", str(guest_file)]
+                if side == "host":
+                    person = Terminal(["host", "--open", *common], terminal_env(basra_env), tmp_path)
+                    await in_thread(person.wait_for, "Waiting for the other player to sit down")
+                    headless = start_basra(basra_env, *join_args, "--auto", "greedy")
+                else:
+                    headless = start_basra(basra_env, "host", "--auto", "greedy", *common)
+                    await in_thread(wait_for_line, headless, "Waiting for the second player")
+                    person = Terminal(join_args, terminal_env(basra_env), tmp_path)
+                await in_thread(play_until_reached, person, mark)
+                await in_thread(leave_with_q, person)
+                assert proxy.holding(), "the link thawed before the person had left"
+                person_code, person_out = await in_thread(ended, person)
+                headless_code, headless_out = await in_thread(finish, headless)
+                nursery.cancel_scope.cancel()
+    finally:
+        if person is not None:
+            person.close()
+        if headless is not None:
+            stopped(headless)
+    ended_by = {side: (person_code, person_out), "join" if side == "host" else "host": (headless_code, headless_out)}
+    for who, (expected_code, line) in zip(("host", "join"), OUTCOMES[outcome]):
+        code, out = ended_by[who]
+        assert code == expected_code and line in out, f"{who} said:\n{out}"
+    transcripts_checked(basra_env, outcome, host_file, guest_file)

@@ -42,10 +42,15 @@ from basra_net.protocol.messages import (
     Play,
     Played,
     Seed,
+    Sig,
     Welcome,
     YourTurn,
+    kind_of,
     to_wire,
 )
+from basra_net.identity import public_key_bytes
+from basra_net.protocol.record import ChannelContext, ChannelRecord
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 SHORT_TIMEOUT = 0.4  # seconds a silent or half-sent connection is given in these tests
 TEST_DEADLINE = 30  # no test here should come near this; it turns a hang into a failure
@@ -111,32 +116,48 @@ async def join_as_bot(port: int, tmp_path: Path, player=None):
 
 
 class ManualSeat:
-    """A hand-driven seat 1: it says exactly what the test tells it to."""
+    """A hand-driven seat 1: it says exactly what the test tells it to, and countersigns what the host signs."""
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
         self.connection = ClientConnection()
         self.errors: list[Error] = []
+        self.identity = Ed25519PrivateKey.generate()
+        self.record: ChannelRecord | None = None
+        self.nonce = bytes(range(32))
 
     @classmethod
     async def join(cls, port: int) -> "ManualSeat":
         seat = cls(await trio.open_tcp_stream("127.0.0.1", port))
-        await seat.send(Hello(PROTOCOL_VERSIONS, "Omar", bytes(range(32)), key=bytes(range(1, 33))))
+        await seat.send(Hello(PROTOCOL_VERSIONS, "Omar", seat.nonce, key=public_key_bytes(seat.identity)))
         welcome = await seat.receive()
         assert isinstance(welcome, Welcome) and welcome.seat == 1
         return seat
 
     async def send(self, message: Message) -> None:
         await self.stream.send_all(self.connection.send(message))
+        if isinstance(message, Seed) and self.record is not None:
+            self.record.guest_seed(message.game, message.seed)
 
     async def send_unchecked(self, message: Message) -> None:
         """Send bypassing our own state machine, as a buggy or hostile client would."""
         await self.stream.send_all(encode_frame(to_wire(message)))
 
     async def receive(self) -> Message | ConnectionClosed:
-        while (event := self.connection.next_event()) is None:
-            self.connection.receive_data(await self.stream.receive_some(65536))
-        return event
+        """The next message; the host's signatures are checked and countersigned on the way."""
+        while True:
+            while (event := self.connection.next_event()) is None:
+                self.connection.receive_data(await self.stream.receive_some(65536))
+            if isinstance(event, Welcome) and self.record is None and event.version >= 2:
+                context = ChannelContext(event.match_id, event.host_key, public_key_bytes(self.identity), event.seat, self.nonce)
+                self.record = ChannelRecord(context, event.scoring, event.target)
+            elif self.record is not None and not isinstance(event, ConnectionClosed) and kind_of(event).stream:
+                body = self.connection.last_body
+                self.record.host_frame(len(body).to_bytes(4, "big") + body)
+            if not isinstance(event, Sig):
+                return event
+            answer = self.record.countersignature(self.identity)
+            await self.send(Sig(answer["of"], answer["game"], answer["count"], answer["signature"]))
 
     async def until(self, kind: type) -> Message:
         """Play along (answer commitments) until a message of this kind arrives."""
@@ -350,8 +371,11 @@ async def test_when_seat_1_is_lost_mid_match_and_its_grace_runs_out_seat_0_gets_
     assert "did not come back" in outcome.table.reason
     # The host revealed the game cut off, so its record shows it did not walk away from the deal.
     parsed = transcript.parse((tmp_path / "host.basra").read_bytes())
-    assert [type(m).__name__ for _, m in parsed.records[-2:]] == ["Reveal", "MatchEnd"]
+    assert [type(m).__name__ for _, m in parsed.records[-4:]] == ["Reveal", "Sig", "MatchEnd", "Sig"]
     assert transcript.verify(parsed).ok
+    # The match_end carries the host's signed account of the absence: away, then the grace ran out.
+    end = parsed.records[-2][1]
+    assert [kind for kind, _, _ in end.evidence.events] == ["away", "grace_over"]
 
 
 async def test_when_the_hosts_player_leaves_seat_1_gets_match_end_abandoned(tmp_path):

@@ -11,6 +11,7 @@ from basra_net.client.session import ClientSession, SessionResult
 from basra_net.host import table as table_module
 from basra_net.host.server import ServeSettings, run_serve
 from basra_net.protocol.messages import MatchStart, Message
+from basra_net.protocol.record import Status
 
 
 class SeatRecorder(BotPlayer):
@@ -39,7 +40,7 @@ class StallingPlayer(BotPlayer):
 
 async def _join(port: int, name: str, player: BotPlayer, table: str | None = None) -> SessionResult:
     stream = await trio.open_tcp_stream("127.0.0.1", port)
-    return await ClientSession(stream, name, player, keep_transcript=False, table=table).run()
+    return await ClientSession(stream, name, player, keep_transcript=False, table=table, countersigns=True).run()
 
 
 def _outbox():
@@ -191,3 +192,30 @@ async def test_seats_are_found_by_token_and_by_hello_and_a_seat_given_up_is_offe
         assert again == (lone_table, lone_seat)
         nursery.cancel_scope.cancel()
 
+
+
+async def test_at_a_served_table_each_guests_channel_is_signed_by_both_ends():
+    sessions: dict[str, ClientSession] = {}
+    results: dict[str, SessionResult] = {}
+    async with trio.open_nursery() as nursery:
+        port = await _serve(nursery, tables=1)
+        async with trio.open_nursery() as players:
+            for name in ("Amr", "Dina"):
+
+                async def play(name=name) -> None:
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    sessions[name] = ClientSession(stream, name, BotPlayer("greedy"), keep_transcript=False, countersigns=True)
+                    results[name] = await sessions[name].run()
+
+                players.start_soon(play)
+                await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    assert all(r.exit_code == 0 for r in results.values()), {n: r.reason for n, r in results.items()}
+    records = {results[name].state.seat: sessions[name].record for name in sessions}
+    # Seat 0's channel has no fair deal: its checkpoints are the game ends, and it signs no seed.
+    assert records[0].context.guest_seat == 0 and records[1].context.guest_seat == 1
+    for record in records.values():
+        assert record.games and all((g.host, g.guest) == (Status.VALID, Status.VALID) for g in record.games)
+        assert (record.result.host, record.result.guest) == (Status.VALID, Status.VALID)
+    assert records[0].context.guest_key != records[1].context.guest_key
+    assert records[0].result.result.totals == records[1].result.result.totals

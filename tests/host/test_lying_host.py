@@ -11,8 +11,10 @@ from basra_net.client.players import BotPlayer
 from basra_net.engine.events import GameEnded
 from basra_net.host import server
 from basra_net.host.server import HostSettings, run_host
-from basra_net.host.table import Table
+from basra_net.host.table import MatchAbandoned, Table, outgoing
 from basra_net.protocol import transcript
+from basra_net.protocol.messages import Sig
+from basra_net.protocol.record import AbsenceEvent
 
 EXIT_DEAL_FAILED = 3
 TEST_DEADLINE = 60
@@ -47,6 +49,38 @@ class WrongScoreTable(Table):
             for e in events
         ]
         return super()._announce(told)
+
+
+class AbandoningTable(Table):
+    """Declares the connected guest abandoned at its third turn, with an account that holds together."""
+
+    turns = 0
+
+    async def _take_turn(self, seat):
+        self.turns += seat
+        if self.turns == 3:
+            self._absences.note(1, "away")
+            away = self.seats[1].absences[-1]
+            # Dated back by the whole grace, so that the account itself shows no contradiction.
+            self.seats[1].absences[-1] = AbsenceEvent("away", away.time_ms - round(self.grace * 1000) - 1, away.sent)
+            raise MatchAbandoned(1, "Omar did not come back", "grace_over")
+        return await super()._take_turn(seat)
+
+
+class BadSignatureTable(Table):
+    """Sends its signature of game 1 with one bit changed (its own record keeps the true one)."""
+
+    def _take_seat(self, seat, entry):
+        super()._take_seat(seat, entry)
+        deliver = entry.deliver
+
+        def flipping(sending):
+            message, _ = sending
+            if isinstance(message, Sig) and message.of == "game":
+                sending = outgoing(replace(message, signature=bytes([message.signature[0] ^ 1]) + message.signature[1:]))
+            deliver(sending)
+
+        entry.deliver = flipping
 
 
 async def join_lying_host(table_class: type[Table], tmp_path, basra_command, monkeypatch):
@@ -96,9 +130,13 @@ async def test_a_host_dealing_from_another_deck_than_it_committed_is_caught(tmp_
 
 
 async def test_a_host_announcing_a_wrong_score_is_caught(tmp_path, basra_command, monkeypatch):
-    join, verify, _ = await join_lying_host(WrongScoreTable, tmp_path, basra_command, monkeypatch)
+    join, verify, guest_transcript = await join_lying_host(WrongScoreTable, tmp_path, basra_command, monkeypatch)
     assert join.returncode == EXIT_DEAL_FAILED, output(join)
     assert "DEAL CHECK FAILED: game 1: score of seat 0: expected" in output(join)
+    # It stopped at the first proven cheat: the reveal of game 1, with no commitment of game 2 taken.
+    records = transcript.parse(guest_transcript.read_bytes()).records
+    assert max(m.game for _, m in records if m.TYPE == "commit") == 1
+    assert [(sender, m.TYPE) for sender, m in records[-2:]] == [("host", "reveal"), ("guest", "leave")]
     assert verify.returncode == 1, output(verify)
     assert "FAILED: game 1: score of seat 0" in verify.stdout.decode()
 
@@ -109,3 +147,19 @@ async def test_the_same_join_against_an_honest_host_exits_0(tmp_path, basra_comm
     assert join.returncode == 0, output(join)
     assert "DEAL CHECK FAILED" not in output(join)
     assert verify.returncode == 0, output(verify)
+
+
+async def test_a_host_that_declares_a_connected_guest_abandoned_is_disputed(tmp_path, basra_command, monkeypatch):
+    join, _, guest_transcript = await join_lying_host(AbandoningTable, tmp_path, basra_command, monkeypatch)
+    assert join.returncode == EXIT_DEAL_FAILED, output(join)
+    assert "disputed abandonment: the host says this seat was away past its grace period" in output(join)
+    notes = transcript.parse(guest_transcript.read_bytes()).notes
+    assert any("disputed abandonment" in note.text for note in notes)
+
+
+async def test_a_host_signature_that_does_not_verify_stops_the_guest_at_once(tmp_path, basra_command, monkeypatch):
+    join, _, guest_transcript = await join_lying_host(BadSignatureTable, tmp_path, basra_command, monkeypatch)
+    assert join.returncode == EXIT_DEAL_FAILED, output(join)
+    assert "the host's signature is bad" in output(join) and "game 1 does not verify" in output(join)
+    records = transcript.parse(guest_transcript.read_bytes()).records
+    assert max(m.game for _, m in records if m.TYPE == "commit") == 1  # no game after the bad signature

@@ -54,6 +54,9 @@ from basra_net.protocol.errors import (
     ProtocolError,
 )
 from basra_net.protocol.framing import MAX_FRAME, encode_frame
+from basra_net.protocol.record import ChannelContext, ChannelRecord
+from basra_net.identity import public_key_bytes
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.protocol.messages import (
     PROTOCOL_VERSIONS,
     Commit,
@@ -69,8 +72,10 @@ from basra_net.protocol.messages import (
     Played,
     Reveal,
     Seed,
+    Sig,
     Welcome,
     YourTurn,
+    kind_of,
     to_wire,
 )
 
@@ -81,7 +86,8 @@ KEEPALIVE = tuple(cls for cls in (Ping, Pong) if cls is not None)
 
 MATCH_ID = bytes(range(16))
 NONCE = bytes(range(32, 64))
-GUEST_KEY = bytes(range(1, 33))  # any key that is not one of the small-order ones
+GUEST_IDENTITY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"stateful guest").digest())
+GUEST_KEY = public_key_bytes(GUEST_IDENTITY)
 TARGET = 1  # the first game decides, unless it is a tie
 SCORE = GameScore(20, 30, 1, 0, 10, 0, 40)
 HOST_MESSAGES = (
@@ -513,6 +519,7 @@ class World:
         )
         self.guest = ClientConnection()  # checks the order of everything the host sends seat 1
         self.guest_state = ClientState(name="Omar")
+        self.record: ChannelRecord | None = None  # seat 1's signed record: it countersigns what the host signs
         self.commit_for: int | None = None  # a commitment waiting for the seed
         self.open_request: int | None = None
         self.moves: tuple[Move, ...] = ()
@@ -580,6 +587,9 @@ class World:
                     if isinstance(event, ConnectionClosed):
                         self.broken = True
                         return
+                    if self.record is not None and kind_of(event).stream:
+                        body = self.guest.last_body
+                        self.record.host_frame(len(body).to_bytes(4, "big") + body)
                     await self._take(event)
             except ProtocolError as err:
                 self.problems.append(f"the host broke the protocol toward seat 1: {err}")
@@ -600,6 +610,9 @@ class World:
                 self.broken = True
             return
         self.guest_state.apply(message)
+        if isinstance(message, Welcome) and message.version >= 2:
+            context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, NONCE)
+            self.record = ChannelRecord(context, message.scoring, message.target)
         if isinstance(message, (Deal, Played, YourTurn)) and account(self.guest_state) != 52:
             self.problems.append(f"seat 1 is told of {account(self.guest_state)} cards after '{message.TYPE}'")
         if isinstance(message, Commit):
@@ -639,7 +652,16 @@ class World:
         """Seat 1 answers what is open, validly; False when nothing is."""
         if self.commit_for is not None and self.guest.commit_for == self.commit_for and self.guest.seed_sent_for != self.commit_for:
             game, self.commit_for = self.commit_for, None
-            self.act(self.guest.send(Seed(game, hashlib.sha256(b"guest seed %d" % game).digest())))
+            seed = Seed(game, hashlib.sha256(b"guest seed %d" % game).digest())
+            if self.record is not None:
+                self.record.guest_seed(game, seed.seed)
+            self.act(self.guest.send(seed))
+            return True
+        if self.record is not None and self.record.open_for_countersignature is not None:
+            answer = self.record.countersignature(GUEST_IDENTITY)
+            sig = Sig(answer["of"], answer["game"], answer["count"], answer["signature"])
+            self.record.guest_sig(answer)
+            self.act(self.guest.send(sig))
             return True
         if self.open_request is not None and self.guest.open_request == self.open_request:
             move = self.moves[choice % len(self.moves)]

@@ -101,6 +101,10 @@ def strategy_for(field_type: messages.FieldType):
             return st.lists(moves, max_size=min(max_len, 64)).map(tuple)
         case messages.Versions(max_len):
             return st.lists(strategy_for(messages.VERSION), min_size=1, max_size=max_len).map(tuple)
+        case messages.Evidence():
+            event = st.tuples(st.sampled_from(messages.ABSENCE_KINDS), st.integers(0, (1 << 63) - 1), st.integers(0, messages.MAX_STREAM))
+            events = st.lists(event, min_size=1, max_size=messages.MAX_ABSENCE_EVENTS).map(tuple)
+            return st.builds(messages.AbsenceEvidence, st.integers(0, 86_400), events, binary(64))
     raise AssertionError(f"no strategy for {field_type!r}: add one")
 
 
@@ -199,11 +203,12 @@ SAMPLES: dict[type[Message], Message] = {
     Pong: Pong(id=1),
     Pake: Pake(pake=b"B" + bytes(32), confirm=bytes(32)),
     PakeConfirm: PakeConfirm(confirm=bytes(32)),
+    messages.Sig: messages.Sig(of="game", game=1, count=57, signature=bytes(64)),
 }
 
 # Fields whose value may be nil on the wire.
 # Fields a sender may leave out altogether.
-ABSENT_ALLOWED = {("hello", f) for f in ("table", "code", "token", "received", "key", "pake")}
+ABSENT_ALLOWED = {("hello", f) for f in ("table", "code", "token", "received", "key", "pake")} | {("match_end", "evidence")}
 OPTIONAL_FIELDS = {("played", "turn"), ("game_end", "last_taker"), ("match_end", "winner")} | ABSENT_ALLOWED
 
 # One value of each wire type; a field must refuse every one whose type differs from its own.

@@ -6,7 +6,7 @@ import pytest
 
 from basra_net.protocol import transcript
 from basra_net.protocol.framing import encode_frame
-from basra_net.protocol.messages import Commit, Hello, MatchEnd, MatchStart, Reveal, Seed, Welcome, to_wire
+from basra_net.protocol.messages import Commit, Hello, MatchEnd, MatchStart, Reveal, Seed, Sig, Welcome, to_wire
 from basra_net.protocol.transcript import Note, TranscriptError
 from basra_net.protocol.verify import GUEST, HOST
 
@@ -18,28 +18,38 @@ def _data_dir(tmp_path, monkeypatch):
 
 def encode(parsed: transcript.Transcript) -> bytes:
     """A transcript's bytes: header, records, then notes."""
+    if parsed.format == transcript.SIGNED_FORMAT:
+        records = b"".join(transcript.body_record(sender, body) for sender, body in parsed.bodies)
+    else:
+        records = b"".join(transcript.record(sender, message) for sender, message in parsed.records)
     return (
-        transcript.header(parsed.role)
-        + b"".join(transcript.record(sender, message) for sender, message in parsed.records)
+        transcript.header(parsed.role, parsed.format)
+        + records
         + b"".join(transcript.note(n.kind, n.game, n.text) for n in parsed.notes)
     )
 
 
 def test_the_hosts_transcript_holds_the_seat_1_channel_in_order(honest_match):
     parsed = transcript.parse(honest_match.host_transcript.read_bytes())
-    assert parsed.role == HOST and parsed.notes == []
+    assert parsed.role == HOST and parsed.notes == [] and parsed.format == transcript.SIGNED_FORMAT
     (first_sender, hello), (second_sender, welcome) = parsed.records[:2]
     assert (first_sender, type(hello)) == (GUEST, Hello)
     assert (second_sender, type(welcome)) == (HOST, Welcome)
     assert welcome.seat == 1 and welcome.match_id == honest_match.match_id
     assert isinstance(parsed.records[2][1], MatchStart)
-    assert parsed.records[-1] == (HOST, MatchEnd(honest_match.table.winner, honest_match.table.totals, "target"))
+    # The match's end, then the host's signature of the result and the guest's countersignature (14.6).
+    end, host_sig, guest_sig = parsed.records[-3:]
+    assert end == (HOST, MatchEnd(honest_match.table.winner, honest_match.table.totals, "target"))
+    assert [(s, m.TYPE, m.of) for s, m in (host_sig, guest_sig)] == [(HOST, "sig", "result"), (GUEST, "sig", "result")]
     games = max(m.game for _, m in parsed.records if isinstance(m, Commit))
     assert games >= 3
-    # Each game's exchange: the host commits, seat 1 answers with a seed, the host reveals.
+    # Each game's exchange: the host commits, seat 1 answers with a seed, the host reveals and signs, seat 1 countersigns.
     for game in range(1, games + 1):
-        kinds = [(s, type(m)) for s, m in parsed.records if isinstance(m, (Commit, Seed, Reveal)) and m.game == game]
-        assert kinds == [(HOST, Commit), (GUEST, Seed), (HOST, Reveal)]
+        kinds = [
+            (s, type(m)) for s, m in parsed.records
+            if isinstance(m, (Commit, Seed, Reveal)) and m.game == game or isinstance(m, Sig) and m.of == "game" and m.game == game
+        ]
+        assert kinds == [(HOST, Commit), (GUEST, Seed), (HOST, Reveal), (HOST, Sig), (GUEST, Sig)]
 
 
 def test_the_guests_transcript_records_the_same_channel_and_a_verification_note_per_game(honest_match):
@@ -84,7 +94,7 @@ def test_a_transcript_cut_inside_a_frame_is_refused_as_truncated(honest_match):
 
 def test_a_transcript_cut_at_a_frame_boundary_still_parses(honest_match):
     data = honest_match.host_transcript.read_bytes()
-    last = transcript.record(*transcript.parse(data).records[-1])
+    last = transcript.body_record(*transcript.parse(data).bodies[-1])
     assert data.endswith(last)
     shorter = transcript.parse(data[: -len(last)])
     assert len(shorter.records) == len(transcript.parse(data).records) - 1
@@ -117,16 +127,25 @@ HELLO = Hello((1,), "Omar", bytes(32))
     "data, reason",
     [
         (transcript.record(GUEST, HELLO), "header"),
-        (encode_frame({"type": "transcript", "format": 2, "role": "host"}), "format"),
+        (encode_frame({"type": "transcript", "format": 3, "role": "host"}), "format"),
         (encode_frame({"type": "transcript", "format": 1}), "role"),
         (encode_frame({"type": "transcript", "format": 1, "role": "judge"}), "role"),
         (encode_frame({"type": "transcript", "role": "host"}), "format"),
     ],
-    ids=["no-header", "format-2", "no-role", "bad-role", "no-format"],
+    ids=["no-header", "format-3", "no-role", "bad-role", "no-format"],
 )
 def test_a_wrong_header_is_a_transcript_error(data, reason):
     with pytest.raises(TranscriptError, match=reason):
         transcript.parse(data + transcript.record(GUEST, HELLO))
+
+
+def test_a_format_2_record_keeps_a_body_and_a_format_1_record_a_message():
+    body = encode_frame(to_wire(HELLO))[4:]
+    assert transcript.parse(transcript.header(GUEST, 2) + transcript.body_record(GUEST, body)).records == [(GUEST, HELLO)]
+    with pytest.raises(TranscriptError, match="'body'"):
+        transcript.parse(transcript.header(GUEST, 2) + transcript.record(GUEST, HELLO))
+    with pytest.raises(TranscriptError, match="'message'"):
+        transcript.parse(transcript.header(GUEST, 1) + transcript.body_record(GUEST, body))
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,9 @@ import msgpack
 import trio
 
 TO_PLAYER, TO_HOST = "to_player", "to_host"
+# Seconds a Mark holds the link for a person's keys: q, the question and y land well within them, so that the
+# leave is made at the marked moment and not after the other side has moved on.
+KEYS_HOLD = 6.0
 
 
 @dataclass
@@ -99,6 +102,10 @@ class CuttingProxy:
         self.cuts_made += 1
         for link in list(self._links):
             link.set()
+
+    def holding(self) -> bool:
+        """Whether a mark's hold is still keeping the traffic back."""
+        return trio.current_time() < self._held_until
 
     def _due(self, cut: Cut, direction: str, message: dict) -> bool:
         if (cut.direction, cut.kind) != (direction, message.get("type")):

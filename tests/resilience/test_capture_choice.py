@@ -22,18 +22,24 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.join import JoinSession
-from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_LEFT, EXIT_OK, ClientSession
+from basra_net.client.players import BotPlayer, Player
+from basra_net.client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK, ClientSession
+from basra_net.client.tui import LeaveScreen
 from basra_net.client.storage import TranscriptFile
 from basra_net.engine import Match, seat_view
 from basra_net.engine.bots import greedy_move
+from basra_net.client.storage import data_dir
+from basra_net.host.identity import load_or_create_identity, public_key_bytes
+from basra_net.host.journal import JournalWriter
 from basra_net.host.seat_link import serve_connection
+from basra_net.host.server import HostSettings, run_host
 from basra_net.host.table import Table
 from basra_net.protocol import shuffle, transcript
-from basra_net.protocol.messages import YourTurn, from_wire
+from basra_net.protocol.messages import Play, YourTurn, from_wire
 
-from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
-from .test_resume import plays
+from ..interface.harness import my_turn, run_app, until
+from .cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, Cut, CuttingProxy, Mark
+from .test_resume import match_end_of, plays
 
 TEST_DEADLINE = 60
 MATCH_ID = bytes(range(16))
@@ -54,19 +60,24 @@ def offers_a_choice(moves) -> bool:
     return any(n > 1 for n in Counter(move.card for move in moves).values())
 
 
-def _choice_for_seat_1(client_label: str) -> bool:
-    """Whether game 1, dealt from these seeds and played greedy against greedy, offers seat 1 a choice of captures."""
+def _choice_for_seat_1(client_label: str, first_request: bool = False) -> bool:
+    """Whether game 1, dealt from these seeds and played greedy against greedy, offers seat 1 a choice of
+    captures (with ``first_request``: at the match's first request, which is seat 1's, before anyone has played)."""
     deck = shuffle.shuffled_deck(MATCH_ID, 1, _seeds("host")(), _seeds(client_label)())
     match = Match(scoring="egyptian", target=1)
     match.start_game(deck)
     while match.turn is not None:
         if match.turn == 1 and offers_a_choice(match.legal_moves()):
             return True
+        if first_request:
+            return False
         match.play(match.turn, greedy_move(seat_view(match, match.turn)))
     return False
 
 
 CLIENT_SEEDS = next(label for label in (f"guest {n}" for n in range(10_000)) if _choice_for_seat_1(label))
+# For a person at the full screen, who needs no bot's play to reach the choice.
+FIRST_REQUEST_SEEDS = next(label for label in (f"guest {n}" for n in range(10_000)) if _choice_for_seat_1(label, first_request=True))
 
 
 def _is_a_choice(message: dict) -> bool:
@@ -88,21 +99,21 @@ class _AnswerToAChoice:
         return self.open_choice is not None and message.get("request") == self.open_choice
 
 
-def _table(tmp_path: Path, grace: float) -> Table:
+def _table(tmp_path: Path, grace: float, identity: Ed25519PrivateKey = KEY, journal: JournalWriter | None = None) -> Table:
     """A one-game match dealt from the seeds the search chose."""
     return Table(
-        scoring="egyptian", target=1, identity=KEY, match_id=MATCH_ID, make_seed=_seeds("host"), grace=grace,
-        transcript=TranscriptFile(tmp_path / "host.basra", "host"),
+        scoring="egyptian", target=1, identity=identity, match_id=MATCH_ID, make_seed=_seeds("host"), grace=grace,
+        transcript=TranscriptFile(tmp_path / "host.basra", "host"), journal=journal,
     )
 
 
-async def _host(nursery: trio.Nursery, table: Table) -> int:
-    """The table, its own greedy seat 0 over a socket pair, and a listener for seat 1; the port."""
+async def _host(nursery: trio.Nursery, table: Table, stop: trio.Event | None = None, player: Player | None = None) -> int:
+    """The table, its own seat 0 over a socket pair (greedy unless ``player``, leaving once ``stop`` is set), and a listener for seat 1; the port."""
     nursery.start_soon(table.run)
     host_end, seat_end = trio.socket.socketpair()
     nursery.start_soon(partial(serve_connection, trio.SocketStream(host_end), table, reserved_seat=0))
-    own = ClientSession(trio.SocketStream(seat_end), "Hoda", BotPlayer("greedy"), keep_transcript=False)
-    nursery.start_soon(own.run)
+    own = ClientSession(trio.SocketStream(seat_end), "Hoda", player or BotPlayer("greedy"), keep_transcript=False)
+    nursery.start_soon(own.run, stop)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     nursery.start_soon(trio.serve_listeners, lambda stream: serve_connection(stream, table), listeners)
     return listeners[0].socket.getsockname()[1]
@@ -167,12 +178,13 @@ async def test_cut_off_at_a_capture_choice_past_the_grace_the_match_is_abandoned
     assert result.exit_code != EXIT_OK and "this seat was away longer than the host would wait" in result.reason
     for path in (tmp_path / "host.basra", guest_file):
         kept = transcript.parse(path.read_bytes())
-        assert kept.records[-1][1].reason == "abandoned"
+        assert match_end_of(kept).reason == "abandoned"
         assert transcript.verify(kept).ok
 
 
-async def test_ctrl_c_at_a_capture_choice_leaves_the_match_and_the_host_is_told(tmp_path):
-    # Ctrl-C sets the seat's stop event, as `basra join` does; here it is set as the choice goes to the seat.
+@pytest.mark.parametrize("side", ["join", "host"])
+async def test_ctrl_c_at_a_capture_choice_leaves_the_match_and_the_other_side_is_told(tmp_path, side):
+    # Ctrl-C sets the seat's stop event, as `basra join` and `basra host` do; here it is set as the choice goes to the seat.
     stop = trio.Event()
 
     def press_ctrl_c(message: dict) -> bool:
@@ -184,16 +196,134 @@ async def test_ctrl_c_at_a_capture_choice_leaves_the_match_and_the_host_is_told(
     guest_file = tmp_path / "guest.basra"
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
-            port = await _host(nursery, table)
+            port = await _host(nursery, table, stop=stop if side == "host" else None)
             proxy = CuttingProxy(port, [Cut(TO_PLAYER, "your_turn", when=press_ctrl_c)])
             proxy_port = await nursery.start(proxy.serve)
             join = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, make_seed=_seeds(CLIENT_SEEDS))
-            result = await join.run(stop)
+            result = await join.run(stop if side == "join" else None)
             await table.finished.wait()
             nursery.cancel_scope.cancel()
     table.transcript.close()
     assert stop.is_set(), "no request offered the joining seat a choice of captures"
-    assert result.exit_code == EXIT_LEFT, result.reason
-    assert table.result is not None and table.result.reason == "Omar left the match"
+    if side == "join":
+        assert result.exit_code == EXIT_LEFT, result.reason
+        assert table.result is not None and table.result.reason == "Omar left the match"
+    else:
+        assert result.exit_code == EXIT_FAILURE and result.reason == "the match was abandoned: Hoda left", result.reason
+        assert table.result is not None and table.result.reason == "Hoda left the match"
+    for path in (tmp_path / "host.basra", guest_file):
+        assert transcript.verify(transcript.parse(path.read_bytes())).ok
+
+
+async def test_a_host_killed_at_a_capture_choice_and_resumed_asks_for_the_choice_again(tmp_path):
+    # The host journals the match as `basra host` does; at the request offering the choice its tasks are all
+    # cancelled and its files let go, as a kill -9 leaves them, and run_host resumes the journal on the same port.
+    identity = load_or_create_identity(data_dir())  # the key `basra host --resume` loads
+    journal_path, host_file, guest_file = tmp_path / "match.journal", tmp_path / "host.basra", tmp_path / "guest.basra"
+    header = {"type": "header", "match_id": MATCH_ID, "scoring": "egyptian", "target": 1,
+              "host_key": public_key_bytes(identity), "transcript": str(host_file), "bot": None}
+    table = _table(tmp_path, grace=20, identity=identity, journal=JournalWriter.create(journal_path, header))
+    killed = trio.Event()
+
+    def kill_at_the_choice(message: dict) -> bool:
+        if _is_a_choice(message):
+            killed.set()
+            return True  # the request is lost with the host
+        return False
+
+    first_host, let_go = trio.CancelScope(), trio.Event()
+
+    async def host_until_killed(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        with first_host:
+            async with trio.open_nursery() as nursery:
+                task_status.started(await _host(nursery, table))
+                await trio.sleep_forever()
+        table.journal.close()
+        table.transcript.close()
+        let_go.set()
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(host_until_killed)
+            proxy = CuttingProxy(port, [Cut(TO_PLAYER, "your_turn", when=kill_at_the_choice)])
+            proxy_port = await nursery.start(proxy.serve)
+            join = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, make_seed=_seeds(CLIENT_SEEDS))
+            joined = trio.Event()
+            outcome = {}
+
+            async def guest() -> None:
+                outcome["guest"] = await join.run()
+                joined.set()
+
+            nursery.start_soon(guest)
+            await killed.wait()
+            first_host.cancel()
+            await let_go.wait()  # the journal's lock is let go, as a process's is when it dies
+            settings = HostSettings(bind="127.0.0.1", port=port, name="Hoda", target=1, tls=False, grace=20, resume=journal_path)
+            outcome["host"] = await run_host(settings, BotPlayer("greedy"), say=lambda line: None)
+            await joined.wait()
+            nursery.cancel_scope.cancel()
+    assert proxy.cuts_made == 1, "no request offered the joining seat a choice of captures"
+    assert outcome["guest"].exit_code == EXIT_OK, outcome["guest"].reason
+    assert outcome["host"].table.completed, outcome["host"].table
+    for path in (host_file, guest_file):
+        report = transcript.verify(transcript.parse(path.read_bytes()))
+        assert report.ok, report.problems
+    assert plays(guest_file) == plays(host_file)
+    turns = [m for sender, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, YourTurn)]
+    assert any(offers_a_choice(turn.moves) for turn in turns)  # asked again by the resumed host
+
+
+@pytest.mark.parametrize("side", ["join", "host"])
+def test_q_then_y_on_the_full_screen_at_a_capture_choice_leaves_and_the_other_side_is_told(tmp_path, side):
+    """The person at the full screen (Textual's Pilot, in process) is the guest choosing, or the host while the guest's choice is open."""
+    guest_file = tmp_path / "guest.basra"
+    table = _table(tmp_path, grace=20)
+    # The guest's first request, the choice, has reached it; a guest bot's answer waits in the frozen link.
+    opened = Mark(TO_PLAYER, "your_turn", hold=KEYS_HOLD)
+
+    async def main(player, stop):
+        async with trio.open_nursery() as nursery:
+            if side == "join":
+                port = await _host(nursery, table)
+                guest = JoinSession("127.0.0.1", port, "Omar", player, guest_file, plain=True, make_seed=_seeds(FIRST_REQUEST_SEEDS))
+                result = await guest.run(stop)
+            else:
+                port = await _host(nursery, table, stop, player)
+                proxy_port = await nursery.start(CuttingProxy(port, marks=[opened]).serve)
+                guest = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True,
+                                    make_seed=_seeds(FIRST_REQUEST_SEEDS))
+                result = await guest.run()
+            await table.finished.wait()
+            nursery.cancel_scope.cancel()
+        table.transcript.close()
+        return result
+
+    async def scenario(app, pilot):
+        if side == "join":
+            await my_turn(app, pilot)
+            place = next(i for i, card in enumerate(app.state.hand) if [m.card for m in app.state.moves].count(card) > 1)
+            await pilot.press(str(place + 1), "enter")
+            await until(pilot, lambda: app.choice is not None, "the choice of captures on screen")
+        else:
+            await until(pilot, opened.reached.is_set, "the guest's choice open")
+        await pilot.press("q")
+        assert isinstance(app.screen, LeaveScreen)
+        await pilot.press("y")
+        await until(pilot, lambda: app.done, "the match's end")
+
+    app = run_app(scenario, main=main)
+    result = app.result
+    first_request = next(m for sender, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, YourTurn))
+    assert offers_a_choice(first_request.moves)
+    # The leave came while the choice was open: the host never took an answer to it.
+    assert not any(isinstance(m, Play) for sender, m in transcript.parse((tmp_path / "host.basra").read_bytes()).records)
+    if side == "join":
+        assert result.exit_code == EXIT_LEFT and result.reason == "you left the match", result.reason
+        assert table.result is not None and table.result.reason == "Omar left the match"
+    else:
+        assert opened.reached.is_set()
+        assert result.exit_code == EXIT_FAILURE and result.reason == "the match was abandoned: Hoda left", result.reason
+        assert table.result is not None and table.result.reason == "Hoda left the match"
     for path in (tmp_path / "host.basra", guest_file):
         assert transcript.verify(transcript.parse(path.read_bytes())).ok

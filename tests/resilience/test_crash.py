@@ -17,6 +17,7 @@ from basra_net.protocol import transcript
 from basra_net.protocol.messages import STREAM_TYPES, Commit, Played, Reveal
 
 from ..e2e.processes import basra_command, free_port, start_basra, wait_for_line
+from ..signed_channels import channel_of, signed_by_both
 from ..e2e.processes import finish as finish_process
 
 PROCESS_DEADLINE = 120
@@ -77,6 +78,10 @@ def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes
         checked = verify(env, path)
         assert checked.returncode == 0, checked.stdout + checked.stderr
     assert plays(guest_file) == plays(host_file)
+    # The journal's replay rebuilt the signed record exactly: one chain, signed by both throughout, on both ends.
+    host_channel, guest_channel = channel_of(host_file), channel_of(guest_file)
+    assert signed_by_both(host_channel) and signed_by_both(guest_channel)
+    assert host_channel.chain.digest == guest_channel.chain.digest
     # The game the kill cut into kept its committed deal: the same commitment before and after.
     game = resumed_mid_game(guest_file)
     commits_after = [m for _, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, Commit)]
@@ -112,6 +117,10 @@ def test_a_joining_player_killed_mid_game_runs_join_again_and_resumes(tmp_path, 
     checked = verify(env, guest_file)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert plays(guest_file) == plays(host_file)
+    # The second run took up the signed record from the transcript and carried the same chain on.
+    host_channel, guest_channel = channel_of(host_file), channel_of(guest_file)
+    assert signed_by_both(host_channel) and signed_by_both(guest_channel)
+    assert host_channel.chain.digest == guest_channel.chain.digest
 
 
 def test_a_damaged_or_finished_journal_is_refused_with_a_clear_message(tmp_path, env):

@@ -94,37 +94,68 @@ MOMENTS = {
     "game end": lambda: Mark(TO_PLAYER, "game_end", hold=HOLD),
     # The commitment for game 2 has arrived; the guest's seed is due.
     "between games": lambda: Mark(TO_PLAYER, "commit", nth=2, hold=HOLD),
+    # The match's end has reached the guest (a tie plays on: it is the first game's end only when that decides);
+    # the guest's answer to it waits behind the hold, so the host still holds the table.
+    "match end": lambda: Mark(TO_PLAYER, "match_end", hold=HOLD),
 }
 
-# (moment, event, the guest's bot, the host's bot): the cells README's table marks as tested.
+# What each side ends with: (exit status, a line it prints) for the host, then for the guest; None where it
+# runs on to the match's end.  README's outcomes, plus two the match-end and between-games rows give.
+OUTCOMES = {
+    "resumes": None,
+    "joiner left": ((1, "basra host: the match did not finish: Guest left the match"), (130, "basra join: you left the match")),
+    "host left": ((130, "basra host: you left the match"), (1, "basra join: the match was abandoned: Host left")),
+    "abandoned": (
+        (1, "basra host: the match did not finish: Guest did not come back within"),
+        (1, "basra join: the match was abandoned: this seat was away longer than the host would wait"),
+    ),
+    # The host left after its commitment went out and before the guest's seed came in: the guest's record
+    # shows a host gone without a reveal, as a host walking away from a fixed deal would (README, "see below").
+    "deal walked away": (
+        (130, "basra host: you left the match"),
+        (3, "without revealing it (an abandoned fixed deal, unless the seed never reached the host)"),
+    ),
+    # The host was killed once the end was on its way: the guest takes it, and the journal has nothing left to resume.
+    "over, nothing to resume": (
+        (1, "cannot be resumed: the journal's match is over: there is nothing to resume"),
+        (0, "basra join: the match is over"),
+    ),
+}
+
+# (moment, event, the guest's bot, the host's bot, outcome): the cells README's table marks [H].
 CELLS = [
-    ("own turn", "kill join", "search", "greedy"),
-    ("own turn", "kill host", "greedy", "greedy"),
-    ("own turn", "ctrl-c join", "search", "greedy"),
-    ("own turn", "ctrl-c host", "search", "greedy"),
-    ("own turn", "cut 5 s", "greedy", "greedy"),
-    ("own turn", "cut past grace", "greedy", "greedy"),
-    ("opponent's turn", "kill join", "greedy", "greedy"),
-    ("opponent's turn", "kill host", "greedy", "search"),
-    ("opponent's turn", "ctrl-c join", "greedy", "greedy"),
-    ("opponent's turn", "ctrl-c host", "greedy", "search"),
-    ("opponent's turn", "cut 5 s", "greedy", "greedy"),
-    ("opponent's turn", "cut past grace", "greedy", "greedy"),
-    ("game end", "kill join", "greedy", "greedy"),
-    ("game end", "kill host", "greedy", "greedy"),
-    ("game end", "cut 5 s", "greedy", "greedy"),
-    ("between games", "kill join", "greedy", "greedy"),
-    ("between games", "kill host", "greedy", "greedy"),
-    ("between games", "ctrl-c join", "greedy", "greedy"),
-    ("between games", "cut 5 s", "greedy", "greedy"),
-    ("between games", "cut past grace", "greedy", "greedy"),
+    ("own turn", "kill join", "search", "greedy", "resumes"),
+    ("own turn", "kill host", "greedy", "greedy", "resumes"),
+    ("own turn", "ctrl-c join", "search", "greedy", "joiner left"),
+    ("own turn", "ctrl-c host", "search", "greedy", "host left"),
+    ("own turn", "cut 5 s", "greedy", "greedy", "resumes"),
+    ("own turn", "cut past grace", "greedy", "greedy", "abandoned"),
+    ("opponent's turn", "kill join", "greedy", "greedy", "resumes"),
+    ("opponent's turn", "kill host", "greedy", "search", "resumes"),
+    ("opponent's turn", "ctrl-c join", "greedy", "greedy", "joiner left"),
+    ("opponent's turn", "ctrl-c host", "greedy", "search", "host left"),
+    ("opponent's turn", "cut 5 s", "greedy", "greedy", "resumes"),
+    ("opponent's turn", "cut past grace", "greedy", "greedy", "abandoned"),
+    ("game end", "kill join", "greedy", "greedy", "resumes"),
+    ("game end", "kill host", "greedy", "greedy", "resumes"),
+    ("game end", "cut 5 s", "greedy", "greedy", "resumes"),
+    ("game end", "cut past grace", "greedy", "greedy", "abandoned"),
+    ("between games", "kill join", "greedy", "greedy", "resumes"),
+    ("between games", "kill host", "greedy", "greedy", "resumes"),
+    ("between games", "ctrl-c join", "greedy", "greedy", "joiner left"),
+    ("between games", "ctrl-c host", "greedy", "greedy", "deal walked away"),
+    ("between games", "cut 5 s", "greedy", "greedy", "resumes"),
+    ("between games", "cut past grace", "greedy", "greedy", "abandoned"),
+    # The host's own seat has the end, and the table holds the guest's seat for it: Ctrl-C changes nothing.
+    ("match end", "ctrl-c host", "greedy", "greedy", "resumes"),
+    ("match end", "kill host", "greedy", "greedy", "over, nothing to resume"),
 ]
 
 TARGETS = {"game end": 151, "between games": 151}  # enough points for a second game; one game is enough elsewhere
 
 
-@pytest.mark.parametrize("moment,event,guest_bot,host_bot", CELLS, ids=[f"{m}-{e}".replace(" ", "_").replace("'", "") for m, e, *_ in CELLS])
-async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both_sides(tmp_path, moment, event, guest_bot, host_bot):
+@pytest.mark.parametrize("moment,event,guest_bot,host_bot,outcome", CELLS, ids=[f"{m}-{e}".replace(" ", "_").replace("'", "") for m, e, *_ in CELLS])
+async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both_sides(tmp_path, moment, event, guest_bot, host_bot, outcome):
     env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
     port = free_port()
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
@@ -159,25 +190,31 @@ async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both
                 proxy.cut_now(SHORT_CUT if event == "cut 5 s" else LONG_CUT)
             (host_code, host_out), (join_code, join_out) = await host.ended(), await join.ended()
             nursery.cancel_scope.cancel()
-    outputs = f"host said:\n{host_out}\njoin said:\n{join_out}"
-    if event == "ctrl-c join":
-        assert (join_code, host_code) == (130, 1), outputs
-        assert "basra join: you left the match" in join_out
-        assert "basra host: the match did not finish: Guest left the match" in host_out
-    elif event == "ctrl-c host":
-        assert (host_code, join_code) == (130, 1), outputs
-        assert "basra host: you left the match" in host_out
-        assert "basra join: the match was abandoned: Host left" in join_out
-    elif event == "cut past grace":
-        assert (host_code, join_code) == (1, 1), outputs
-        assert "basra host: the match did not finish: Guest did not come back within" in host_out
-        assert "basra join: the match was abandoned: this seat was away longer than the host would wait" in join_out
+    ended_as(outcome, (host_code, host_out), (join_code, join_out))
+    transcripts_checked(env, outcome, host_file, guest_file)
+
+
+def transcripts_checked(env: dict[str, str], outcome: str, host_file: Path, guest_file: Path) -> None:
+    """Both transcripts pass `basra verify`; where the guest saw the host walk away from a deal, its own says so."""
+    verified(env, host_file)
+    if outcome == "deal walked away":
+        checked = subprocess.run(basra_command("verify", str(guest_file)), env=env, capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 1 and OUTCOMES[outcome][1][1] in checked.stdout + checked.stderr, checked.stdout + checked.stderr
     else:
-        assert (host_code, join_code) == (0, 0), outputs
-        assert "basra join: the match is over" in join_out and "basra host: the match is over" in host_out
-    assert "transcript saved to" in host_out and "transcript saved to" in join_out, outputs
-    for path in (host_file, guest_file):
-        verified(env, path)
+        verified(env, guest_file)
+
+
+def ended_as(outcome: str, host: tuple[int, str], join: tuple[int, str]) -> None:
+    """Both sides ended as README's outcome says, and each said where its transcript is."""
+    outputs = f"host said:\n{host[1]}\njoin said:\n{join[1]}"
+    expected = OUTCOMES[outcome] or ((0, "basra host: the match is over"), (0, "basra join: the match is over"))
+    for (code, out), (expected_code, line) in zip((host, join), expected):
+        assert code == expected_code and line in out, outputs
+    if outcome == "over, nothing to resume":
+        assert host[1].count("\n") == 1, outputs  # the refusal alone: the killed host's transcript is kept as it wrote it
+    else:
+        assert "transcript saved to" in host[1], outputs
+    assert "transcript saved to" in join[1], outputs
 
 
 async def test_a_host_killed_while_waiting_for_the_guest_has_nothing_to_resume_and_says_so(tmp_path):

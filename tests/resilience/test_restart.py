@@ -25,6 +25,7 @@ from basra_net.host.server import HostSettings, run_host
 from basra_net.host.table import END_LINGER
 from basra_net.protocol import transcript
 
+from ..signed_channels import channel_of, signed_by_both
 from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
 from .test_resume import plays
 
@@ -41,9 +42,9 @@ def drop_last_answer(path: Path) -> str:
     kept = transcript.parse(path.read_bytes())
     sender, answer = kept.records[-1]
     assert sender == "guest", f"the transcript ends with the host's {answer.TYPE}, not an answer"
-    rewritten = TranscriptFile(path, "guest")
-    for sender, message in kept.records[:-1]:
-        rewritten.record(sender, message)
+    rewritten = TranscriptFile(path, "guest", kept.format)
+    for (sender, message), (_, body) in zip(kept.records[:-1], kept.bodies):
+        rewritten.record(sender, message, len(body).to_bytes(4, "big") + body)
     for note in kept.notes:
         rewritten.note(note.kind, note.game, note.text)
     rewritten.close()
@@ -59,6 +60,9 @@ OPEN_MOMENTS = [
     (Cut(TO_HOST, "seed", nth=2), False),
     # The request itself never arrived: the host sends it again after the welcome.
     (Cut(TO_PLAYER, "your_turn", nth=4), True),
+    # Version 2: the countersignature of game 1 lost, or never written: sent again, or made after the welcome.
+    (Cut(TO_HOST, "sig"), True),
+    (Cut(TO_HOST, "sig"), False),
 ]
 
 
@@ -94,6 +98,8 @@ async def test_a_join_run_again_after_it_stopped_with_a_request_open_answers_it(
         report = transcript.verify(transcript.parse(path.read_bytes()))
         assert report.ok, report.problems
     assert plays(guest_file) == plays(tmp_path / "host.basra")
+    host_channel, guest_channel = channel_of(tmp_path / "host.basra"), channel_of(guest_file)
+    assert signed_by_both(host_channel) and host_channel.chain.digest == guest_channel.chain.digest
 
 
 async def test_a_join_run_again_after_it_stopped_on_the_match_end_takes_the_end_and_answers_it(tmp_path):

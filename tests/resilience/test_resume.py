@@ -15,12 +15,20 @@ import trio
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_OK, ClientSession, Resume
+from basra_net.client import session as session_module
+from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession, Resume
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.errors import UNKNOWN_TOKEN
-from basra_net.protocol.messages import Played
+from basra_net.protocol.messages import MatchEnd, Played
 
+from basra_net.client.storage import data_dir
+from basra_net.host.identity import load_or_create_identity
+from basra_net.identity import public_key_bytes
+
+from basra_net.protocol.record import Status
+
+from ..signed_channels import channel_of, signed_by_both
 from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
 
 TEST_DEADLINE = 60
@@ -29,6 +37,11 @@ TEST_DEADLINE = 60
 @pytest.fixture(autouse=True)
 def _data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path / "home"))
+
+
+def match_end_of(kept: transcript.Transcript) -> MatchEnd:
+    """The record's match_end (in version 2 the signatures of the result follow it)."""
+    return next(m for _, m in reversed(kept.records) if isinstance(m, MatchEnd))
 
 
 def plays(path: Path) -> list[Played]:
@@ -82,6 +95,10 @@ CUT_POINTS = [
     Cut(TO_PLAYER, "reveal", half=True, reset=True),
     Cut(TO_PLAYER, "match_end"),
     Cut(TO_HOST, "leave"),
+    # Version 2's signatures: the host's of game 1, and the guest's countersignature of it.
+    Cut(TO_PLAYER, "sig"),
+    Cut(TO_HOST, "sig"),
+    Cut(TO_HOST, "sig", half=True, reset=True),
 ]
 
 
@@ -102,6 +119,23 @@ async def test_a_player_cut_off_resumes_and_the_match_completes_with_every_play_
     assert host_report.ok and guest_report.ok, (host_report.problems, guest_report.problems)
     # Every play reached the guest exactly once, in the host's order.
     assert plays(tmp_path / "guest.basra") == plays(tmp_path / "host.basra")
+    # The resumed record carries the same chain on, signed by both on both ends; only a result's countersignature
+    # that the cut kept from the host (a guest that has the match's end does not resume) may be missing there.
+    host_channel, guest_channel = channel_of(tmp_path / "host.basra"), channel_of(tmp_path / "guest.basra")
+    assert signed_by_both(guest_channel) and signed_by_both(host_channel)
+    assert host_channel.chain.digest == guest_channel.chain.digest
+
+
+async def test_a_cut_before_the_hosts_signature_of_the_result_ends_the_match_without_it(tmp_path):
+    """After match_end a seat does not resume (5.8): its record lacks the host's result sig, and says so."""
+    result, host, proxy = await play_through(tmp_path, [Cut(TO_PLAYER, "sig", when=lambda message: message.get("of") == "result")])
+    assert proxy.cuts_made == 1 and proxy.connections == 1
+    assert result.exit_code == EXIT_OK and "signature of the result never came" in result.reason
+    assert host.table.completed
+    host_channel = channel_of(tmp_path / "host.basra")
+    assert host_channel.result.host is Status.VALID and host_channel.result.guest is Status.MISSING
+    guest_channel = channel_of(tmp_path / "guest.basra", partial=True)
+    assert guest_channel.result.host is Status.MISSING and guest_channel.chain.count == host_channel.chain.count - 1
 
 
 async def test_several_cuts_in_one_match_each_resumed(tmp_path):
@@ -121,10 +155,11 @@ async def test_a_player_that_does_not_come_back_within_the_grace_period_loses_th
     assert not host.table.completed and "did not come back within" in host.table.reason
     assert host.own_seat.state.end_reason == "abandoned" and host.own_seat.state.winner == 0
     assert result.exit_code != EXIT_OK
-    # The host's record ends with the game cut off revealed and the abandonment: it verifies.
+    # The host's record ends with the game cut off revealed and the abandonment, each signed: it verifies.
     records = transcript.parse((tmp_path / "host.basra").read_bytes()).records
-    assert [type(m).__name__ for _, m in records[-2:]] == ["Reveal", "MatchEnd"]
-    assert records[-1][1].reason == "abandoned"
+    assert [type(m).__name__ for _, m in records[-4:]] == ["Reveal", "Sig", "MatchEnd", "Sig"]
+    assert records[-2][1].reason == "abandoned"
+    assert [kind for kind, _, _ in records[-2][1].evidence.events] == ["away", "grace_over"]
     assert transcript.verify(transcript.parse((tmp_path / "host.basra").read_bytes())).ok
 
 
@@ -137,7 +172,7 @@ async def test_a_player_back_just_after_its_grace_ran_out_learns_the_match_was_a
     # Both records end with the abandonment, and both verify.
     for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
         kept = transcript.parse(path.read_bytes())
-        assert kept.records[-1][1].reason == "abandoned"
+        assert match_end_of(kept).reason == "abandoned"
         assert transcript.verify(kept).ok
 
 
@@ -182,3 +217,54 @@ async def test_on_a_serving_host_both_remote_seats_are_cut_off_and_resume_at_the
     assert {results["Amr"].state.seat, results["Dina"].state.seat} == {0, 1}
     guest = next(name for name, result in results.items() if result.state.seat == 1)
     assert transcript.verify(transcript.parse((tmp_path / f"{guest}.basra").read_bytes())).ok
+    assert signed_by_both(channel_of(tmp_path / f"{guest}.basra"))
+
+
+@pytest.mark.parametrize("cut", [Cut(TO_PLAYER, "pake"), Cut(TO_HOST, "pake_confirm"), Cut(TO_PLAYER, "welcome")], ids=_cut_id)
+async def test_a_cut_in_the_code_exchange_is_retried_with_a_fresh_exchange_and_the_match_completes(tmp_path, cut):
+    """Cut after the host's pake, after the guest's confirmation, or with the welcome (the seat taken) lost."""
+    identity = load_or_create_identity(data_dir())  # the host's, which it loads from the same data directory
+    settings = HostSettings(
+        port=0, bind="127.0.0.1", name="Hoda", target=31, transcript=tmp_path / "host.basra", tls=False, code="K7M2QX"
+    )
+    outcome = []
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+
+            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+            port = await nursery.start(host)
+            proxy = CuttingProxy(port, [cut])
+            proxy_port = await nursery.start(proxy.serve)
+
+            async def connect() -> trio.abc.Stream:
+                return await trio.open_tcp_stream("127.0.0.1", proxy_port)
+
+            # The host key as a TLS certificate would have shown it: the code exchange is version 2's, bound to it.
+            session = ClientSession(
+                await connect(), "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra", code="K7M-2QX",
+                expected_host_key=public_key_bytes(identity), reconnect=connect, countersigns=True,
+            )
+            result = await session.run()
+            while not outcome:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert proxy.cuts_made == 1
+    assert result.exit_code == EXIT_OK, result.reason
+    assert outcome[0].table.completed
+    assert signed_by_both(channel_of(tmp_path / "guest.basra"))
+
+
+async def test_a_player_cut_off_from_the_match_end_past_the_hosts_hold_gives_up_in_time_with_one_clear_reason(tmp_path, monkeypatch):
+    # The host holds a finished table for a seat that dropped for min(grace, 10 s); this network stays down longer.
+    # The client cannot tell a host gone for good from one being restarted (`basra host --resume`), so it tries for
+    # RECONNECT_FOR (180 s), shortened here as --grace shortens the host's wait.
+    monkeypatch.setattr(session_module, "RECONNECT_FOR", 3.0)
+    result, host, proxy = await play_through(tmp_path, [Cut(TO_PLAYER, "match_end", blackout=6.0)], grace=0.5, target=1)
+    assert proxy.cuts_made == 1, "the cut never happened"
+    assert host.table.completed, host.table.reason
+    assert result.exit_code == EXIT_FAILURE and result.reason == "could not reach the host again within 3 s", result.reason
+    for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
+        report = transcript.verify(transcript.parse(path.read_bytes()))
+        assert report.ok, report.problems

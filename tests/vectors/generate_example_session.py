@@ -63,10 +63,12 @@ from basra_net.protocol.messages import (
     Played,
     Reveal,
     Seed,
+    Sig,
     Welcome,
     YourTurn,
     to_wire,
 )
+from basra_net.protocol.record import ChannelContext, ChannelRecord
 from basra_net.protocol.verify import GUEST, HOST, MatchVerifier
 
 HERE = Path(__file__).parent
@@ -91,6 +93,7 @@ def public_key(seed: bytes) -> bytes:
 
 
 GUEST_KEY = public_key(GUEST_PRIVATE_SEED)
+GUEST_IDENTITY = Ed25519PrivateKey.from_private_bytes(GUEST_PRIVATE_SEED)
 
 
 def fixed_entropy(label: bytes):
@@ -256,10 +259,13 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
     reader = FrameReader(stream)
     first_turn = True
     welcome: Welcome | None = None
+    record: ChannelRecord | None = None  # version 2: the channel's signed record (PROTOCOL.md 14)
 
     async def send(message: Message) -> None:
         data = connection.send(message)
         session.add(GUEST, message, data)
+        if isinstance(message, Seed) and record is not None:
+            record.guest_seed(message.game, message.seed)
         await stream.send_all(data)
 
     exchange = None
@@ -273,10 +279,22 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
         message, data = received
         tag = "replayed" if messages.kind_of(message).stream and connection.received <= connection.replay_until else ""
         session.add(HOST, message, data, tag)
+        if record is not None and messages.kind_of(message).stream:
+            record.host_frame(data)
         if isinstance(message, Pake):
             await send(PakeConfirm(exchange.answer(message.pake, message.confirm)))
         elif isinstance(message, Welcome):
             welcome = message
+            if message.version >= 2:
+                context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, script.client_nonce)
+                record = ChannelRecord(context, message.scoring, message.target)
+        elif isinstance(message, Sig):
+            # The guest countersigns each game and the result (14.5, 14.6); after the result's, it leaves.
+            countersign = record.countersignature(GUEST_IDENTITY)
+            await send(Sig(countersign["of"], countersign["game"], countersign["count"], countersign["signature"]))
+            if message.of == "result":
+                await send(Leave(END_OF_MATCH))
+                break
         elif isinstance(message, Commit):
             signed = shuffle.commit_signed_bytes(welcome.match_id, message.game, message.commitment)
             if not shuffle.verify_signature(welcome.host_key, message.signature, signed):
@@ -315,7 +333,7 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
                 assert isinstance(answer, Welcome), answer
                 session.add(HOST, answer, data)
                 # What the host may not have taken is sent again (5.8); it drops what it has.
-                again = [m for m in (connection.unconfirmed_seed, connection.unconfirmed_play) if m is not None]
+                again = [m for m in (connection.unconfirmed_seed, connection.unconfirmed_play, connection.unconfirmed_sig) if m is not None]
                 assert b"".join(encode_frame(to_wire(m)) for m in again) == connection.resend()
                 for repeat in again:
                     data = encode_frame(to_wire(repeat))
@@ -324,7 +342,7 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
             first_turn = False
         elif isinstance(message, Away):
             seat_0_may_return.set()
-        elif isinstance(message, MatchEnd):
+        elif isinstance(message, MatchEnd) and record is None:
             await send(Leave(END_OF_MATCH))
             break
     await stream.aclose()
@@ -501,11 +519,11 @@ def build_transcript(session: Session) -> bytes:
     The client does not record the leave with which it answers match_end.
     """
     verifier = MatchVerifier()
-    out = [transcript.header(GUEST)]
+    out = [transcript.header(GUEST, transcript.SIGNED_FORMAT)]
     for frame in session.frames:
         if isinstance(frame.message, Leave):
             continue
-        out.append(transcript.record(frame.sender, frame.message))
+        out.append(transcript.body_record(frame.sender, frame.data[4:]))
         check = verifier.observe(frame.sender, frame.message)
         if check is not None:
             text = (
@@ -672,10 +690,17 @@ def describe(frame: Frame, session: Session) -> str:
     if isinstance(m, Reveal):
         return f"the host seed of game {m.game} and its signature: the guest can now check the deal (9.10)."
     if isinstance(m, MatchEnd):
-        return f"seat {m.winner} wins {m.totals[0]}-{m.totals[1]} (`{m.reason}`)."
+        evidence = "; with the host's signed account of the absence (14.6)" if m.evidence is not None else ""
+        return f"seat {m.winner} wins {m.totals[0]}-{m.totals[1]} (`{m.reason}`){evidence}."
+    if isinstance(m, Sig):
+        what = f"game {m.game}, whose checkpoint is stream message {m.count}" if m.of == "game" else f"the result, after `match_end` (stream message {m.count})"
+        if frame.sender == HOST:
+            return f"the host's signature of {what} (14.5, 14.6)."
+        then = "; the host goes on only once it has it" if m.of == "game" else ""
+        return f"the guest's countersignature of the same statement, signer `01`{then}."
     if isinstance(m, Leave):
         if m.reason == END_OF_MATCH:
-            return "the guest has read `match_end` and answers it; both ends close the connection."
+            return "the guest has countersigned the result and answers `match_end`; both ends close the connection."
         return "the guest leaves the match and closes the connection."
     if isinstance(m, Away):
         return (

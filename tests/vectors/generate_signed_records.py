@@ -9,7 +9,8 @@ the fixed entropy function of section 14.12, and its key confirmations are
 computed here.
 
 The stream is the host's stream of session 12.1 (example_session.json: one
-whole game), with the host's signatures added where version 2 puts them.
+whole game), with the host's signatures built here where version 2 puts them
+(and checked against the ones the session's host sent).
 
 Run from anywhere: python tests/vectors/generate_signed_records.py
 """
@@ -194,6 +195,10 @@ def build_vectors() -> dict:
         if sender == "guest" and message["type"] == "seed":
             seeds.setdefault(message["game"], message["seed"])
         if sender != "host" or message["type"] not in STREAM_TYPES:
+            continue
+        if message["type"] == "sig":
+            # The session's own host signature: the one built here from the specification must be the same frame.
+            assert raw.hex() == steps[-1]["frame"], "the example session's host sig differs from the specification's"
             continue
         take(raw)
         if message["type"] == "match_start":

@@ -1,0 +1,95 @@
+"""Version 2's signed records on the wire: both ends sign every game and the result; refusing to sign loses the match."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import trio
+import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from basra_net.client.players import BotPlayer
+from basra_net.client.session import EXIT_FAILURE, ClientSession
+from basra_net.client.storage import TranscriptFile
+from basra_net.host.seat_link import serve_connection
+from basra_net.host.table import SIGN_WAIT, Table
+from basra_net.protocol.messages import Sig
+from basra_net.protocol.record import Status
+
+from ..signed_channels import channel_of, signed_by_both
+
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+
+
+def _seat(nursery: trio.Nursery, table: Table, seat: int) -> trio.abc.Stream:
+    client_end, host_end = trio.testing.memory_stream_pair()
+    nursery.start_soon(partial(serve_connection, host_end, table, reserved_seat=seat))
+    return client_end
+
+
+def test_both_transcripts_of_a_whole_match_hold_both_players_signatures_of_every_game_and_the_result(honest_match):
+    host, guest = channel_of(honest_match.host_transcript), channel_of(honest_match.guest_transcript)
+    for channel in (host, guest):
+        assert len(channel.games) >= 3 and signed_by_both(channel)
+    # The two ends hashed the same stream, byte for byte.
+    assert host.chain.digest == guest.chain.digest and host.result.result == guest.result.result
+    assert guest.result.result.totals == honest_match.table.totals
+
+
+class RefusingSession(ClientSession):
+    """A guest that plays but never countersigns."""
+
+    async def _countersign(self) -> None:
+        return None
+
+
+async def test_a_guest_that_refuses_to_countersign_loses_the_match_abandoned_as_unsigned(autojump_clock, tmp_path):
+    table = Table(scoring="egyptian", target=40, identity=KEY, transcript=TranscriptFile(tmp_path / "host.basra", "host"))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        guest = RefusingSession(_seat(nursery, table, 1), "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra")
+        own = ClientSession(_seat(nursery, table, 0), "Hoda", BotPlayer("greedy"), keep_transcript=False)
+        nursery.start_soon(own.run)
+        result = await guest.run()
+        await table.finished.wait()
+    table.transcript.close()
+    assert not table.result.completed and table.result.winner == 0
+    assert table.result.reason == f"Omar did not countersign within {SIGN_WAIT:.0f} s"
+    # The guest is told so, with the host's signed account ending in `unsigned`, and does not dispute it.
+    assert result.exit_code == EXIT_FAILURE and "did not countersign" in result.reason
+    host = channel_of(tmp_path / "host.basra")
+    (game,) = host.games
+    assert (game.host, game.guest) == (Status.VALID, Status.MISSING)
+    account = host.result.account
+    assert [e.kind for e in account.events] == ["unsigned"] and account.absent_seat == 1
+    # The host waited the whole time it allows, while the seat was connected.
+    assert channel_of(tmp_path / "guest.basra").result.account == account
+
+
+class ForgingSession(ClientSession):
+    """A guest whose countersignature is made with a key other than its own."""
+
+    async def _countersign(self) -> None:
+        record = self.record
+        if record is not None and record.open_for_countersignature is not None:
+            forged = record.countersignature(Ed25519PrivateKey.generate())
+            sig = Sig(forged["of"], forged["game"], forged["count"], forged["signature"])
+            await self.stream.send_all(self.connection.send(sig))
+
+
+async def test_a_countersignature_that_does_not_verify_is_refused_with_bad_signature(autojump_clock, tmp_path):
+    table = Table(scoring="egyptian", target=40, identity=KEY, transcript=TranscriptFile(tmp_path / "host.basra", "host"))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        guest = ForgingSession(_seat(nursery, table, 1), "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra")
+        own = ClientSession(_seat(nursery, table, 0), "Hoda", BotPlayer("greedy"), keep_transcript=False)
+        nursery.start_soon(own.run)
+        result = await guest.run()
+        await table.finished.wait()  # the seat is held for its grace: it may resume and sign
+    table.transcript.close()
+    assert result.refusal == "bad_signature", result.reason
+    assert not table.result.completed and table.result.winner == 0
+    # The refused signature is not on the host's record: game 1 and the result carry the host's alone.
+    host = channel_of(tmp_path / "host.basra")
+    assert [(g.host, g.guest) for g in host.games] == [(Status.VALID, Status.MISSING)]
+    assert host.result.guest is Status.MISSING
