@@ -31,7 +31,11 @@ Figures, over a window of --seconds after --warmup (and a ramp of
                not the host, set the pace); and,
                roughly (+-20% of a core), what the rest of the machine used
                (/proc/stat busy time minus both), since the machine is shared
-  frames       frames the generator sent and received per play
+  frames       frames the generator sent and received per play; and the
+               server's read(2) and write(2) calls per play (/proc/PID/io:
+               the host's plain-TCP path reads and writes its sockets so;
+               send(2) and recv(2), which TLS and the relay use, are not
+               counted there)
   memory       (host VmRSS at the end of the window - VmRSS of the idle host
                before any connection) / K, and VmRSS once the load stopped
   seats        how many seats were connecting, waiting for welcome, waiting
@@ -190,6 +194,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(rest[11]) + int(rest[12])) / CLK_TCK  # fields 14 and 15
 
 
+def io_calls(pid: int) -> tuple[int, int]:
+    """How many read(2) and write(2) calls a process has made, from /proc/PID/io (send and recv are not counted)."""
+    fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(fields["syscr"]), int(fields["syscw"])
+
+
 def machine_busy_seconds() -> float:
     """CPU time spent by everything on the machine (all cores, not idle or iowait), from /proc/stat."""
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
@@ -236,12 +246,27 @@ def serve_has_tls() -> bool:
     return "--plain" in out
 
 
+PROFILED_MODULE = """
+import cProfile, runpy, sys, time
+path = sys.argv[1]
+sys.argv = [sys.argv[0], *sys.argv[2:]]
+profiler = cProfile.Profile(time.process_time)
+try:
+    profiler.runcall(runpy.run_module, "basra_net.cli", run_name="__main__")
+finally:
+    profiler.dump_stats(path)
+"""
+
+
 def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None, journal: bool = True) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
-    # With a profile the host runs under cProfile, which writes its statistics when the host exits.
-    profiler = ["-m", "cProfile", "-o", profile] if profile else []
+    # With a profile the host runs under cProfile timed by the process's CPU time, not the wall clock:
+    # on a busy machine a wall-clock profile charges a system call with the time other processes ran
+    # (a write to loopback wakes its reader, which may take the core at once).  The statistics are
+    # written when the host exits.
+    profiler = ["-c", PROFILED_MODULE, profile] if profile else []
     argv = [
-        sys.executable, *profiler, "-m", "basra_net.cli", "serve",
+        sys.executable, *(profiler or ["-m", "basra_net.cli"]), "serve",
         "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
         "--no-transcripts", "--quiet", "--target", str(target),
     ]
@@ -334,6 +359,7 @@ class Result:
     plays: int
     latencies: list[float]
     server_cpu: float | None = None
+    server_io_calls: tuple[int, int] | None = None  # read(2) and write(2) calls of the server in the window
     generator_cpu: float = 0.0
     idle_rss_kb: int | None = None
     loaded_rss_kb: int | None = None
@@ -381,6 +407,9 @@ class Result:
         if self.plays:
             traffic.append(f"frames per play {self.frames_to_server / self.plays:.2f} in, "
                            f"{self.frames_from_server / self.plays:.2f} out")
+            if self.server_io_calls is not None and any(self.server_io_calls):
+                reads, writes = self.server_io_calls
+                traffic.append(f"{self.label} read(2) {reads / self.plays:.2f} and write(2) {writes / self.plays:.2f} per play")
         if self.label == "host":
             traffic.append(f"matches ended in the window {self.matches} ({self.abandoned} abandoned)")
         if traffic:
@@ -432,6 +461,7 @@ class Window:
             run.start, run.end = run.start + late, run.end + late
         await trio.sleep_until(trio.current_time() + (run.start - time.perf_counter()))
         cpu0 = cpu_seconds(self.pid) if self.pid else None
+        io0 = io_calls(self.pid) if self.pid else None
         gen0 = time.process_time()
         busy0 = machine_busy_seconds()
         batches0 = journal_batches(result.journal_path)
@@ -442,6 +472,8 @@ class Window:
         result.other_cpu = busy - result.generator_cpu
         if self.pid:
             result.server_cpu = cpu_seconds(self.pid) - cpu0
+            io1 = io_calls(self.pid)
+            result.server_io_calls = (io1[0] - io0[0], io1[1] - io0[1])
             result.other_cpu -= result.server_cpu
             result.loaded_rss_kb = rss_kb(self.pid)
         result.seat_phases = ", ".join(f"{n} {phase}" for phase, n in run.seats.items() if n)
@@ -942,7 +974,7 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
                         help="instead of the load: a reconnect storm, every seat of K tables connecting at once to an"
                              " idle host; prints how many were welcomed and connect-to-welcome percentiles")
     parser.add_argument("--profile-host", metavar="DIR",
-                        help="run the host under cProfile and write its statistics to DIR/host-K-MODE-LINK.prof"
+                        help="run the host under cProfile, timed by its CPU time, and write its statistics to DIR/host-K-MODE-LINK.prof"
                              " (profiling slows the host: its figures are then not comparable)")
     parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
     return parser

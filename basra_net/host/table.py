@@ -39,14 +39,14 @@ from ..client.storage import TranscriptFile
 from ..engine import IllegalMove, Match, MatchEnded, Move
 from ..options import GRACE
 from ..protocol import shuffle
-from ..protocol.announce import messages_for_seat
+from ..protocol.announce import announcements
 from ..protocol.errors import BAD_SIGNATURE, CHAT_DROPPED, ILLEGAL_MOVE
+from ..protocol.framing import encode_frame
 from ..protocol.messages import (
     MAX_TEXT,
     STREAM_TYPES,
     Back,
     Chat,
-    GameEnd,
     Error,
     Hello,
     Leave,
@@ -54,12 +54,12 @@ from ..protocol.messages import (
     MatchStart,
     Message,
     Play,
-    Played,
     Seed,
     Sig,
     Welcome,
     YourTurn,
     kind_of,
+    to_wire,
 )
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.verify import GUEST, HOST
@@ -95,9 +95,6 @@ class Phase(enum.Enum):
     SEATING = "seating"  # until both seats are held; a player who leaves frees the seat
     PLAYING = "playing"  # a leave, or an away seat out of grace, abandons the match
     ENDED = "ended"  # the result is decided; each seat is given the chance to receive it
-
-
-_SAME_FOR_BOTH = (Played, GameEnd, MatchEnd)
 
 
 class MatchAbandoned(Exception):
@@ -448,18 +445,12 @@ class Table:
         if self.transcript is not None:
             self.transcript.record(sender, message, frame)
 
-    def _send(self, seat: int, message: Message, frames: dict[Message, bytes] | None = None) -> None:
-        """Send and keep a message; with ``frames``, one both seats are sent is encoded once for both."""
+    def _send(self, seat: int, message: Message, frame: bytes | None = None) -> None:
+        """Send and keep a message; a message both seats are sent comes with the frame encoded for the first."""
         entry = self.seats[seat]
         if entry is None:
             return
-        if frames is None:
-            sending = outgoing(message)
-        else:
-            frame = frames.get(message)
-            if frame is None:
-                frame = frames[message] = outgoing(message)[1]
-            sending = (message, frame)
+        sending = outgoing(message, frame)
         if seat == 1:
             self._record(HOST, message, sending[1])
         if isinstance(message, STREAM_TYPES):
@@ -495,11 +486,10 @@ class Table:
         self._send(seat, Error(CHAT_DROPPED, f"chat line not passed on: {why}"))
 
     def _announce(self, events: list) -> None:
-        turn = self.match.turn
-        frames: dict[Message, bytes] = {}  # `played`, `game_end`, `match_end`: the same for both seats
-        for seat in (0, 1):
-            for message in messages_for_seat(events, seat, turn):
-                self._send(seat, message, frames if isinstance(message, _SAME_FOR_BOTH) else None)
+        for to_first, to_second in announcements(events, self.match.turn):
+            frame = encode_frame(to_wire(to_first))
+            self._send(0, to_first, frame)
+            self._send(1, to_second, frame if to_second is to_first else None)  # a deal shows each seat its own hand
 
     def _reveal_owed(self) -> None:
         """A game cut off after its deck was fixed is revealed, so the record shows the host did not walk away from it."""

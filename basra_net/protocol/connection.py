@@ -43,6 +43,8 @@ from .messages import (
     Sig,
     Welcome,
     YourTurn,
+    CATALOGUE,
+    PROTOCOL_VERSIONS,
     from_wire,
     kind_of,
     to_wire,
@@ -154,6 +156,21 @@ class _Connection:
 
 def _unexpected(message: Message, why: str) -> ProtocolError:
     return ProtocolError(UNEXPECTED, f"'{message.TYPE}' {why}")
+
+
+# What the host sends whose outgoing check, on a seated connection, passes in
+# every version and changes nothing (HostConnection._check_outgoing): a sender
+# that queues such a message only after the welcome has gone out (the table,
+# through a seat's outbox) may leave the check out.  Commit and YourTurn are
+# never among them: they open what the client's seed and play answer.
+CHECK_FREE_WHEN_SEATED: frozenset[type[Message]] = frozenset(
+    kind.message
+    for kind in CATALOGUE
+    if HOST in kind.sent_by
+    and set(PROTOCOL_VERSIONS) <= kind.versions
+    and kind.phase in (Phase.ANY, Phase.SEATED, Phase.MATCH)
+    and kind.message not in (Commit, YourTurn)
+)
 
 
 class HostConnection(_Connection):

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from basra_net.engine import Match, MatchEnded, Move
 from basra_net.engine.cards import parse_card
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol import shuffle
 from basra_net.protocol.announce import messages_for_seat
-from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection, LocalProtocolError
+from basra_net.protocol.connection import (
+    CHECK_FREE_WHEN_SEATED,
+    ClientConnection,
+    ConnectionClosed,
+    HostConnection,
+    LocalProtocolError,
+)
 from basra_net.protocol.errors import (
     BAD_FRAME,
     BAD_MESSAGE,
@@ -20,6 +28,7 @@ from basra_net.protocol.errors import (
     ProtocolError,
 )
 from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, encode_frame
+from basra_net.protocol.messages import PROTOCOL_VERSIONS
 from basra_net.protocol.pake import GuestCodeExchange, HostCodeExchange
 from basra_net.protocol.messages import (
     Commit,
@@ -42,6 +51,8 @@ from basra_net.protocol.messages import (
     YourTurn,
     to_wire,
 )
+
+from .test_messages import MESSAGE_STRATEGIES
 
 MATCH_ID = bytes(range(16))
 HOST_KEY = bytes(32)
@@ -650,3 +661,34 @@ def test_version_2_messages_are_unexpected_in_a_version_1_connection():
     assert refused(link.host).code == UNEXPECTED
     with pytest.raises(LocalProtocolError):
         link.host.send(Pake(b"B" + bytes(32), bytes(32)))
+
+
+# --- checks the host may leave out -------------------------------------------------------------------
+
+
+def seated_in_version(version: int, seat: int) -> HostConnection:
+    host = HostConnection()
+    host.receive_data(frame(Hello((version,), "Omar", NONCE, key=GUEST_KEY if version >= 2 else None)))
+    assert isinstance(host.next_event(), Hello)
+    host.agree(version)
+    host.send(Welcome(version, seat, MATCH_ID, HOST_KEY, "egyptian", 60, bytes(16), 0))
+    return host
+
+
+def test_the_checks_the_host_leaves_out_never_open_a_request_or_a_seed():
+    # What a seat's outbox carries most; never what a client's play or seed answers.
+    assert {Played, Deal, GameEnd, MatchEnd} <= CHECK_FREE_WHEN_SEATED
+    assert not {Commit, YourTurn, Welcome} & CHECK_FREE_WHEN_SEATED
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(sorted(CHECK_FREE_WHEN_SEATED, key=lambda cls: cls.TYPE)).flatmap(lambda cls: MESSAGE_STRATEGIES[cls]),
+    st.sampled_from(PROTOCOL_VERSIONS),
+    st.sampled_from((0, 1)),
+)
+def test_the_checks_the_host_leaves_out_pass_and_change_nothing_on_any_seated_connection(message, version, seat):
+    host = seated_in_version(version, seat)
+    before = dict(vars(host))
+    host.check_send(message)
+    assert vars(host) == before
