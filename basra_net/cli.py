@@ -11,17 +11,12 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .client.address import DEFAULT_PORT
+from .options import BOT_LEVELS, DEFAULT_BOT, DEFAULT_PORT, DEFAULT_SCORING, GRACE, SCORING_PRESETS
 
 EXIT_USAGE = 2
 EXIT_CRASH = 1
 EXIT_INTERRUPTED = 130  # a copy of client.session.EXIT_LEFT: Ctrl-C, as shells report an interrupt
 EXIT_BROKEN_PIPE = 141  # the reader of our output went away (`| head`), as shells report SIGPIPE
-# Copies of client.players.BOT_LEVELS / DEFAULT_BOT, which import trio and are too heavy to load
-# for --help; tests/test_cli.py keeps them in step.
-BOT_LEVELS = ("search", "greedy", "random")
-DEFAULT_BOT = "search"
-GRACE = 120.0  # a copy of host.table.GRACE
 
 
 def _positive(text: str) -> int:
@@ -93,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     host.add_argument("--name", type=_name, default="Host", help="your name at the table")
     host.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win the match (default 101)")
-    host.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
+    host.add_argument("--scoring", choices=SCORING_PRESETS, default=DEFAULT_SCORING, help=f"scoring preset (default {DEFAULT_SCORING})")
     host.add_argument("--bot", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="seat the built-in bot as the second player (level: search, the default, greedy or random)")
     host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
@@ -133,12 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve", help="run many tables at once, both seats remote",
-        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.", epilog=_examples("basra serve --tables 20 --code club-night",), formatter_class=argparse.RawDescriptionHelpFormatter)
+        description="Serve up to N tables in one process; each joining player takes the next free seat, or the table named by `basra join --table`.", epilog=_examples("basra serve --tables 20 --code club-night", "basra serve --port 6000 --resume   after a crash: every match comes back"), formatter_class=argparse.RawDescriptionHelpFormatter)
     serve.add_argument("--bind", default="", metavar="ADDR", help="address to listen on (default: all interfaces)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--tables", type=_positive, default=10, metavar="N", help="tables open at once at most (default 10)")
     serve.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win a match (default 101)")
-    serve.add_argument("--scoring", choices=("egyptian", "classic"), default="egyptian", help="scoring preset (default egyptian)")
+    serve.add_argument("--scoring", choices=SCORING_PRESETS, default=DEFAULT_SCORING, help=f"scoring preset (default {DEFAULT_SCORING})")
     serve.add_argument("--no-transcripts", action="store_true", help="keep no transcript files (load tests)")
     serve.add_argument("--quiet", action="store_true", help="do not log each table's progress")
     serve.add_argument("--code", type=_strong_code, metavar="CODE", help="a join code every player must give (default: none)")
@@ -146,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
                        help=f"how long a player whose connection dropped is waited for (default {GRACE:.0f})")
     serve.add_argument("--no-announce", action="store_true", help="do not announce the server on the LAN")
+    serve.add_argument("--journal", type=Path, metavar="PATH",
+                       help="where to journal the tables for --resume (default: serve-PORT.journal in the data directory)")
+    serve.add_argument("--no-journal", action="store_true", help="keep no journal: a crash loses every match (load tests)")
+    serve.add_argument("--resume", action="store_true",
+                       help="bring back every match a crashed server on this port (or --journal) left, its players resuming their seats")
 
     listing = commands.add_parser(
         "list", help="list the tables announced on the LAN", description="Look for the tables announced on the LAN for about two seconds, print them and exit.",
@@ -190,9 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     as_client.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
     as_client.add_argument("--code", type=_code, metavar="CODE", help="the host's join code, to check its refusals and lockout")
 
-    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play and score of a transcript.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)",), formatter_class=argparse.RawDescriptionHelpFormatter)
+    verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play, score and signature of a transcript, and say what it proves. Exit status: 0 proven, 1 not proven or cut short, 2 not a readable transcript, 3 a cheat proven.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)", "basra verify --partial 20261130-162032-d2a3079e059e-guest.basra   (a record cut short: what holds up to the cut)"), formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("file", type=Path, metavar="FILE")
     verify.add_argument("--verbose", "-v", action="store_true", help="print the intermediate values of every shuffle")
+    verify.add_argument("--partial", action="store_true", help="for a record cut short: report what is proven up to its last host signature")
     replay = commands.add_parser(
         "replay", help="step through a saved match on screen",
         description="Step through a transcript as its seat saw it: forward and back, game by game, every hand once a game is over.",
@@ -265,7 +266,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "verify":
         from .client.verify_file import verify_file
 
-        return verify_file(args.file, verbose=args.verbose)
+        return verify_file(args.file, verbose=args.verbose, partial=args.partial)
     if args.command == "list" or (args.command == "join" and args.address is None):
         from .client.discovery import join_announced_table, list_tables
 

@@ -66,10 +66,19 @@ basra_net.protocol.transcript.  --grace is passed to `basra host` only
 when its --help lists it (30 s by default then); asking for --grace from a
 host without it is a usage error.
 
+With --server serve, each match's host side is a `basra serve` instead (one
+table, journaling as it does by default) with two `basra join` seats: the
+first connects directly and takes seat 0, then the guest joins through the
+proxy and takes seat 1.  The host transcript compared with the guest's is
+the one the server keeps for the table; once both players have exited the
+server is stopped with SIGINT and must exit 0.  "host exit" in the report
+is then the seat-0 player's.
+
 The soak the resume work is judged by, and a quick clean run:
 
     python benchmarks/chaos_soak.py --matches 200 --parallel 3 --drop-rate 2 --seed 1
     python benchmarks/chaos_soak.py --drop-rate 0 --matches 6
+    python benchmarks/chaos_soak.py --matches 200 --parallel 3 --drop-rate 2 --seed 1 --server serve
 """
 
 from __future__ import annotations
@@ -79,6 +88,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -319,10 +329,14 @@ async def run_match(index: int, config: Config, plan: DropPlan, calibration: boo
     outcome = Outcome(index, calibration)
     host_transcript, guest_transcript = folder / "host.basra", folder / "guest.basra"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    host_argv = [*config.basra, "host", "--auto", "random", "--plain", "--bind", "127.0.0.1", "--port", "0",
-                 "--target", str(config.target), "--transcript", str(host_transcript)]
-    if config.grace is not None:
-        host_argv += ["--grace", str(config.grace)]
+    grace = ["--grace", str(config.grace)] if config.grace is not None else []
+    if config.server == "serve":
+        host_argv = [*config.basra, "serve", "--plain", "--bind", "127.0.0.1", "--port", "0", "--tables", "1",
+                     "--target", str(config.target), "--no-announce", *grace]
+    else:
+        host_argv = [*config.basra, "host", "--auto", "random", "--plain", "--bind", "127.0.0.1", "--port", "0",
+                     "--target", str(config.target), "--transcript", str(host_transcript), *grace]
+    server = None  # with --server serve: the `basra serve` process; `host` is then its seat-0 player
     start = trio.current_time()
     deadline = start + config.timeout
     processes: list[trio.Process] = []
@@ -347,6 +361,16 @@ async def run_match(index: int, config: Config, plan: DropPlan, calibration: boo
             what = "timed out before the host listened" if late else "the host never listened"
             outcome.failure = f"{what} (exit {host.returncode}); host stderr: {tail(folder / 'host.err')}"
             return outcome
+        if config.server == "serve":
+            server = host
+            host = await trio.lowlevel.open_process(
+                [*config.basra, "join", f"127.0.0.1:{port}", "--plain", "--auto", "random", "--name", f"host-{index}"],
+                **spawn_args("seat0"),
+            )
+            processes.append(host)
+            if not await seated(folder / "host.out", deadline):
+                outcome.failure = f"the direct player was not seated by the deadline; server stderr: {tail(folder / 'host.err')}"
+                return outcome
         proxy = Proxy(port, plan, f"{config.seed}:{label}")
         outcome.stats = proxy.stats
         async with trio.open_nursery() as nursery:
@@ -363,6 +387,12 @@ async def run_match(index: int, config: Config, plan: DropPlan, calibration: boo
             why = f"{timed_out}; " if timed_out else ""
             outcome.failure = (f"{why}host exit {host.returncode}, guest exit {guest.returncode};"
                                f" host stderr: {tail(folder / 'host.err')}; guest stderr: {tail(folder / 'guest.err')}")
+        if server is not None:
+            server.send_signal(signal.SIGINT)
+            await wait_or_kill(server, trio.current_time() + PEER_EXIT_WAIT)
+            if server.returncode != 0 and outcome.failure is None:
+                outcome.failure = f"basra serve exit {server.returncode} when stopped; its stderr: {tail(folder / 'host.err')}"
+            host_transcript = next((folder / "home-host" / "transcripts").glob("*host-1*"), host_transcript)
     finally:
         for process in processes:
             if process.returncode is None:
@@ -374,6 +404,15 @@ async def run_match(index: int, config: Config, plan: DropPlan, calibration: boo
         outcome.seconds = trio.current_time() - start
     await check_transcripts(outcome, host_transcript, guest_transcript, config)
     return outcome
+
+
+async def seated(server_out: Path, deadline: float) -> bool:
+    """Whether the server said that a player took seat 0 (the direct one) by the deadline."""
+    while trio.current_time() < deadline:
+        if "took seat 0" in server_out.read_text(errors="replace"):
+            return True
+        await trio.sleep(0.02)
+    return False
 
 
 async def wait_or_kill(process: trio.Process, deadline: float) -> None:
@@ -472,6 +511,7 @@ class Config:
     timeout: float
     seed: int
     grace: int | None
+    server: str = "host"  # the host side: `basra host`, or `basra serve` with two `basra join` seats
 
 
 @dataclass
@@ -649,6 +689,9 @@ def main() -> int:
     parser.add_argument("--show-failures", type=int, default=20, metavar="N",
                         help="failed matches listed with their reason (default 20; -1: all)")
     parser.add_argument("--keep", action="store_true", help="keep the transcripts and logs, and print where")
+    parser.add_argument("--server", choices=("host", "serve"), default="host",
+                        help="the host side of each match: `basra host` (default), or `basra serve` with a second"
+                             " `basra join` in seat 0")
     args = parser.parse_args()
     if args.matches < 1 or args.parallel < 1 or args.drop_rate < 0 or args.timeout <= 0:
         parser.error("--matches and --parallel must be at least 1, --drop-rate at least 0, --timeout positive")
@@ -669,6 +712,7 @@ def main() -> int:
           + ("" if package == checkout else
              " (the installed copy, not this checkout's basra_net/: `pip install .` first to soak the checkout)"))
     print(f"matches: {args.matches}, {args.parallel} at once, target {args.target}, random v random, plain TCP,"
+          f" through `basra {args.server}`,"
           f" timeout {args.timeout:g} s, seed {args.seed}, "
           + (f"grace {grace} s" if grace is not None else "basra host has no --grace (no resume)"))
     if args.drop_rate > 0 and not grace_supported:
@@ -676,7 +720,7 @@ def main() -> int:
 
     folder = Path(tempfile.mkdtemp(prefix="basra-chaos-"))
     try:
-        config = Config(basra, folder, args.target, args.timeout, args.seed, grace)
+        config = Config(basra, folder, args.target, args.timeout, args.seed, grace, args.server)
         status = trio.run(soak, args, config)
     finally:
         if args.keep:

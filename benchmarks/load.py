@@ -31,7 +31,11 @@ Figures, over a window of --seconds after --warmup (and a ramp of
                not the host, set the pace); and,
                roughly (+-20% of a core), what the rest of the machine used
                (/proc/stat busy time minus both), since the machine is shared
-  frames       frames the generator sent and received per play
+  frames       frames the generator sent and received per play; and the
+               server's read(2) and write(2) calls per play (/proc/PID/io:
+               the host's plain-TCP path reads and writes its sockets so;
+               send(2) and recv(2), which TLS and the relay use, are not
+               counted there)
   memory       (host VmRSS at the end of the window - VmRSS of the idle host
                before any connection) / K, and VmRSS once the load stopped
   seats        how many seats were connecting, waiting for welcome, waiting
@@ -53,6 +57,14 @@ Transport: --transport auto (default) speaks TLS when `basra serve` offers
 force one; "tls,plain" measures both in turn.  The relay uses the same
 transport as the host it is compared with.
 
+Journal: --journal on (the default, as `basra serve` runs), off (the host
+started with --no-journal) or "on,off" to measure both, each against its own
+relay run.  With the journal on, the host's fsyncs in the window are counted
+from its journal file: each batch it commits is one record of that file,
+written with one write and one fsync (the window is far too short for the
+file to reach the size at which it is rewritten).  Printed as fsyncs/s and
+plays per fsync.
+
 Modes: flat (each seat answers at once) and paced (--rate plays/s offered per
 table: the seat to move waits until --rate^-1 s after its table's previous
 play; the achieved rate is reported).
@@ -70,6 +82,10 @@ Reproduce the README figures with:
 
     python benchmarks/load.py --tables 10,100,500 --seconds 10 --warmup 3 --repeat 3 --transport tls,plain --max-other 25
 
+and the journal on and off side by side with:
+
+    python benchmarks/load.py --tables 10,100,500 --modes flat,paced --seconds 10 --warmup 3 --repeat 3 --transport plain --journal on,off
+
 A quick check: python benchmarks/load.py --tables 10 --seconds 3
 """
 
@@ -83,6 +99,7 @@ import re
 import signal
 import ssl
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -103,8 +120,12 @@ from basra_net.protocol.errors import TABLE_FULL  # noqa: E402
 from basra_net.host.server import open_files_limit as raise_open_files_limit  # noqa: E402  (child processes inherit it)
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Played, to_wire  # noqa: E402
+from basra_net.protocol.record import STREAM_TYPES, ChannelContext, ChannelRecord  # noqa: E402
+from basra_net.identity import public_key_bytes  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-GUEST_KEY = bytes(range(1, 33))  # the identity key a version 2 hello gives
+GUEST_IDENTITY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))  # every seat's identity: it countersigns
+GUEST_KEY = public_key_bytes(GUEST_IDENTITY)
 
 RECEIVE_SIZE = 65536
 LOOPBACK = "127.0.0.1"
@@ -173,6 +194,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(rest[11]) + int(rest[12])) / CLK_TCK  # fields 14 and 15
 
 
+def io_calls(pid: int) -> tuple[int, int]:
+    """How many read(2) and write(2) calls a process has made, from /proc/PID/io (send and recv are not counted)."""
+    fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(fields["syscr"]), int(fields["syscw"])
+
+
 def machine_busy_seconds() -> float:
     """CPU time spent by everything on the machine (all cores, not idle or iowait), from /proc/stat."""
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
@@ -219,17 +246,34 @@ def serve_has_tls() -> bool:
     return "--plain" in out
 
 
-def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None) -> Server:
+PROFILED_MODULE = """
+import cProfile, runpy, sys, time
+path = sys.argv[1]
+sys.argv = [sys.argv[0], *sys.argv[2:]]
+profiler = cProfile.Profile(time.process_time)
+try:
+    profiler.runcall(runpy.run_module, "basra_net.cli", run_name="__main__")
+finally:
+    profiler.dump_stats(path)
+"""
+
+
+def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None, journal: bool = True) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
-    # With a profile the host runs under cProfile, which writes its statistics when the host exits.
-    profiler = ["-m", "cProfile", "-o", profile] if profile else []
+    # With a profile the host runs under cProfile timed by the process's CPU time, not the wall clock:
+    # on a busy machine a wall-clock profile charges a system call with the time other processes ran
+    # (a write to loopback wakes its reader, which may take the core at once).  The statistics are
+    # written when the host exits.
+    profiler = ["-c", PROFILED_MODULE, profile] if profile else []
     argv = [
-        sys.executable, *profiler, "-m", "basra_net.cli", "serve",
+        sys.executable, *(profiler or ["-m", "basra_net.cli"]), "serve",
         "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
         "--no-transcripts", "--quiet", "--target", str(target),
     ]
     if not tls and serve_has_tls():
         argv.append("--plain")
+    if not journal:
+        argv.append("--no-journal")
     return Server(argv, env)
 
 
@@ -315,6 +359,7 @@ class Result:
     plays: int
     latencies: list[float]
     server_cpu: float | None = None
+    server_io_calls: tuple[int, int] | None = None  # read(2) and write(2) calls of the server in the window
     generator_cpu: float = 0.0
     idle_rss_kb: int | None = None
     loaded_rss_kb: int | None = None
@@ -330,6 +375,9 @@ class Result:
     frames_to_server: int = 0
     frames_from_server: int = 0
     other_cpu: float = 0.0  # CPU used by everything else on the machine (and the kernel) in the window
+    journal: bool = False  # the host journaled its tables
+    journal_path: Path | None = None  # where, while it runs
+    fsyncs: int = 0  # batches the host's journal committed in the window, one fsync each
 
     @property
     def rate(self) -> float:
@@ -359,10 +407,19 @@ class Result:
         if self.plays:
             traffic.append(f"frames per play {self.frames_to_server / self.plays:.2f} in, "
                            f"{self.frames_from_server / self.plays:.2f} out")
+            if self.server_io_calls is not None and any(self.server_io_calls):
+                reads, writes = self.server_io_calls
+                traffic.append(f"{self.label} read(2) {reads / self.plays:.2f} and write(2) {writes / self.plays:.2f} per play")
         if self.label == "host":
             traffic.append(f"matches ended in the window {self.matches} ({self.abandoned} abandoned)")
         if traffic:
             out.append("; ".join(traffic))
+        if self.label == "host":
+            if self.journal:
+                per_fsync = f"{self.plays / self.fsyncs:.1f}" if self.fsyncs else "-"
+                out.append(f"journal: {self.fsyncs / self.seconds:.0f} fsyncs/s, {per_fsync} plays per fsync")
+            else:
+                out.append("journal: off")
         if self.loaded_rss_kb is not None and self.idle_rss_kb is not None:
             per_table = (self.loaded_rss_kb - self.idle_rss_kb) / self.tables
             text = (f"memory: RSS idle {self.idle_rss_kb / 1024:.1f} MB, loaded {self.loaded_rss_kb / 1024:.1f} MB"
@@ -404,14 +461,19 @@ class Window:
             run.start, run.end = run.start + late, run.end + late
         await trio.sleep_until(trio.current_time() + (run.start - time.perf_counter()))
         cpu0 = cpu_seconds(self.pid) if self.pid else None
+        io0 = io_calls(self.pid) if self.pid else None
         gen0 = time.process_time()
         busy0 = machine_busy_seconds()
+        batches0 = journal_batches(result.journal_path)
         await trio.sleep_until(trio.current_time() + (run.end - time.perf_counter()))
+        result.fsyncs = journal_batches(result.journal_path) - batches0
         result.generator_cpu = time.process_time() - gen0
         busy = machine_busy_seconds() - busy0
         result.other_cpu = busy - result.generator_cpu
         if self.pid:
             result.server_cpu = cpu_seconds(self.pid) - cpu0
+            io1 = io_calls(self.pid)
+            result.server_io_calls = (io1[0] - io0[0], io1[1] - io0[1])
             result.other_cpu -= result.server_cpu
             result.loaded_rss_kb = rss_kb(self.pid)
         result.seat_phases = ", ".join(f"{n} {phase}" for phase, n in run.seats.items() if n)
@@ -422,6 +484,22 @@ class Window:
         result.matches, result.abandoned = run.matches, run.abandoned
         result.frames_to_server, result.frames_from_server = run.frames_to_server, run.frames_from_server
         result.refusals, result.errors = run.refusals, run.errors
+
+
+def journal_batches(path: Path | None) -> int:
+    """The records of a serve journal after its header: each a batch written with one fsync (0 without a journal)."""
+    if path is None:
+        return 0
+    from basra_net.host.journal import CHECK_SIZE
+    from basra_net.host.serve_journal import SERVE_MAGIC
+
+    data = path.read_bytes()
+    offset, records = len(SERVE_MAGIC), 0
+    while offset + 4 <= len(data):
+        (length,) = struct.unpack_from(">I", data, offset)
+        offset += 4 + length + CHECK_SIZE
+        records += offset <= len(data)
+    return records - 1
 
 
 # --- driving the host -------------------------------------------------------------------
@@ -435,8 +513,8 @@ class HostTable:
         self.next_play = 0.0
 
 
-def frames_in(buffer: bytearray) -> list[dict]:
-    """The complete frames at the front of ``buffer``, removed from it, each body decoded by msgpack alone.
+def frames_in(buffer: bytearray) -> list[tuple[bytes, dict]]:
+    """The complete frames at the front of ``buffer``, removed from it, each with its body decoded by msgpack alone.
 
     The generator trusts its own host: it reads only the fields it acts on and
     leaves the protocol's checks to the host's own tests.  Decoding every
@@ -449,7 +527,7 @@ def frames_in(buffer: bytearray) -> list[dict]:
         end = offset + 4 + length
         if end > size:
             break
-        messages.append(msgpack.unpackb(buffer[offset + 4:end], raw=False))
+        messages.append((bytes(buffer[offset:end]), msgpack.unpackb(buffer[offset + 4:end], raw=False)))
         offset = end
     del buffer[:offset]
     return messages
@@ -467,6 +545,7 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
     seat: int | None = None
     in_match = False
     buffer = bytearray()
+    channel: ChannelRecord | None = None  # version 2: the seat's signed record, to countersign each game and the result
     try:
         while True:
             data = await stream.receive_some(RECEIVE_SIZE)
@@ -474,10 +553,20 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
             if not data:
                 return None if seat is not None else "closed before welcome"
             buffer += data
-            for message in frames_in(buffer):
+            for data, message in frames_in(buffer):
                 run.frames_from_server += run.in_window(now)
                 kind = message["type"]
-                if kind == "played":
+                if channel is not None and kind in STREAM_TYPES:
+                    channel.host_frame(data, message)
+                if kind == "sig":
+                    answer = channel.countersignature(GUEST_IDENTITY)
+                    await stream.send_all(frame(answer))
+                    channel.guest_sig(answer)
+                    run.frames_to_server += run.in_window(now)
+                    if message["of"] == "result":
+                        await stream.send_all(frame({"type": "leave", "reason": "the match is over"}))
+                        return None
+                elif kind == "played":
                     if message["seat"] != seat:
                         sent = table.sent.pop(message["card"], None)
                         if sent is not None:
@@ -495,7 +584,10 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                                                  "captures": move["captures"]}))
                     run.frames_to_server += run.in_window(sent)
                 elif kind == "commit":
-                    await stream.send_all(frame({"type": "seed", "game": message["game"], "seed": os.urandom(32)}))
+                    seed = os.urandom(32)
+                    await stream.send_all(frame({"type": "seed", "game": message["game"], "seed": seed}))
+                    if channel is not None:
+                        channel.guest_seed(message["game"], seed)
                     run.frames_to_server += run.in_window(now)
                 elif kind == "match_start":
                     table.sent.clear()
@@ -503,6 +595,9 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                     run.phase("waiting for the other seat", "in a match")
                 elif kind == "welcome":
                     seat = message["seat"]
+                    if message["version"] >= 2:
+                        context = ChannelContext(message["match"], message["host_key"], GUEST_KEY, seat, hello.nonce)
+                        channel = ChannelRecord(context, message["scoring"], message["target"])
                     run.phase("connected, waiting for welcome", "waiting for the other seat")
                     if run.in_window(now):
                         run.welcome_waits.append(now - opened)
@@ -511,9 +606,10 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                         run.matches += 1
                         if message["reason"] != "target":
                             run.abandoned += 1
-                    # The answer to the end (PROTOCOL.md 5.8); the match is over for this connection.
-                    await stream.send_all(frame({"type": "leave", "reason": "the match is over"}))
-                    return None
+                    if channel is None:
+                        # The answer to the end (PROTOCOL.md 5.8); the match is over for this connection.
+                        await stream.send_all(frame({"type": "leave", "reason": "the match is over"}))
+                        return None
                 elif kind == "error":
                     if seat is None:
                         return message["code"]  # table_full while the last match at this name closes; busy
@@ -678,15 +774,17 @@ def idle_rss(pid: int, settle: float = 1.0) -> int:
     return rss_kb(pid)
 
 
-def measure_host(tables: int, mode: str, tls: bool, args: argparse.Namespace) -> Result:
+def measure_host(tables: int, mode: str, tls: bool, journal: bool, args: argparse.Namespace) -> Result:
     interval = 1.0 / args.rate if mode == "paced" else 0.0
-    result = Result("host", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
+    result = Result("host", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain", journal=journal)
     transport = Transport(tls, not args.one_address)
     with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
         profile = None
         if args.profile_host:
             profile = f"{args.profile_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.prof"
-        server = start_host(tables, args.target, home, tls, profile)
+        server = start_host(tables, args.target, home, tls, profile, journal)
+        if journal:
+            result.journal_path = Path(home) / "journals" / f"serve-{server.port}.journal"
         try:
             result.idle_rss_kb = idle_rss(server.pid)
             trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
@@ -716,7 +814,7 @@ async def storm_seat(port: int, transport: Transport, name: str, index: int, sou
                 failures.append("closed before welcome")
                 return
             buffer += data
-            kinds = [message["type"] for message in frames_in(buffer)]
+            kinds = [message["type"] for _, message in frames_in(buffer)]
             if "welcome" in kinds:
                 waits.append(time.perf_counter() - opened)
                 break
@@ -827,6 +925,13 @@ def pooled(results: list[Result]) -> Result:
                   sum(r.plays for r in results), [x for r in results for x in r.latencies])
 
 
+def journal_column(hosts: list[Result]) -> str:
+    """'off', or the median fsyncs per second with the journal on."""
+    if not hosts[0].journal:
+        return "off"
+    return f"{statistics.median(h.fsyncs / h.seconds for h in hosts):.0f}/s"
+
+
 def ramp_for(tables: int, args: argparse.Namespace) -> float:
     """Seconds over which the tables' connections are opened (not part of the warm-up)."""
     return args.ramp if args.ramp is not None else min(2.0, 0.004 * tables)
@@ -861,12 +966,15 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
     parser.add_argument("--retries", type=int, default=5, help="with --max-other: attempts after the first (default 5)")
     parser.add_argument("--retry-pause", type=float, default=20.0,
                         help="with --max-other: seconds to wait before measuring again (default 20)")
+    parser.add_argument("--journal", default="on", metavar="on|off|on,off",
+                        help="the host journals its tables (on, as `basra serve` does by default) or runs with"
+                             " --no-journal (off); both, comma-separated, are measured one after the other (default on)")
     parser.add_argument("--no-relay", action="store_true", help="skip the relay floor")
     parser.add_argument("--storm", type=int, default=None, metavar="K",
                         help="instead of the load: a reconnect storm, every seat of K tables connecting at once to an"
                              " idle host; prints how many were welcomed and connect-to-welcome percentiles")
     parser.add_argument("--profile-host", metavar="DIR",
-                        help="run the host under cProfile and write its statistics to DIR/host-K-MODE-LINK.prof"
+                        help="run the host under cProfile, timed by its CPU time, and write its statistics to DIR/host-K-MODE-LINK.prof"
                              " (profiling slows the host: its figures are then not comparable)")
     parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
     return parser
@@ -885,6 +993,11 @@ def main() -> int:
         print("--transport takes auto, tls or plain, or several of them comma-separated", file=sys.stderr)
         return 2
     transports = list(dict.fromkeys(choose_tls(c) for c in choices))
+    journal_choices = [c for c in args.journal.split(",") if c]
+    if not journal_choices or not set(journal_choices) <= {"on", "off"}:
+        print("--journal takes on, off or on,off", file=sys.stderr)
+        return 2
+    journals = [c == "on" for c in dict.fromkeys(journal_choices)]
     for line in machine_lines():
         print(line)
     print(f"open files limit: {limit}; window {args.seconds:g} s after {args.warmup:g} s warm-up;"
@@ -907,12 +1020,12 @@ def main() -> int:
     summary = []
     for tables in args.tables:
         for mode in modes:
-            for tls in transports:
+            for tls, journal in [(tls, journal) for tls in transports for journal in journals]:
                 pairs = []
                 for repeat in range(args.repeat):
-                    print(f"[K={tables} {mode} {'TLS' if tls else 'plain'}, run {repeat + 1} of {args.repeat};"
-                          f" CPU check: {cpu_check():,.0f} engine plays/s]")
-                    host = measure_quietly(lambda: measure_host(tables, mode, tls, args), args)
+                    print(f"[K={tables} {mode} {'TLS' if tls else 'plain'} journal {'on' if journal else 'off'},"
+                          f" run {repeat + 1} of {args.repeat}; CPU check: {cpu_check():,.0f} engine plays/s]")
+                    host = measure_quietly(lambda: measure_host(tables, mode, tls, journal, args), args)
                     relay = None
                     if not args.no_relay:
                         relay = measure_quietly(lambda: measure_relay(tables, mode, tls, args, frames), args)
@@ -924,7 +1037,7 @@ def main() -> int:
           f" host:relay ratio (each run's ratio from its own side-by-side pair); latency percentiles over"
           f" the plays of all runs together")
     print("  (playing: tables with both seats in a match at the end of the window)")
-    print(f"  {'K':>4} {'mode':6} {'link':5} | {'host plays/s':>12} {'p50':>7} {'p99':>7} {'max':>7} ms"
+    print(f"  {'K':>4} {'mode':6} {'link':5} {'journal':7} | {'host plays/s':>12} {'p50':>7} {'p99':>7} {'max':>7} ms"
           f" {'CPU/play':>9} {'KB/table':>8} {'playing':>7} | {'relay plays/s':>13} {'p50':>6} {'p99':>7} {'max':>7} ms"
           f" | ratio")
     for pairs in summary:
@@ -933,7 +1046,7 @@ def main() -> int:
         host_all = pooled(hosts)
         per_play = median_per_play(hosts, "server_cpu")
         per_table = statistics.median((h.loaded_rss_kb - h.idle_rss_kb) / h.tables for h in hosts)
-        line = (f"  {first.tables:>4} {first.mode:6} {first.transport:5} | {median_rate(hosts):12.0f}"
+        line = (f"  {first.tables:>4} {first.mode:6} {first.transport:5} {journal_column(hosts):7} | {median_rate(hosts):12.0f}"
                 f" {host_all.pct(.5):7.2f} {host_all.pct(.99):7.2f} {host_all.pct(1):7.2f}   "
                 f" {per_play:6.0f} us {per_table:8.0f} {statistics.median(h.tables_playing for h in hosts):7.0f} |")
         relays = [r for _, r in pairs if r is not None]
@@ -951,14 +1064,15 @@ def main() -> int:
     print()
     print("CPU per play, medians: the host's, the relay's, their ratio (the target is at most 2.5), and the"
           " generator's own while it drove each (it must stay below the host's to measure it)")
-    print(f"  {'K':>4} {'mode':6} {'link':5} | {'host':>7} {'relay':>7} {'host:relay':>10} |"
+    print(f"  {'K':>4} {'mode':6} {'link':5} {'journal':7} | {'host':>7} {'relay':>7} {'host:relay':>10} |"
           f" {'generator (host)':>16} {'generator (relay)':>17}")
     for pairs in summary:
         hosts = [h for h, _ in pairs]
         relays = [r for _, r in pairs if r is not None]
         host_cpu = median_per_play(hosts, "server_cpu")
         relay_cpu = median_per_play(relays, "server_cpu") if relays else float("nan")
-        print(f"  {hosts[0].tables:>4} {hosts[0].mode:6} {hosts[0].transport:5} | {host_cpu:4.0f} us {relay_cpu:4.0f} us"
+        print(f"  {hosts[0].tables:>4} {hosts[0].mode:6} {hosts[0].transport:5} {journal_column(hosts):7} |"
+              f" {host_cpu:4.0f} us {relay_cpu:4.0f} us"
               f" {host_cpu / relay_cpu if relay_cpu else float('nan'):10.2f} |"
               f" {median_per_play(hosts, 'generator_cpu'):13.0f} us"
               f" {median_per_play(relays, 'generator_cpu') if relays else float('nan'):14.0f} us")

@@ -75,6 +75,7 @@ from basra_net.protocol.messages import (
     PLAY_KINDS,
     Away,
     Back,
+    Chat,
     Commit,
     Deal,
     Error,
@@ -110,8 +111,11 @@ from basra_net.protocol.messages import (
     to_wire,
 )
 
-# Messages either side may send at any time once seated (the keep-alive of PROTOCOL.md 5.7).
-KEEPALIVE = tuple(kind.message for kind in KINDS.values() if kind.phase is Phase.SEATED and CLIENT in kind.sent_by)
+# Messages either side may send at any time once seated to keep the connection alive (PROTOCOL.md 5.7):
+# the unrecorded ones; chat, also allowed once seated, is recorded.
+KEEPALIVE = tuple(
+    kind.message for kind in KINDS.values() if kind.phase is Phase.SEATED and CLIENT in kind.sent_by and not kind.recorded
+)
 
 MAX_STEPS = 200
 STEP_RAW, STEP_COMMIT, STEP_TURN, STEP_EOF = 0, 1, 2, 3
@@ -124,6 +128,9 @@ JUNK = (None, True, -1, 0, 1 << 63, 1 << 64, "", "AS", b"", b"\x00" * 32, [], ["
 SCORE = GameScore(20, 30, 1, 0, 10, 0, 40)
 
 
+DROPPED = "dropped"  # what a repeat of an answer already taken gets: nothing
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """What the host's state machine holds for this seat."""
@@ -134,12 +141,13 @@ class Snapshot:
     awaiting_seed: int | None
     open_request: int | None
     closed: bool
+    answered_request: int | None = None  # the last request a play was taken for: a repeat of it is dropped
 
     @classmethod
     def of(cls, connection: HostConnection) -> "Snapshot":
         return cls(
             connection.hello is not None, connection.awaiting_confirm, connection.seat, connection.awaiting_seed,
-            connection.open_request, connection.closed,
+            connection.open_request, connection.closed, connection.answered_request,
         )
 
 
@@ -164,6 +172,8 @@ def expected_answer(state: Snapshot, message: Message) -> str | None:
     if isinstance(message, (Lock, Open, Audit)):
         return None  # the hidden deal's steps: the table, not the connection, knows which are owed
     if isinstance(message, (Play, HiddenPlay)):
+        if message.request == state.answered_request:
+            return DROPPED  # a play sent again after a resume (section 5.8, rule 6)
         if state.open_request is None:
             return NOT_YOUR_TURN
         return None if message.request == state.open_request else STALE_REQUEST
@@ -187,7 +197,8 @@ def after_accepting(state: Snapshot, message: Message) -> Snapshot:
         request = None
     elif isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
         closed = True
-    return Snapshot(hello, confirm, seat, seed, request, closed)
+    answered = message.request if isinstance(message, (Play, HiddenPlay)) else state.answered_request
+    return Snapshot(hello, confirm, seat, seed, request, closed, answered)
 
 
 class Harness:
@@ -314,6 +325,10 @@ class Harness:
             return Error(pick(fdp, CODES), pick(fdp, TEXTS))
         if cls is Leave:
             return Leave(pick(fdp, TEXTS))
+        if cls is Chat:
+            # A line, a reaction, both or neither: from_wire decides which are refused.
+            text = pick(fdp, (None, "gg", "x" * 201, "\U0001F600" * 101, "abc\u202e", *TEXTS))
+            return Chat(text, pick(fdp, (None, None, "nice", "laugh")))
         if cls in KEEPALIVE:
             return cls(pick(fdp, (0, 1, self.request, (1 << 63) - 1)))
         if cls is Welcome:
@@ -395,6 +410,9 @@ class Harness:
             assert len(answers) == 1 and answers[0] in FATAL_CODES, f"an invalid frame was answered {answers}"
         elif expected is not None:
             prescribed = expected_answer(before, expected)
+            if prescribed == DROPPED:
+                assert not answers, f"a repeated '{expected.TYPE}' was answered {answers}"
+                return
             assert len(answers) == 1, f"one intact '{expected.TYPE}' gave {len(answers)} answers"
             if prescribed is None:
                 assert answers[0] == expected, f"a valid '{expected.TYPE}' came out as {answers[0]!r}"

@@ -79,6 +79,8 @@ def sample_messages() -> list[m.Message]:
     for name in ("Ping", "Pong"):
         if hasattr(m, name):
             messages.append(getattr(m, name)(1))
+    if hasattr(m, "Chat"):
+        messages.append(m.Chat(text="well played"))
     return messages
 
 
@@ -302,6 +304,7 @@ def dictionary() -> list[bytes]:
         words.add(wire["type"])
     words.update(m.PLAY_KINDS)
     words.update(m.MATCH_END_REASONS)
+    words.update(getattr(m, "REACTIONS", ()))
     words.update(("egyptian", "classic", "AS", "10D", "JC", "7D", "QH", "KS"))
     tokens = sorted(msgpack.packb(word) for word in words)
     tokens += [b"\xc4\x20", b"\xc4\x40", b"\xc4\x10", b"\x91\x01", b"\xdc\x00\x00", b"\xde\x00\x00", b"\xcf", b"\xd3"]

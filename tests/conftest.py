@@ -36,7 +36,17 @@ def _seeds(label: str):
     return lambda: hashlib.sha256(f"{label} {next(counter)}".encode()).digest()
 
 
-async def _play_honest_match(folder: Path, identity: Ed25519PrivateKey, match_id: bytes) -> HonestMatch:
+async def play_match(
+    folder: Path,
+    identity: Ed25519PrivateKey,
+    match_id: bytes,
+    bots: tuple[BotPlayer, BotPlayer] | None = None,
+    guest_identity: Ed25519PrivateKey | None = None,
+) -> HonestMatch:
+    """A whole match through the real table and client, each seat played by its bot (greedy unless given).
+
+    Seat 1 signs with guest_identity when given, else with a fresh key.
+    """
     # Fixed seeds and the deterministic greedy bot make the same match every run.
     table = Table(
         scoring="egyptian",
@@ -53,8 +63,9 @@ async def _play_honest_match(folder: Path, identity: Ed25519PrivateKey, match_id
             host_end, seat_end = trio.socket.socketpair()
             nursery.start_soon(partial(serve_connection, trio.SocketStream(host_end), table, reserved_seat=seat))
             session = ClientSession(
-                trio.SocketStream(seat_end), name, BotPlayer("greedy"),
+                trio.SocketStream(seat_end), name, bots[seat] if bots else BotPlayer("greedy"),
                 transcript_path=folder / "guest.basra", keep_transcript=seat == 1, make_seed=_seeds("guest"),
+                identity=guest_identity if seat == 1 else None,
             )
 
             async def run(seat=seat, session=session) -> None:
@@ -73,7 +84,7 @@ def honest_match(tmp_path_factory: pytest.TempPathFactory) -> HonestMatch:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BASRA_HOME", str(folder / "home"))
         identity = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"test host key").digest())
-        return trio.run(_play_honest_match, folder, identity, bytes(range(16)))
+        return trio.run(play_match, folder, identity, bytes(range(16)))
 
 
 @pytest.fixture(scope="session")

@@ -7,15 +7,25 @@ import tempfile
 
 import pytest
 
-from basra_net import cli
-from basra_net.client import players, session, verify_file
-from basra_net.host import table
+from basra_net import cli, options
+from basra_net.client import session, verify_file
 
 
-def test_the_cli_copies_agree_with_their_owners():
-    assert cli.BOT_LEVELS == players.BOT_LEVELS
-    assert cli.DEFAULT_BOT == players.DEFAULT_BOT
-    assert cli.GRACE == table.GRACE
+def test_the_options_offered_are_the_engine_s_presets_and_the_parser_loads_nothing_heavy():
+    import subprocess
+    import sys
+
+    from basra_net.engine.scoring import PRESETS
+
+    assert options.SCORING_PRESETS == tuple(PRESETS) and options.DEFAULT_SCORING in PRESETS
+    assert options.DEFAULT_BOT in options.BOT_LEVELS
+    parser = cli.build_parser()
+    assert parser.parse_args(["host"]).scoring == options.DEFAULT_SCORING and parser.parse_args(["serve"]).port == options.DEFAULT_PORT
+    # What `basra --help` loads: the parser and its leaf of options, never the engine, trio or the network.
+    probe = "import sys, basra_net.cli; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    heavy = [m for m in loaded if m.split(".")[0] in ("trio", "msgpack", "cryptography", "textual") or m.startswith("basra_net.engine")]
+    assert not heavy, heavy
 
 
 def test_a_host_or_server_refuses_a_join_code_weaker_than_a_generated_one(capsys):
@@ -57,7 +67,7 @@ def test_the_interrupted_status_is_the_one_a_player_leaving_gets():
 def test_an_unexpected_exception_is_one_line_and_a_crash_report_with_the_traceback(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))
 
-    def broken(path, verbose=False):
+    def broken(path, verbose=False, partial=False):
         raise RuntimeError("the engine fell over\nsecond line")
 
     monkeypatch.setattr(verify_file, "verify_file", broken)
@@ -76,7 +86,7 @@ def test_a_crash_report_goes_to_the_temporary_directory_when_the_data_directory_
     not_a_folder.write_text("")
     monkeypatch.setenv("BASRA_HOME", str(not_a_folder))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(verify_file, "verify_file", lambda path, verbose=False: 1 / 0)
+    monkeypatch.setattr(verify_file, "verify_file", lambda path, verbose=False, partial=False: 1 / 0)
     assert cli.main(["verify", "x.basra"]) == 1
     (report,) = (tmp_path / "tmp" / "basra-net-crashes").iterdir()
     assert str(report) in capsys.readouterr().err and "ZeroDivisionError" in report.read_text()
@@ -84,7 +94,7 @@ def test_a_crash_report_goes_to_the_temporary_directory_when_the_data_directory_
 
 @pytest.mark.parametrize("raised", [KeyboardInterrupt(), BaseExceptionGroup("tasks", [KeyboardInterrupt()])], ids=["bare", "in-a-group"])
 def test_ctrl_c_anywhere_ends_with_130_and_no_traceback(monkeypatch, capsys, raised):
-    def interrupted(path, verbose=False):
+    def interrupted(path, verbose=False, partial=False):
         raise raised
 
     monkeypatch.setattr(verify_file, "verify_file", interrupted)

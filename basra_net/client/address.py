@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-DEFAULT_PORT = 5252
+from ..options import DEFAULT_PORT
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -29,7 +29,8 @@ import trio
 
 from ..protocol.dnssd import SERVICE_TYPE, Announcement, parse_txt
 from ..protocol.messages import PROTOCOL_VERSIONS
-from .address import DEFAULT_PORT, pin_name
+from ..options import DEFAULT_PORT
+from .address import pin_name
 from .session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 from .storage import RESUME_FILE, ResumeTickets, data_dir
 

@@ -8,7 +8,8 @@ called out.
 from __future__ import annotations
 
 from ..engine.cards import Card, is_numeral, rank, value
-from ..protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome
+from ..protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome
+from ..protocol.text import displayable
 from .screen import ANNOUNCEMENT, CardStyle
 from .state import ClientState
 
@@ -52,6 +53,26 @@ def _groups_with(first: Card, rest: list[Card], needed: int):
                 yield (first, *group)
 
 
+# The quick reactions (PROTOCOL.md 6.23) as a screen shows them, in the order of their keys.
+REACTION_WORDS = {
+    "good_game": "good game!",
+    "nice": "nice one!",
+    "oops": "oops!",
+    "wow": "wow!",
+    "thanks": "thanks!",
+    "your_move": "your move...",
+}
+
+
+def chat_line(state: ClientState, seat: int, chat: Chat) -> str:
+    """One chat line as shown: who said it, then the words, with nothing a terminal would act on."""
+    if chat.reaction is not None:
+        words = f"({REACTION_WORDS.get(chat.reaction, chat.reaction)})"
+    else:
+        words = displayable(chat.text or "")
+    return f"{_player(state, seat)}: {words}"
+
+
 def _player(state: ClientState, seat: int) -> str:
     return "You" if seat == state.seat else state.names[seat] or "Your opponent"
 
@@ -91,6 +112,9 @@ def describe(state: ClientState, message: Message, style: CardStyle) -> list[str
         if summary is None or summary.verified is None:
             return []
         return [f"Game {message.game}: deal verified" if summary.verified else f"Game {message.game}: DEAL CHECK FAILED"]
+    if isinstance(message, Chat):
+        said = [seat for seat, line in reversed(state.chat) if line is message]
+        return [chat_line(state, said[0] if said else them, message)]
     if isinstance(message, MatchEnd):
         score = f"{message.totals[you]} to {message.totals[them]}"
         if message.reason == "abandoned":

@@ -21,11 +21,10 @@ import trio
 from ..engine import Move
 from ..engine.bots import greedy_move, random_move
 from ..engine.search import search_move
-from ..protocol.messages import GameEnd, MatchEnd, Message
+from ..options import BOT_LEVELS, DEFAULT_BOT
+from ..protocol.messages import Chat, GameEnd, MatchEnd, Message
 from .state import ClientState
 
-BOT_LEVELS = ("search", "greedy", "random")  # strongest first
-DEFAULT_BOT = "search"
 SEARCH_SECONDS = 0.8  # the search bot's budget per move: it answers within a second
 
 
@@ -48,23 +47,33 @@ class Quit:
     reason: str
 
 
+@dataclass(frozen=True)
+class Say:
+    """A chat line or a reaction for the other player (version 2 only)."""
+
+    chat: Chat
+
+
 class Controls:
     """What a player can do at its seat, and when it is asked to.
 
-    ``requests`` yields each request to act as the host opens it.  ``play``
-    and ``leave`` never block, so they may be called from any callback on
+    ``requests`` yields each request to act as the host opens it.  ``play``,
+    ``say`` and ``leave`` never block, so they may be called from any callback on
     the session's trio thread.
     """
 
     def __init__(self) -> None:
         self._opened, self.requests = trio.open_memory_channel[int](math.inf)
-        self._actions, self.actions = trio.open_memory_channel[Choice | Quit](math.inf)
+        self._actions, self.actions = trio.open_memory_channel[Choice | Say | Quit](math.inf)
 
     def request_opened(self, request: int) -> None:
         self._opened.send_nowait(request)
 
     def play(self, request: int, move: Move) -> None:
         self._actions.send_nowait(Choice(request, move))
+
+    def say(self, chat: Chat) -> None:
+        self._actions.send_nowait(Say(chat))
 
     def leave(self, reason: str) -> None:
         self._actions.send_nowait(Quit(reason))

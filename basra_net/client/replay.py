@@ -17,12 +17,12 @@ from pathlib import Path
 from ..engine.game import Game
 from ..engine.scoring import PRESETS
 from ..protocol import transcript
-from ..protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome
+from ..protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome
 from ..protocol.verify import HOST
 from .narration import describe
 from .screen import CardStyle
 from .state import ClientState
-from .verify_file import EXIT_UNREADABLE, EXIT_VERIFIED, MAX_TRANSCRIPT
+from .verify_file import EXIT_UNREADABLE, EXIT_VERIFIED, read_transcript, verdict_in_words
 
 SHOWN = (Welcome, MatchStart, Deal, Played, GameEnd, MatchEnd)  # the messages a step stops at
 HAND_SIZE = 4
@@ -65,16 +65,16 @@ class Replay:
 
 def load_replay(path: Path, style: CardStyle) -> Replay:
     """The frames of a transcript; OSError or TranscriptError when it cannot be read."""
-    if path.stat().st_size > MAX_TRANSCRIPT:
-        raise transcript.TranscriptError(f"larger than any transcript ({MAX_TRANSCRIPT} bytes at most)")
-    parsed = transcript.parse(path.read_bytes())
-    report = transcript.verify(parsed)
-    verdict = "verified" if report.ok else f"FAILED: {report.problems[0]}"
-    replay = Replay([], verdict, report.ok)
+    parsed = read_transcript(path)
+    verdict, ok, report = verdict_in_words(parsed)
+    replay = Replay([], verdict, ok)
     state = ClientState(name="")
     log: list[str] = []
     for sender, message in parsed.records:
         if sender != HOST:
+            if isinstance(message, Chat):  # what the seat said, beside what it was told
+                state.said(message)
+                log.extend(describe(state, message, style))
             continue
         state.apply(message)
         if isinstance(message, Welcome):

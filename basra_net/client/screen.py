@@ -305,7 +305,12 @@ def _status(state: ClientState) -> Text:
         return Text(" Your turn", style="bold green")
     if state.turn == them and state.game:
         return Text(f" {_fit(state.opponent_name, NAME_CELLS)} is thinking...")
-    return Text(" Waiting for the host...")
+    # Between plays no one acts: the seat is being seated or dealt to.  Worded for either seat, the host's own too.
+    if state.seat is None:
+        return Text(" Connecting to the table...")
+    if not all(state.names):
+        return Text(" Waiting for the other player to join...")
+    return Text(" Dealing the first game..." if not state.game else " Dealing...")
 
 
 def _hint(prompt_hint: str | None) -> list[Text]:

@@ -29,8 +29,9 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
+from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, CHAT_DROPPED, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, disputed_abandonment
+from ..protocol.signed_verify import DISPUTED_ABANDONMENT
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
@@ -44,6 +45,7 @@ from ..protocol.messages import (
     Audited,
     Away,
     Back,
+    Chat,
     Commit,
     Deal,
     GameEnd,
@@ -72,12 +74,13 @@ from ..protocol.messages import (
     Sig,
     Welcome,
     YourTurn,
+    from_wire,
     kind_of,
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from .liveness import Liveness
-from .players import Choice, Controls, Player, PlayerLeft, Quit
+from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
 from .storage import TranscriptFile, default_transcript_path
 
@@ -503,7 +506,7 @@ class ClientSession:
                 async for item in inbound:
                     if isinstance(item, Exception):
                         raise item
-                    if isinstance(item, (Choice, Quit)):
+                    if isinstance(item, (Choice, Say, Quit)):
                         await self._act(item)
                         continue
                     if isinstance(item, ConnectionClosed):
@@ -532,9 +535,12 @@ class ClientSession:
             async for action in self._controls.actions:
                 await messages.send(action)
 
-    async def _act(self, action: Choice | Quit) -> None:
+    async def _act(self, action: Choice | Say | Quit) -> None:
         if isinstance(action, Quit):
             raise PlayerLeft(action.reason)
+        if isinstance(action, Say):
+            await self._say(action.chat)
+            return
         if self.connection.hidden:
             turn = self._hidden_turn
             if self._party is None or turn is None or turn.request != action.request:
@@ -542,6 +548,25 @@ class ClientSession:
             await self._send(self._party.play(action.request, turn.options, action.move))
             return
         await self._send(Play(action.request, action.move.card, action.move.captures))  # dropped there if the request closed
+
+    async def _say(self, chat: Chat) -> None:
+        """Send a chat line, where the connection has chat (version 2, seated, the match not over)."""
+        welcome, state = self.connection.welcome, self.state
+        try:
+            from_wire(to_wire(chat))  # the checks the host makes: a line it would refuse ends the connection
+        except ProtocolError as err:
+            self.player.notice(state, f"that line was not sent: {err.message}")
+            return
+        if welcome is None:
+            self.player.notice(state, "not seated yet: there is nobody to talk to")
+        elif welcome.version not in kind_of(chat).versions:
+            self.player.notice(state, f"chat needs protocol version 2; this table speaks version {welcome.version}")
+        elif self.connection.over or self.connection.closed:
+            self.player.notice(state, "the match is over: nobody is listening")
+        else:
+            await self._send(chat)
+            state.said(chat)
+            self.player.show(state, chat)
 
     async def _read(self, messages: trio.MemorySendChannel) -> None:
         """Bytes in, messages out to the handler; pings answered; a lost connection resumed or given up on."""
@@ -710,7 +735,7 @@ class ClientSession:
         if isinstance(message, Error):
             if self.connection.closed:
                 raise PeerGone(f"the host refused: {message.code}: {message.message}", refusal=message.code)
-            self.player.notice(state, f"the host refused that: {message.message}")
+            self.player.notice(state, message.message if message.code == CHAT_DROPPED else f"the host refused that: {message.message}")
             return None
         if isinstance(message, Leave):
             text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"
@@ -859,7 +884,7 @@ class ClientSession:
             countersigned=record.countersigned,
         )
         if why is not None:
-            raise CheatProven(f"disputed abandonment: {why}")
+            raise CheatProven(f"{DISPUTED_ABANDONMENT}: {why}")
 
     def _check_commit_signature(self, commit: Commit) -> None:
         """A seed goes out only for a commitment the host has signed (PROTOCOL.md, section 6.6)."""

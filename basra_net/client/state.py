@@ -7,11 +7,15 @@ legal moves arrive in each request to act).
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..engine import Move, SeatView
 from ..engine.scoring import GameScore
-from ..protocol.messages import HIDDEN_DEAL, Away, Back, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
+from ..protocol.messages import HIDDEN_DEAL, Away, Back, Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
+
+
+KEEP_CHAT = 50  # chat lines kept; a screen shows the last few
 
 
 @dataclass
@@ -55,6 +59,7 @@ class ClientState:
     end_reason: str | None = None
     away: dict[int, float] = field(default_factory=dict)  # seat -> when (time.monotonic) the host stops waiting
     reconnecting_until: float | None = None  # this seat's own connection is being sought again until then
+    chat: deque[tuple[int, Chat]] = field(default_factory=lambda: deque(maxlen=KEEP_CHAT))  # (who said it, what), oldest first
 
     @property
     def opponent(self) -> int:
@@ -106,6 +111,12 @@ class ClientState:
             self.results.append(GameSummary(message.game, message.scores, message.totals))
         elif isinstance(message, MatchEnd):
             self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
+        elif isinstance(message, Chat):
+            self.chat.append((self.opponent, message))  # the host relays the other seat's lines only
+
+    def said(self, chat: Chat) -> None:
+        """This seat's own chat line went to the host."""
+        self.chat.append((self.seat or 0, chat))
 
     def note_presence(self, message: Away | Back) -> None:
         """A seat lost its connection (the host waits ``grace`` seconds for it) or came back."""

@@ -3,6 +3,8 @@
 The screen is redrawn whole on every message (see screen.py).  On a real
 terminal it is cleared first; anywhere else (a pipe, a log file, a test) the
 screens are simply printed one after another, separated by a blank line.
+Chat is minimal here: at the move prompt, a line that starts with / goes to
+the other player; what the other player says shows in the log.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import trio
 
 from ..engine import Move
 from ..engine.cards import rank
-from ..protocol.messages import Commit, GameEnd, Message, YourTurn
+from ..protocol.messages import Chat, Commit, GameEnd, Message, YourTurn
 from .players import Controls, PlayerLeft, choose_each_turn
 from .narration import describe
 from .screen import CardStyle, is_terminal, render
@@ -24,6 +26,7 @@ from .state import ClientState, GameSummary
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 MAX_LOG = 200  # the screen shows only the last few entries; older ones are dropped
 QUIT_WORDS = ("q", "quit")
+CHAT_MARK = "/"
 GO_BACK = ("", "0")
 UNREADABLE = "\ufffd"
 
@@ -49,10 +52,12 @@ class TerminalPlayer:
         self._drawn = False
         self._unread_result: GameSummary | None = None  # a game's breakdown the player has not yet dwelt on
         self.log: list[str] = []
+        self._controls: Controls | None = None
 
     # --- the Player protocol -------------------------------------------------------------
 
     async def act(self, state: ClientState, controls: Controls) -> None:
+        self._controls = controls
         await choose_each_turn(self, state, controls)
 
     def show(self, state: ClientState, message: Message) -> None:
@@ -76,11 +81,17 @@ class TerminalPlayer:
             await self._ask("Next game (Enter): ")
         count = len(state.hand)
         numbers = f"1-{count}" if count > 1 else "1"
-        help_text = f"Type a card number ({numbers}) and press Enter; q quits."
+        help_text = f"Type a card number ({numbers}) and press Enter; /words says them to {state.opponent_name}; q quits."
         hint = help_text
         while True:
             self._draw(state, hint)
             answer = await self._ask(f"Your move ({numbers}): ")
+            if answer.startswith(CHAT_MARK) and self._controls is not None:
+                words = answer[len(CHAT_MARK) :].strip()
+                if words:
+                    self._controls.say(Chat(text=words))
+                hint = help_text
+                continue
             number = _number(answer)
             if number is None or not 1 <= number <= count:
                 hint = f"{_quoted(answer)} is not a card number. {help_text}" if answer else help_text

@@ -9,6 +9,8 @@ actions through the trio token, never touching trio's state itself.
 
 A key counts only on the player's own turn and only if it was pressed after
 the turn was drawn: nothing typed while the opponent thinks is ever played.
+Chat has a line of its own, opened with `/`: what is typed there is words,
+never a card.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from ..engine import Move
 from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
 from ..engine.scoring import PRESETS
 from ..protocol.fingerprint import key_fingerprint
-from ..protocol.messages import Commit, GameEnd, MatchEnd, Message, Welcome, YourTurn
-from .narration import describe
+from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, Welcome, YourTurn
+from .narration import REACTION_WORDS, describe
 from .players import Controls
 from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode
 from .state import ClientState, GameSummary
@@ -48,6 +50,7 @@ CARDS_TO_WIN_MOST = 27  # of the 52, more than the other player can have
 TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
 KEEP_LOG = 500
+REACTION_KEYS = dict(zip("!@#$%^", REACTIONS))  # shift and 1 to 6 on most keyboards: no card name uses them
 _OLD_CODE = re.compile(r"(--code |Join code: )\S+")  # where the host's lines name its join code
 
 HELP = """\
@@ -60,6 +63,7 @@ Play one card a turn. A numeral (A=1 to 10) takes every card of its own rank, an
 After a game's 48 plays the last player to capture takes what is left. Taking 27 or more of the 52 cards scores 30 ("most cards"). The first to the target wins the match.
 
 [b]Keys[/b] left/right, a digit or a card's name (7d, 10h, qs) picks a card; Enter plays it; a click plays the card clicked. With several equal captures the table shows one: left/right or its letter picks another, Enter takes it, Esc goes back. ? this help, q leave (asks first; q then a suit letter is a Queen).
+[b]Chat[/b] / opens a line to the other player: Enter sends it, Esc drops it. Reactions: {reactions}.
 
 Any key closes this help."""
 
@@ -166,7 +170,8 @@ class ResultScreen(ModalScreen[None]):
 
 class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
-        yield Static(HELP.format(d="♦" if self.app.style.symbols else "D"), id="help")  # type: ignore[attr-defined]
+        reactions = ",  ".join(f"{key} {REACTION_WORDS[name]}" for key, name in REACTION_KEYS.items())
+        yield Static(HELP.format(d="♦" if self.app.style.symbols else "D", reactions=reactions), id="help")  # type: ignore[attr-defined]
 
     def on_key(self, event: events.Key) -> None:
         event.stop()
@@ -253,7 +258,10 @@ class TableView(App):
     Tile.selected { border: heavy $accent; background: $boost; }
     Tile.option { border: heavy $accent; background: $boost; }
     #prompt { height: auto; max-height: 2; padding: 0 1; }
-    #log { height: 1fr; min-height: 2; padding: 0 1; }
+    #middle { height: 1fr; min-height: 2; }
+    #log { width: 1fr; padding: 0 1; }
+    #chat { width: 40%; max-width: 48; border-left: solid $secondary; padding: 0 1; display: none; }
+    #chat-input { height: 1; border: none; padding: 0 1; display: none; }
     #status { height: 1; background: $panel; padding: 0 1; }
     #result, #help, #leave, #code { width: auto; max-width: 78; height: auto; border: round $accent; padding: 0 1; background: $surface; }
     ResultScreen, HelpScreen, LeaveScreen, CodeScreen { align: center middle; }
@@ -287,7 +295,11 @@ class TableView(App):
         yield Static(id="hand-label")
         yield Horizontal(id="hand")
         yield Static(id="prompt")
-        yield RichLog(id="log", wrap=True, markup=False, max_lines=KEEP_LOG)
+        with Horizontal(id="middle"):
+            yield RichLog(id="log", wrap=True, markup=False, max_lines=KEEP_LOG)
+            yield RichLog(id="chat", wrap=True, markup=False, max_lines=KEEP_LOG)
+        # Disabled while closed, so that it never takes the focus, nor the keys that pick cards.
+        yield Input(id="chat-input", max_length=MAX_CHAT, placeholder="say something; Enter sends, Esc drops it", disabled=True)
         yield Static(id="status")
 
     def on_resize(self, event: events.Resize) -> None:
@@ -404,7 +416,7 @@ class TableView(App):
         if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
         text = "   ".join(parts)
-        right = f"{totals}   ? help  q leave"
+        right = f"{totals}   / chat  ? help  q leave"
         gap = max(2, self.size.width - 2 - len(text) - len(right))
         self.query_one("#status", Static).update(Text(f"{text}{' ' * gap}{right}"))
 
@@ -431,6 +443,7 @@ class BasraApp(TableView, Generic[T]):
         self.failure: BaseException | None = None
         self.done = False
         self.turn_drawn_at: float | None = None  # on Textual's clock, as a key event's time
+        self.chatting = False  # the chat line is open: keys are words until Enter or Esc
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._draw_status)
@@ -492,7 +505,8 @@ class BasraApp(TableView, Generic[T]):
 
     def match_changed(self, state: ClientState, message: Message | None, lines: list[str]) -> None:
         self.state = state
-        log = self.query_one("#log", RichLog)
+        log = self.query_one("#chat" if isinstance(message, Chat) else "#log", RichLog)
+        log.display = True
         for line in lines:
             log.write(Text(line, style="bold yellow" if line.startswith(ANNOUNCEMENT) else ""))
         if isinstance(message, GameEnd) and state.results:
@@ -532,10 +546,20 @@ class BasraApp(TableView, Generic[T]):
 
     def on_key(self, event: events.Key) -> None:
         key = event.key
+        if self.chatting:
+            # The chat line takes every key; only Esc is left to this screen, to drop the line.
+            if key == "escape":
+                self._close_chat()
+                event.stop()
+            return
         if self.done and key in ("enter", "q"):
             self.exit()
         elif key == "q":
             self.action_leave()
+        elif event.character == "/" and self.controls is not None and not self.done:
+            self._open_chat()
+        elif event.character in REACTION_KEYS and self.controls is not None and not self.done:
+            self._say(Chat(reaction=REACTION_KEYS[event.character]))
         elif self.choice is not None:
             self._choice_key(event)
         elif key in ("left", "right"):
@@ -631,7 +655,36 @@ class BasraApp(TableView, Generic[T]):
         self.choice, self.turn_drawn_at, self.hint = None, None, ""
         token.run_sync_soon(controls.play, request, move)
 
+    # --- chat ------------------------------------------------------------------------------------
+
+    def _open_chat(self) -> None:
+        line = self.query_one("#chat-input", Input)
+        line.value, line.display, line.disabled, self.chatting = "", True, False, True
+        line.focus()
+
+    def _close_chat(self) -> None:
+        line = self.query_one("#chat-input", Input)
+        line.value, line.display, line.disabled, self.chatting = "", False, True, False
+        self.set_focus(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "chat-input":
+            return  # a modal screen's own line (the join code)
+        event.stop()
+        text = event.value.strip()
+        self._close_chat()
+        if text:
+            self._say(Chat(text=text))
+
+    def _say(self, chat: Chat) -> None:
+        controls, token = self.controls, self.token
+        assert controls is not None and token is not None
+        token.run_sync_soon(controls.say, chat)
+
     def action_help(self) -> None:
+        if self.chatting:
+            self.query_one("#chat-input", Input).insert_text_at_cursor("?")  # a question, in words
+            return
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

@@ -1,35 +1,54 @@
-"""`basra verify FILE`: re-check a saved transcript offline."""
+"""`basra verify FILE`: re-check a saved transcript offline, and say what it proves."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from ..engine.cards import card_name
 from ..protocol import shuffle, transcript
 from ..protocol.fingerprint import key_fingerprint
+from ..protocol.record import Status
+from ..protocol.signed_verify import SignedReport, Verdict, verify_signed
 
 EXIT_VERIFIED = 0
 EXIT_FAILED = 1
 EXIT_UNREADABLE = 2
 EXIT_CHEAT = 3  # the record proves who cheated
 MAX_TRANSCRIPT = 64 * 1024 * 1024  # far beyond any real match; bounds the work a hostile file can cause
+VERDICT_EXITS = {Verdict.PROVEN: EXIT_VERIFIED, Verdict.NOT_PROVEN: EXIT_FAILED, Verdict.CHEAT: EXIT_CHEAT}
 
 
-def verify_file(path: Path, *, verbose: bool = False, say: Callable[[str], None] = print) -> int:
+def read_transcript(path: Path) -> transcript.Transcript:
+    """The parsed transcript; OSError or TranscriptError when it cannot be read."""
+    if path.stat().st_size > MAX_TRANSCRIPT:
+        raise transcript.TranscriptError(f"larger than any transcript ({MAX_TRANSCRIPT} bytes at most)")
+    return transcript.parse(path.read_bytes())
+
+
+def verdict_in_words(parsed: transcript.Transcript) -> tuple[str, bool, transcript.VerifyReport]:
+    """basra verify's verdict in a few words, whether it holds (for a title line), and the deals' report."""
+    if parsed.format == transcript.FORMAT:
+        report = transcript.verify(parsed)
+        return ("deals verified" if report.ok else f"FAILED: {report.problems[0]}"), report.ok, report
+    signed = verify_signed(parsed)
+    words = {Verdict.PROVEN: "proven", Verdict.NOT_PROVEN: "NOT PROVEN", Verdict.CHEAT: "CHEAT PROVEN"}[signed.verdict]
+    return (words if signed.reason is None else f"{words}: {signed.reason}"), signed.verdict is Verdict.PROVEN, signed.deals
+
+
+def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say: Callable[[str], None] = print) -> int:
     try:
-        if path.stat().st_size > MAX_TRANSCRIPT:
-            say(f"basra verify: {path} is larger than any transcript ({MAX_TRANSCRIPT} bytes at most)")
-            return EXIT_UNREADABLE
-        data = path.read_bytes()
+        parsed = read_transcript(path)
     except OSError as err:
         say(f"basra verify: cannot read {path}: {err.strerror or err}")
         return EXIT_UNREADABLE
-    try:
-        parsed = transcript.parse(data)
     except transcript.TranscriptError as err:
         say(f"basra verify: {path} is not a readable transcript: {err}")
         return EXIT_UNREADABLE
+    if parsed.format != transcript.FORMAT:
+        return _say_signed(path, verify_signed(parsed, partial=partial), parsed, verbose, say)
+    say("format 1: this transcript proves the deals only, not the plays, the result or who played")
     report = transcript.verify(parsed)
     verifier = report.verifier
     if verifier.welcome is not None:
@@ -76,3 +95,71 @@ def _print_details(check, match_id: bytes, say: Callable[[str], None]) -> None:
     names = [card_name(c) for c in check.deck]
     for start in range(0, 52, 13):
         say(f"  deck[{start:2}:{start + 13:2}] {' '.join(names[start:start + 13])}")
+
+
+_STATUS = {None: "not reached", Status.VALID: "valid", Status.MISSING: "missing", Status.INVALID: "INVALID"}
+
+
+def _signatures(host: Status | None, guest: Status | None) -> str:
+    return f"host signature {_STATUS[host]}, guest signature {_STATUS[guest]}"
+
+
+def _time(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript, verbose: bool, say: Callable[[str], None]) -> int:
+    verifier = report.deals.verifier
+    say(f"format 2 (signed records); the header says the {parsed.role} wrote it (a claim, not signed)")
+    context = report.context
+    if context is not None:
+        names = verifier.names or ("?", "?")
+        host_seat = 1 - context.guest_seat
+        say(f"match {context.match_id.hex()}")
+        say(f"host key fingerprint  {key_fingerprint(context.host_key)}  (seat {host_seat}, {names[host_seat]})")
+        say(f"guest key fingerprint {key_fingerprint(context.guest_key)}  (seat {context.guest_seat}, {names[context.guest_seat]})")
+    for game in report.games:
+        if game.check is None:
+            deal = "deal not checked (no fair deal on this channel)" if context is not None and not context.fair_deal else "deal not revealed"
+        else:
+            deal = "deal and plays check out" if game.check.ok else "FAILED"
+        if game.host is not Status.VALID:
+            deal += " (under no valid host signature: this proves nothing)"
+        say(f"game {game.game}: {deal}; {_signatures(game.host, game.guest)}")
+        if verbose and game.check is not None and game.check.deck:
+            _print_details(game.check, context.match_id if context else b"", say)
+    for game, why in verifier.unchecked:
+        say(f"game {game}: not checked: {why}")
+    channel = report.channel
+    if channel is not None and channel.result is not None:
+        result = channel.result.result
+        winner = "nobody" if result.winner is None else f"seat {result.winner} ({result.names[result.winner]})"
+        signatures = _signatures(channel.result.host, channel.result.guest)
+        if report.account is None:
+            say(f"result: {winner} wins {result.totals[0]}-{result.totals[1]} ({result.reason}); {signatures}")
+        else:
+            say(f"result: the host names {winner} the winner at {result.totals[0]}-{result.totals[1]}, the match abandoned; {signatures}")
+            _say_abandonment(report, say)
+    for note in parsed.notes:
+        where = "" if note.game is None else f", game {note.game}"
+        say(f"note ({note.kind}{where}; the writer's, not signed, not evidence): {note.text}")
+    if report.verdict is Verdict.PROVEN:
+        say(f"{'PROVEN (up to the cut)' if report.cut_short else 'PROVEN'}: {'; '.join(report.holds)}")
+    else:
+        say(f"{'CHEAT PROVEN' if report.verdict is Verdict.CHEAT else 'NOT PROVEN'}: {report.reason}")
+        for problem in report.also:
+            say(f"  also: {problem}")
+    return VERDICT_EXITS[report.verdict]
+
+
+def _say_abandonment(report: SignedReport, say: Callable[[str], None]) -> None:
+    account = report.account
+    assert account is not None
+    say(f"abandonment: ASSERTED BY THE HOST, not proven: seat {account.absent_seat} abandoned the match "
+        f"(grace period {account.grace} s); the host's signature of its account is valid")
+    for event in account.events:
+        say(f"  {_time(event.time_ms)}  {event.kind:<10}  after {event.sent} stream messages")
+    if report.dispute is not None:
+        say(f"abandonment DISPUTED: {report.dispute}")
+    for text in report.disputed_in_notes:
+        say(f"abandonment DISPUTED by the writer's note (its word, not signed, not proven): {text}")

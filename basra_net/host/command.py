@@ -108,7 +108,12 @@ def run_host_command(args: argparse.Namespace) -> int:
 
 def run_serve_command(args: argparse.Namespace) -> int:
     from ..client.session import EXIT_FAILURE, EXIT_OK
+    from .journal import JournalError
     from .server import CannotListen, ServeSettings, run_serve
+
+    if args.resume and args.no_journal:
+        print("basra serve: --resume continues a journal, so it cannot go with --no-journal", file=sys.stderr)
+        return EXIT_FAILURE
 
     settings = ServeSettings(
         bind=args.bind,
@@ -121,6 +126,9 @@ def run_serve_command(args: argparse.Namespace) -> int:
         tls=not args.plain,
         grace=args.grace,
         announce=not args.no_announce,
+        journal=not args.no_journal,
+        journal_path=args.journal,
+        resume=args.resume,
     )
 
     async def main(stop: trio.Event) -> None:
@@ -128,7 +136,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
 
     try:
         trio.run(run_until_interrupted, main)
-    except CannotListen as err:
+    except (CannotListen, JournalError) as err:
         print(f"basra serve: {err}", file=sys.stderr)
         return EXIT_FAILURE
     print("basra serve: stopped", flush=True)

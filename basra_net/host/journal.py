@@ -49,7 +49,10 @@ these.
 
 A file cut exactly between two records reads as a shorter journal: there is
 no end mark, because records are added as the match goes, and a crash between
-two appends leaves exactly such a file.
+two appends leaves exactly such a file.  A writer that is asked to
+(`resume(torn_tail=True)`, as `basra serve` does) takes a fault in the last
+record (one cut short, or damaged and reaching the end of the file or
+claiming to reach past it) as the write a crash interrupted, and cuts it off.
 
 Writing
 -------
@@ -57,7 +60,9 @@ Writing
 its owner only (it may hold a seed the host has not revealed yet), writes the
 first line and the header in one write, fsyncs the file and then its folder.
 `append` writes the whole record with one write to the file opened for
-appending, then fsyncs it.  A write that fails is cut back off the file where
+appending, then fsyncs it; `append_encoded` writes several records the same
+way, with one write and one fsync (the group commit of `basra serve`,
+serve_journal.py).  A write that fails is cut back off the file where
 possible and the writer takes no more records.  Where the system has flock,
 a writer holds an exclusive lock on its file, so a second `basra host
 --resume` of the same journal is refused rather than interleaving records.
@@ -126,10 +131,11 @@ class JournalWriter:
         self._failure: str | None = None
 
     @classmethod
-    def create(cls, path: Path, header: dict) -> JournalWriter:
+    def create(cls, path: Path, header: dict, *, magic: bytes = MAGIC) -> JournalWriter:
         """A new journal at path holding header, on disk; JournalError if the file exists or cannot be made.
 
         ValueError if header is not a map with "type": "header" of the values a journal holds.
+        ``magic`` is the first line (another one marks another kind of journal).
         """
         path = Path(path)
         if not isinstance(header, dict) or header.get("type") != "header":
@@ -141,10 +147,10 @@ class JournalWriter:
             raise JournalError(f"{path} already exists; a new journal never replaces a file") from e
         except OSError as e:
             raise JournalError(_os_problem(path, "cannot be created", e)) from e
-        writer = cls(path, fd, hashlib.sha256(MAGIC).digest(), 0)
+        writer = cls(path, fd, hashlib.sha256(magic).digest(), 0)
         try:
             _lock(fd, path)
-            writer._append_body(body, prefix=MAGIC)
+            writer._append_bodies([body], prefix=magic)
             try:
                 _sync_folder(path.parent)
             except OSError as e:
@@ -159,8 +165,13 @@ class JournalWriter:
         return writer
 
     @classmethod
-    def resume(cls, path: Path) -> tuple[JournalWriter, dict, list[dict]]:
-        """The journal at path, checked as load_journal does, and a writer that continues it."""
+    def resume(cls, path: Path, *, magic: bytes = MAGIC, torn_tail: bool = False) -> tuple[JournalWriter, dict, list[dict]]:
+        """The journal at path, checked as load_journal does, and a writer that continues it.
+
+        With ``torn_tail``, a last record that is cut short or damaged is the
+        write a crash interrupted: it is cut off the file before anything is
+        added, and the records before it are kept.
+        """
         path = Path(path)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | _O_BINARY)
@@ -169,7 +180,13 @@ class JournalWriter:
         try:
             _lock(fd, path)
             # Read through the locked descriptor, so the records checked are the ones continued.
-            header, records, check, size = _read_journal(partial(os.read, fd), path)
+            file_size = os.fstat(fd).st_size
+            header, records, check, size = _read_journal(
+                partial(os.read, fd), path, magic=magic, file_size=file_size, torn_tail=torn_tail
+            )
+            if size < file_size:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
         except OSError as e:
             os.close(fd)
             raise JournalError(_os_problem(path, "cannot be read", e)) from e
@@ -182,6 +199,11 @@ class JournalWriter:
     def path(self) -> Path:
         return self._path
 
+    @property
+    def size(self) -> int:
+        """Bytes of complete records on disk."""
+        return self._size
+
     def append(self, record: dict) -> None:
         """Add one record, written and fsynced before this returns.
 
@@ -192,7 +214,24 @@ class JournalWriter:
             raise ValueError(f"the journal {self._path} is closed")
         if self._failure is not None:
             raise JournalError(self._failure)
-        self._append_body(_encode(record, "record"))
+        self._append_bodies([_encode(record, "record")])
+
+    def append_encoded(self, bodies: list[bytes]) -> None:
+        """Add records already encoded by ``encode_record``, all with one write and one fsync."""
+        if self._fd is None:
+            raise ValueError(f"the journal {self._path} is closed")
+        if self._failure is not None:
+            raise JournalError(self._failure)
+        self._append_bodies(bodies)
+
+    def rename(self, path: Path) -> None:
+        """Give the journal the name path, replacing any file there, and make the new name durable."""
+        try:
+            os.replace(self._path, path)
+            _sync_folder(path.parent)
+        except OSError as e:
+            raise JournalError(f"{self._path} could not be renamed to {path}: {_reason(e)}") from e
+        self._path = Path(path)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -205,10 +244,14 @@ class JournalWriter:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _append_body(self, body: bytes, prefix: bytes = b"") -> None:
+    def _append_bodies(self, bodies: list[bytes], prefix: bytes = b"") -> None:
         assert self._fd is not None
-        check = hashlib.sha256(self._check + body).digest()
-        data = prefix + _LENGTH.pack(len(body)) + body + check
+        check = self._check
+        parts = [prefix]
+        for body in bodies:
+            check = hashlib.sha256(check + body).digest()
+            parts += (_LENGTH.pack(len(body)), body, check)
+        data = b"".join(parts)
         try:
             view = memoryview(data)
             while view:  # one write, unless the system takes only part of it
@@ -231,50 +274,84 @@ class JournalWriter:
             pass
 
 
-def _read_journal(read: Callable[[int], bytes], path: Path) -> tuple[dict, list[dict], bytes, int]:
-    """Header, records, the last check value and the size in bytes; JournalError at the first fault."""
-    first = _read_exactly(read, len(MAGIC))
+def _read_journal(
+    read: Callable[[int], bytes], path: Path, *, magic: bytes = MAGIC, file_size: int = 0, torn_tail: bool = False
+) -> tuple[dict, list[dict], bytes, int]:
+    """Header, records, the last check value and the size in bytes of the records kept; JournalError at the first fault.
+
+    With ``torn_tail``, a fault in the last record of a file of ``file_size``
+    bytes (one cut short, or damaged and reaching the end of the file, or
+    claiming to reach past it) ends the journal before that record: the
+    write a crash interrupted.  A fault in any record before it is damage.
+    """
+    first = _read_exactly(read, len(magic))
     if not first:
         raise JournalError(f"{path} is empty; it is not a journal")
-    if first != MAGIC:
-        if MAGIC.startswith(first):
+    if first != magic:
+        if magic.startswith(first):
             raise JournalError(f"{path}: the journal ends in its first line; it was cut short")
-        raise JournalError(f'{path} is not a basra-net journal (it does not begin with "{MAGIC.decode().strip()}")')
-    check = hashlib.sha256(MAGIC).digest()
-    size = len(MAGIC)
+        raise JournalError(f'{path} is not a basra-net journal (it does not begin with "{magic.decode().strip()}")')
+    check = hashlib.sha256(magic).digest()
+    size = len(magic)
     records: list[dict] = []
     while True:
-        number = len(records) + 1
-        head = _read_exactly(read, _LENGTH.size)
-        if not head:
+        try:
+            found = _read_record(read, path, len(records) + 1, check)
+        except _RecordFault as fault:
+            if torn_tail and records and size + fault.claimed >= file_size:
+                break
+            raise
+        if found is None:
             break
-        if len(head) < _LENGTH.size:
-            raise _cut_short(path, number)
-        (length,) = _LENGTH.unpack(head)
-        if length > MAX_RECORD:
-            raise JournalError(
-                f"{path}: record {number} is damaged or not part of the journal "
-                f"(it claims {length} bytes; a record holds at most {MAX_RECORD})"
-            )
-        body = _read_exactly(read, length)
-        stored = _read_exactly(read, CHECK_SIZE) if len(body) == length else b""
-        if len(stored) < CHECK_SIZE:
-            raise _cut_short(path, number)
-        check = hashlib.sha256(check + body).digest()
-        if stored != check:
-            raise JournalError(f"{path}: record {number} is damaged (its check value does not match)")
-        record = _decode(body, path, number)
-        if number == 1 and record.get("type") != "header":
-            raise JournalError(f'{path}: record 1 is not a journal header (it has no "type": "header")')
+        record, check, length = found
         records.append(record)
-        size += _LENGTH.size + length + CHECK_SIZE
+        size += length
     if not records:
         raise JournalError(f"{path}: the journal ends before its header; it was cut short")
     return records[0], records[1:], check, size
 
 
-def _cut_short(path: Path, number: int) -> JournalError:
-    return JournalError(f"{path}: the journal ends in the middle of record {number}; it was cut short")
+def _read_record(read: Callable[[int], bytes], path: Path, number: int, check: bytes) -> tuple[dict, bytes, int] | None:
+    """The next record, its check value and its size in bytes; None at the end of the file."""
+    head = _read_exactly(read, _LENGTH.size)
+    if not head:
+        return None
+    if len(head) < _LENGTH.size:
+        raise _cut_short(path, number, _LENGTH.size)
+    (length,) = _LENGTH.unpack(head)
+    claimed = _LENGTH.size + length + CHECK_SIZE
+    if length > MAX_RECORD:
+        raise _RecordFault(
+            f"{path}: record {number} is damaged or not part of the journal "
+            f"(it claims {length} bytes; a record holds at most {MAX_RECORD})",
+            claimed,
+        )
+    body = _read_exactly(read, length)
+    stored = _read_exactly(read, CHECK_SIZE) if len(body) == length else b""
+    if len(stored) < CHECK_SIZE:
+        raise _cut_short(path, number, claimed)
+    check = hashlib.sha256(check + body).digest()
+    if stored != check:
+        raise _RecordFault(f"{path}: record {number} is damaged (its check value does not match)", claimed)
+    try:
+        record = _decode(body, path, number)
+    except JournalError as err:
+        raise _RecordFault(str(err), claimed) from None
+    if number == 1 and record.get("type") != "header":
+        raise JournalError(f'{path}: record 1 is not a journal header (it has no "type": "header")')
+    return record, check, claimed
+
+
+class _RecordFault(JournalError):
+    """A record that cannot be read, and how many bytes it takes (or claims to)."""
+
+    def __init__(self, message: str, claimed: int) -> None:
+        super().__init__(message)
+        self.claimed = claimed
+
+
+def _cut_short(path: Path, number: int, claimed: int) -> _RecordFault:
+    return _RecordFault(f"{path}: the journal ends in the middle of record {number}; it was cut short", claimed)
 
 
 def _read_exactly(read: Callable[[int], bytes], count: int) -> bytes:
@@ -310,6 +387,16 @@ def _decode(body: bytes, path: Path, number: int) -> dict:
     if problem is not None:
         raise JournalError(f"{path}: record {number} {problem}")
     return record
+
+
+def encode_record(record: dict) -> bytes:
+    """The body of a journal record, for ``JournalWriter.append_encoded``; ValueError as for ``append``."""
+    return _encode(record, "record")
+
+
+def decode_record(body: bytes, path: Path, number: int) -> dict:
+    """A record encoded by ``encode_record``, checked as a journal's records are; JournalError naming record ``number`` of path."""
+    return _decode(body, path, number)
 
 
 def _encode(record: Any, what: str) -> bytes:

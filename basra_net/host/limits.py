@@ -222,3 +222,37 @@ class WrongCodeBudget:
             self._times.clear()
             return True
         return False
+
+
+# A chat line (PROTOCOL.md 6.23): a burst, then one every two seconds.  What
+# comes faster is dropped, and the sender told once per run of drops; a peer
+# that goes on flooding long after being told is cut off.
+CHAT_BURST = 5.0
+CHAT_PER_SECOND = 0.5
+CHAT_DROPS_BURST = 50.0
+CHAT_DROPS_PER_SECOND = 5.0
+
+CHAT_RELAY = "relay"
+CHAT_DROP = "drop"  # dropped, and the sender is told
+CHAT_DROP_QUIETLY = "drop quietly"  # dropped again before another line went through: told already
+CHAT_FLOOD = "flood"  # past the hard bound: the connection ends
+
+
+class ChatRate:
+    """What becomes of each chat line a seat sends: relayed, dropped (told once per run), or a flood."""
+
+    def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
+        self._lines = MessageRate(CHAT_PER_SECOND, CHAT_BURST, clock)
+        self._drops = MessageRate(CHAT_DROPS_PER_SECOND, CHAT_DROPS_BURST, clock)
+        self._told = False
+
+    def take(self) -> str:
+        if self._lines.allow():
+            self._told = False
+            return CHAT_RELAY
+        if not self._drops.allow():
+            return CHAT_FLOOD
+        if self._told:
+            return CHAT_DROP_QUIETLY
+        self._told = True
+        return CHAT_DROP

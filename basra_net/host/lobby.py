@@ -7,6 +7,10 @@ opens a new one.  Each table runs in its own task with its own
 deals, commitments and transcript; a table that fails is logged and closed
 without touching the others.
 
+With a journal (serve_journal.py), each table writes its records to the
+server's shared log, and ``adopt`` takes back a table that a restarted
+server replayed from it.
+
 Finding a connection its seat costs the same with ten tables or a thousand:
 seats are indexed by resume token and by hello nonce as they are taken, the
 tables with an open seat are kept in the order they opened, and a table
@@ -22,7 +26,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile, default_transcript_path
 from ..protocol.messages import Hello
-from .table import GRACE, Table
+from ..options import GRACE
+from .identity import public_key_bytes
+from .serve_journal import ServeJournal, TableLog
+from .table import Table
 
 
 class Lobby:
@@ -37,13 +44,16 @@ class Lobby:
         keep_transcripts: bool = True,
         grace: float = GRACE,
         log: Callable[[str], None] = lambda line: None,
+        journal: ServeJournal | None = None,
     ) -> None:
         self._nursery = nursery
         self.max_tables = max_tables
         self._scoring, self._target, self._identity = scoring, target, identity
+        self.host_key = public_key_bytes(identity)
         self._keep_transcripts = keep_transcripts
         self._grace = grace
         self._log = log
+        self._journal = journal
         self.tables: dict[str, Table] = {}  # open tables by name, in opening order
         self._named: set[str] = set()  # tables opened by a player naming them: reserved for those who name them
         # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.
@@ -137,14 +147,34 @@ class Lobby:
         )
         if self._keep_transcripts:
             table.transcript = TranscriptFile(default_transcript_path(table.match_id, f"host-{_file_safe(name)}"), "host")
+        if self._journal is not None:
+            table.journal = self._journal.open_table(
+                {
+                    "type": "header", "name": name, "named": name in self._named, "match_id": table.match_id,
+                    "scoring": self._scoring, "target": self._target, "host_key": self.host_key,
+                    "transcript": str(table.transcript.path) if table.transcript is not None else None,
+                }
+            )
+        self._start(name, table)
+        if name not in self._named:
+            self._with_room[table] = None
+        return table
+
+    def adopt(self, name: str, named: bool, table: Table) -> None:
+        """Run a table replayed from the journal of a server that crashed: its seats wait for their players to resume."""
+        if named:
+            self._named.add(name)
+        for entry in table.seats:
+            if entry is not None:
+                self._seat_changed(table, entry.token, entry.hello.nonce, held=True)
+        self._start(name, table)
+
+    def _start(self, name: str, table: Table) -> None:
         table.on_event = lambda line, name=name: self._log(f"[table {name}] {line}")
         table.on_seat_change = lambda token, nonce, held, table=table: self._seat_changed(table, token, nonce, held)
         table.on_match_over = lambda name=name, table=table: self._match_over(name, table)
         self.tables[name] = table
-        if name not in self._named:
-            self._with_room[table] = None
         self._nursery.start_soon(self._run, name, table)
-        return table
 
     async def _run(self, name: str, table: Table) -> None:
         try:
@@ -155,6 +185,8 @@ class Lobby:
         finally:
             if table.transcript is not None:
                 table.transcript.close()
+            if isinstance(table.journal, TableLog):
+                table.journal.close()
             self._match_over(name, table)
             self._closing.discard(table)
             for entry in table.seats:

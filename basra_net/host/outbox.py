@@ -8,16 +8,36 @@ slowly) and a connection without a socket of its own (TLS, a memory stream)
 go through the connection's writer task, which iterates the outbox like a
 channel and sends with a deadline.  So a play costs one system call per seat
 and no task switch, and a slow peer still never stalls the table.
+
+Under `basra serve` the table's journal commits records in groups
+(serve_journal.py), so a frame may be queued before the record it follows
+from is on disk.  Such frames are held, in order, each marked with the
+journal position it waits for, until the journal reports that position
+durable (``release``); neither ``flush`` nor the writer sees them before.
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
+from typing import Protocol
+
 import trio
 
 from ..protocol.connection import HostConnection
 from ..protocol.messages import Message
+
+
+class Durability(Protocol):
+    """A table's journal as an outbox sees it."""
+
+    def unsynced(self) -> int:
+        """The journal position of the table's last record while it is not yet on disk, else 0."""
+        ...
+
+    def watch(self, outbox: "Outbox") -> None:
+        """Call ``outbox.release`` once what it holds may go out."""
+        ...
 
 
 class Outbox:
@@ -30,17 +50,38 @@ class Outbox:
         self._queue: deque[tuple[Message | None, bytes]] = deque()
         self._closed = False
         self._writer_waiting: trio.Event | None = None  # set while the writer task waits for work
+        self._journal: Durability | None = None
+        # (journal position, item): frames waiting for records to reach the disk.
+        self._held: deque[tuple[int, tuple[Message, bytes]]] = deque()
 
     # --- the table's side, as on a trio channel ---------------------------------------------
+
+    def hold_until_durable(self, journal: Durability) -> None:
+        """From now on, hold each frame until the journal has on disk every record the table wrote before it."""
+        self._journal = journal
 
     def send_nowait(self, item: tuple[Message, bytes]) -> None:
         if self._closed:
             raise trio.ClosedResourceError
-        if len(self._queue) >= self._size:
+        if len(self._queue) + len(self._held) >= self._size:
             raise trio.WouldBlock  # the peer has stopped reading
+        if self._journal is not None:
+            position = self._journal.unsynced()
+            if position or self._held:  # behind a held frame, even when its own record is on disk
+                self._held.append((position, item))
+                self._journal.watch(self)
+                return
         self._queue.append(item)
         if self._fd is None:
             self._wake_writer()
+
+    def release(self, durable: int) -> bool:
+        """The journal is on disk up to position ``durable``: send what waited for it; True while more is held."""
+        held = self._held
+        while held and held[0][0] <= durable:
+            self._queue.append(held.popleft()[1])
+        self.flush()
+        return bool(held)
 
     def close(self) -> None:
         self._closed = True
@@ -79,7 +120,7 @@ class Outbox:
     def receive_nowait(self) -> tuple[Message | None, bytes]:
         if self._queue:
             return self._queue.popleft()
-        if self._closed:
+        if self._closed and not self._held:
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
@@ -88,7 +129,7 @@ class Outbox:
 
     async def __anext__(self) -> tuple[Message | None, bytes]:
         while not self._queue:
-            if self._closed:
+            if self._closed and not self._held:
                 raise StopAsyncIteration
             self._writer_waiting = waiting = trio.Event()
             try:

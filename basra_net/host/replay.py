@@ -50,8 +50,14 @@ def read_records(records: list[dict]) -> tuple[list[tuple[int, Seat]], deque[tup
     Raises JournalMismatch for a journal with no match to resume; KeyError or
     TypeError for a record that lacks a field or has one of the wrong type.
     """
-    seat_records = [r for r in records if r.get("type") == "seat"]
-    if {r["seat"] for r in seat_records} != {0, 1}:
+    taken: dict[int, dict] = {}  # the seats held when the match started: a seat given up before is free again
+    for record in records:
+        if record.get("type") == "seat":
+            taken[record["seat"]] = record
+        elif record.get("type") == "free":
+            taken.pop(record["seat"], None)
+    seat_records = sorted(taken.values(), key=lambda record: record["seat"])
+    if set(taken) != {0, 1}:
         raise JournalMismatch("the journal ends before both seats were taken: there is no match to resume")
     if any(r.get("type") == "end" for r in records):
         raise JournalMismatch("the journal's match is over: there is nothing to resume")
@@ -75,7 +81,7 @@ def read_records(records: list[dict]) -> tuple[list[tuple[int, Seat]], deque[tup
             inputs.append((record["seat"], Sig(record["of"], record["game"], record["count"], record["signature"])))
         elif kind == "step":  # a step of the hidden deal, or a play of it
             inputs.append((record["seat"], from_wire(record["message"])))
-        elif kind not in ("seat", "lock"):  # a lock is handed to the seat of this process that kept it
+        elif kind not in ("seat", "free", "lock"):  # a lock is handed to the seat of this process that kept it
             raise JournalMismatch(f"the journal has a record of unknown type {kind!r}")
     return seats, inputs
 

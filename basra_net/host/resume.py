@@ -18,7 +18,6 @@ from ..protocol.record import MAX_ABSENCE_EVENTS, AbsenceEvent
 from .outbox import Outbox
 from .seats import Seat, Seating, outgoing
 
-GRACE = 120.0  # seconds a seat whose connection dropped is held for it
 END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
 
 

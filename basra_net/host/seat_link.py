@@ -18,6 +18,7 @@ from ..protocol.connection import ConnectionClosed, HostConnection
 from ..protocol.errors import (
     BAD_RESUME,
     BUSY,
+    CHAT_DROPPED,
     RATE_LIMIT,
     TABLE_FULL,
     TIMEOUT,
@@ -25,11 +26,12 @@ from ..protocol.errors import (
     UNSUPPORTED_VERSION,
     ProtocolError,
 )
-from ..protocol.messages import PROTOCOL_VERSIONS, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
+from ..protocol.messages import PROTOCOL_VERSIONS, Chat, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
 from ..client.liveness import Liveness
 from .admission import Admission
-from .limits import FIRST_BYTES_TIMEOUT, MessageRate
+from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, FIRST_BYTES_TIMEOUT, ChatRate, MessageRate
 from .outbox import Outbox
+from .serve_journal import TableLog
 from .table import SeatLost, Table, outgoing
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
@@ -39,6 +41,7 @@ REFUSE_SEND_TIMEOUT = 1.0  # seconds to hand a refusal to a peer in its handshak
 RECEIVE_SIZE = 65536
 OUTBOX_SIZE = 64  # messages; a seat that lets more pile up is not reading, and is dropped
 SEND_TIMEOUT = 20.0  # seconds one send (a batch of frames) may wait for the peer to read
+CHAT_TOO_FAST = "chat line not sent: a few lines at once, then one every 2 seconds"
 SEND_BATCH = 65536  # bytes of queued frames joined into one send, at most (one frame may exceed it)
 
 
@@ -118,6 +121,8 @@ async def _exchange_code(
 
 class Seating(Protocol):
     """Finds a connection its seat: one table (`basra host`) or a lobby of tables (`basra serve`)."""
+
+    host_key: bytes  # the key every table's channel is signed with
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None: ...
 
@@ -230,7 +235,7 @@ async def _handshake(
         return None
     version = max(common)
     try:
-        connection.agree(version)
+        connection.agree(version, seating.host_key)
         if admission is None:
             refusal = None
         elif version >= 2:
@@ -255,6 +260,7 @@ async def _handshake(
         table, seat = placement
         sent = table.sent_to(seat)
         if hello.received is not None and hello.received > sent:
+            table.resume_refused(seat)
             await _refuse(stream, connection, ProtocolError(BAD_RESUME, f"the host sent this seat {sent} messages, not {hello.received}"))
             return None
         return table, seat, hello, version, hello.received
@@ -274,6 +280,10 @@ async def _serve_seat(
 ) -> None:
     """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends."""
     outbox = Outbox(OUTBOX_SIZE, connection, stream)
+    # A journal that commits in groups: what the table sends waits for its records to reach the disk.
+    journal = table.journal if isinstance(table.journal, TableLog) else None
+    if journal is not None:
+        outbox.hold_until_durable(journal)
     if received is not None:
         welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
         first = connection.send(welcome)
@@ -285,9 +295,12 @@ async def _serve_seat(
         first = connection.send(welcome)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
     lost: str | None = None
+    if journal is not None and not await journal.durable():  # the seat's token, the frames it missed
+        lost = "the server's journal failed"
     try:
-        with trio.fail_after(SEND_TIMEOUT):
-            await stream.send_all(first)
+        if lost is None:
+            with trio.fail_after(SEND_TIMEOUT):
+                await stream.send_all(first)
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         lost = "the connection broke during the welcome"
     if lost is None:
@@ -378,6 +391,7 @@ async def _relay_inbound(
     # Answers to the host's requests are paced by the host itself; what is
     # limited is everything else a peer can send: refused messages, error reports, pings.
     unsolicited = MessageRate()
+    chat_rate = ChatRate()
     liveness = Liveness()
     receive = _receiver(stream)
     frame_deadline: float | None = None  # when the frame that has started must be complete
@@ -390,6 +404,14 @@ async def _relay_inbound(
                     event = connection.next_event()
                     if isinstance(event, (Error, Ping)) and not unsolicited.allow():
                         raise ProtocolError(RATE_LIMIT, "too many unrequested messages; slow down")
+                    if isinstance(event, Chat):
+                        verdict = chat_rate.take()
+                        if verdict == CHAT_FLOOD:
+                            raise ProtocolError(RATE_LIMIT, "chat lines far faster than the host relays them")
+                        if verdict != CHAT_RELAY:
+                            if verdict == CHAT_DROP and not _queue(outbox, Error(CHAT_DROPPED, CHAT_TOO_FAST)):
+                                return "it sends chat faster than it reads the answers", None
+                            continue
                 except ProtocolError as err:
                     if not err.fatal and not unsolicited.allow():
                         err = ProtocolError(RATE_LIMIT, "too many refused messages; slow down")

@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 import trio
 
+from ..protocol.connection import CHECK_FREE_WHEN_SEATED
 from ..protocol.framing import encode_frame
 from ..protocol.messages import Hello, Message, Sig, to_wire
 from ..protocol.record import AbsenceEvent, ChannelRecord
@@ -39,7 +40,7 @@ class Seat:
     absences: list[AbsenceEvent] = field(default_factory=list)  # what the host's account of an absence lists
     countersigned: Sig | None = None  # the last countersignature taken: the same again after a resume is a repeat
 
-    def deliver(self, sending: tuple[Message, bytes]) -> None:
+    def deliver(self, sending: tuple[Message | None, bytes]) -> None:
         """Queue a message and its frame for the seat's connection; an away seat gets it from its log."""
         if self.outbox is None:
             return
@@ -58,9 +59,16 @@ class Seat:
             self.outbox.close()
 
 
-def outgoing(message: Message) -> tuple[Message, bytes]:
-    """A message for a seat's outbox, with its frame: encoded once, whether sent, kept or both."""
-    return message, encode_frame(to_wire(message))
+def outgoing(message: Message, frame: bytes | None = None) -> tuple[Message | None, bytes]:
+    """A message for a seat's outbox, with its frame: encoded once, whether sent, kept or both.
+
+    Everything a seat's outbox carries goes out after the seat's welcome (the
+    writer starts once the welcome is sent), so a message whose check would
+    pass on any seated connection and change nothing goes without it (None).
+    """
+    if frame is None:
+        frame = encode_frame(to_wire(message))
+    return (None if type(message) in CHECK_FREE_WHEN_SEATED else message), frame
 
 
 class Seating:

@@ -14,7 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
-from ..client.address import DEFAULT_PORT
+from ..options import DEFAULT_PORT, GRACE
 from ..client.players import BotPlayer, Player
 from ..client.session import DEAL_MODES_OFFERED, HIDDEN_HANDS_OFFERED, ClientSession, Resume, SessionResult
 from ..client.storage import TranscriptFile, data_dir, default_transcript_path
@@ -27,8 +27,9 @@ from .certificate import server_tls_context
 from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
 from .lobby import Lobby
+from .serve_journal import ServeJournal, TableLog
 from .seat_link import serve_connection
-from .table import GRACE, JournalMismatch, Table, TableResult
+from .table import JournalMismatch, Table, TableResult
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
 SERVER_STOPPING = "the server is stopping"  # the reason `basra serve` gives each seated player as it stops
@@ -430,6 +431,65 @@ class ServeSettings:
     tls: bool = True
     grace: float = GRACE
     announce: bool = False  # announce the server on the LAN (DNS-SD); `basra serve` does unless --no-announce
+    journal: bool = True  # journal every table, so that `basra serve --resume` brings the matches back after a crash
+    journal_path: Path | None = None  # default: serve-PORT.journal in the data directory's journals folder
+    resume: bool = False  # continue the journal a crashed server left instead of starting afresh
+
+
+def serve_journal_path(settings: ServeSettings, port: int) -> Path:
+    if settings.journal_path is not None:
+        return settings.journal_path
+    try:
+        return journal_folder() / f"serve-{port}.journal"
+    except OSError as err:
+        raise JournalError(f"the journal folder in {data_dir()} cannot be made: {err.strerror or err}") from None
+
+
+def _open_serve_journal(
+    settings: ServeSettings, port: int, identity
+) -> tuple[ServeJournal, list[tuple[TableLog, dict, list[dict]]]]:
+    """The server's journal, continued (--resume) or new, with the tables a crash left open; JournalError if it cannot be."""
+    path = serve_journal_path(settings, port)
+    host_key = public_key_bytes(identity)
+    if settings.resume:
+        journal, header, tables = ServeJournal.resume(path)
+        if header.get("host_key") != host_key:
+            journal.close()
+            raise JournalError(f"{path} was written by a server with another key; resume it where it was written")
+        return journal, tables
+    if path.exists():
+        try:
+            journal, _, tables = ServeJournal.resume(path)
+        except JournalError as err:
+            raise JournalError(f"{err}; delete {path} to start afresh") from None
+        journal.close()  # with no table open, closing removes it
+        if tables:
+            raise JournalError(
+                f"{path} holds {len(tables)} match(es) a crash cut off: `basra serve --resume` continues them"
+                f" (or delete the file to start afresh)"
+            )
+    return ServeJournal.create(path, {"host_key": host_key, "port": port}), []
+
+
+def _resumed_tables(
+    lobby: Lobby, tables: list[tuple[TableLog, dict, list[dict]]], identity, grace: float, say: Callable[[str], None]
+) -> None:
+    """Bring back each table the journal holds that had started and not finished; close the others in the journal."""
+    resumed = 0
+    for log, header, records in tables:
+        try:
+            transcript = header.get("transcript")
+            table = Table.from_journal(
+                header, records, identity=identity, grace=grace, journal=log, transcript_path=Path(transcript) if transcript else None,
+                reserved_seats=frozenset(), name=header["name"],
+            )
+        except (JournalMismatch, KeyError, TypeError) as err:
+            log.close()
+            say(f"basra serve: table {header.get('name', '?')} is not resumed: {err}")
+            continue
+        lobby.adopt(header["name"], bool(header.get("named")), table)
+        resumed += 1
+    say(f"basra serve: resumed {resumed} match(es); their players are held {grace:.0f} s to come back")
 
 
 async def run_serve(
@@ -440,17 +500,59 @@ async def run_serve(
     stop: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve up to ``settings.tables`` tables at once until cancelled or ``stop`` is set; both seats of each are remote."""
+    """Serve up to ``settings.tables`` tables at once until cancelled or ``stop`` is set; both seats of each are remote.
+
+    JournalError when the journal cannot be opened or, later, written: then
+    the server first stops every table at once, telling each seated player
+    (serve_journal.py says why that is safe).
+    """
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls, say)
     listeners = await open_listeners(settings.bind, settings.port)
     port = listeners[0].socket.getsockname()[1]
+    try:
+        journal, crashed_tables = _open_serve_journal(settings, port, identity) if settings.journal else (None, [])
+    except JournalError:
+        for listener in listeners:
+            await listener.aclose()
+        raise
+    try:
+        async with trio.open_nursery() as journaling:
+            if journal is not None:
+                journaling.start_soon(journal.run)
+            try:
+                await _serve(settings, identity, door, listeners, port, journal, crashed_tables, say, log, stop, task_status)
+            finally:
+                journaling.cancel_scope.cancel()
+    finally:
+        if journal is not None:
+            journal.close()
+    if journal is not None and journal.failure is not None:
+        raise JournalError(journal.failure)
+
+
+async def _serve(
+    settings: ServeSettings,
+    identity,
+    door: _Door,
+    listeners: list[trio.SocketListener],
+    port: int,
+    journal: ServeJournal | None,
+    crashed_tables: list[tuple[TableLog, dict, list[dict]]],
+    say: Callable[[str], None],
+    log: Callable[[str], None],
+    stop: trio.Event | None,
+    task_status,
+) -> None:
     security = f"TLS, host key fingerprint {door.fingerprint}" if door.tls else "plain TCP"
     say(f"basra serve: listening on {settings.bind or 'all interfaces'}, port {port}, up to {settings.tables} tables ({security})")
     for command in _join_commands(settings.bind, port, door):
         say(f"Players type:  {command}   (add --table NAME to sit at a table kept for those who name it)")
     if door.code:
         say(f"Join code: {door.code}")
+    if journal is not None and not settings.resume:
+        say(f"Journal: {journal.path} (after a crash, `basra serve --resume --port {port}` brings every match back)")
+    stopping: list[bool] = []  # not empty once stopped: by stop, or by a journal that failed
     async with trio.open_nursery() as nursery:
         lobby = Lobby(
             nursery,
@@ -461,21 +563,38 @@ async def run_serve(
             keep_transcripts=settings.keep_transcripts,
             grace=settings.grace,
             log=log,
+            journal=journal,
         )
+        if settings.resume:
+            _resumed_tables(lobby, crashed_tables, identity, settings.grace, say)
 
         async def handle(stream: trio.SocketStream) -> None:
             await door.serve(stream, lobby)
 
         accepting, announcing = trio.CancelScope(), trio.CancelScope()  # until the server stops
+
+        def stop_now() -> None:
+            if stopping:
+                return
+            stopping.append(True)
+            accepting.cancel()
+            announcing.cancel()
+            # Every seated player is told, and its last frames get out as its connection closes.
+            lobby.stop(SERVER_STOPPING)
+            nursery.cancel_scope.deadline = trio.current_time() + STOP_DRAIN
+
+        if journal is not None:
+
+            def journal_failed(message: str) -> None:
+                say("basra serve: the journal cannot be written; every player is told the server is stopping")
+                stop_now()  # at once: no table may send what its records would have had to precede
+
+            journal.on_failure = journal_failed
         if stop is not None:
 
             async def stop_serving() -> None:
                 await stop.wait()
-                accepting.cancel()
-                announcing.cancel()
-                # Every seated player is told, and its last frames get out as its connection closes.
-                lobby.stop(SERVER_STOPPING)
-                nursery.cancel_scope.deadline = trio.current_time() + STOP_DRAIN
+                stop_now()
 
             nursery.start_soon(stop_serving)
         task_status.started(port)

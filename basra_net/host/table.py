@@ -37,9 +37,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..client.storage import TranscriptFile
 from ..engine import Dealt, GameEnded, IllegalMove, Match, MatchEnded, Move, TableTaken
+from ..options import GRACE
 from ..protocol import shuffle
-from ..protocol.announce import messages_for_seat
-from ..protocol.errors import BAD_DEAL, BAD_SIGNATURE, ILLEGAL_MOVE
+from ..protocol.announce import announcements
+from ..protocol.errors import BAD_DEAL, BAD_SIGNATURE, CHAT_DROPPED, ILLEGAL_MOVE
+from ..protocol.framing import encode_frame
 from ..protocol.hidden_deal import HiddenDealError
 from ..protocol.hidden_game import KeptLock, RefereeGame
 from ..protocol.messages import (
@@ -53,7 +55,7 @@ from ..protocol.messages import (
     Open,
     Shuffle,
     Back,
-    GameEnd,
+    Chat,
     Error,
     Hello,
     Leave,
@@ -61,11 +63,11 @@ from ..protocol.messages import (
     MatchStart,
     Message,
     Play,
-    Played,
     Seed,
     Sig,
     Welcome,
     YourTurn,
+    kind_of,
     to_wire,
 )
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
@@ -75,7 +77,7 @@ from .identity import public_key_bytes
 from .inline import NO_SEAT, TICK, InlineMachine
 from .outbox import Outbox
 from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_record, sig_record
-from .resume import END_LINGER, GRACE, Absences
+from .resume import END_LINGER, Absences
 from .seats import Seat, Seating, outgoing
 from .signing import SIGN_WAIT, ChannelSigning, RecordError
 
@@ -102,9 +104,6 @@ class Phase(enum.Enum):
     SEATING = "seating"  # until both seats are held; a player who leaves frees the seat
     PLAYING = "playing"  # a leave, or an away seat out of grace, abandons the match
     ENDED = "ended"  # the result is decided; each seat is given the chance to receive it
-
-
-_SAME_FOR_BOTH = (Played, GameEnd, MatchEnd)
 
 
 class MatchAbandoned(Exception):
@@ -279,6 +278,10 @@ class Table:
         self.flush()
         return welcome, entry.log[received:], restore, entry.link
 
+    def resume_refused(self, seat: int) -> None:
+        """A resume of the seat that could not continue the match: an attempt all the same, in the account of its absences."""
+        self._absences.note(seat, "resume")
+
     # --- input (called by connection tasks) ------------------------------------------------
 
     def feed(self, seat: int, item: object) -> None:
@@ -306,6 +309,8 @@ class Table:
             self._seat_lost(sender, message)
         elif isinstance(message, SeatJoined):
             pass  # seating waits for both seats to be held, which the seat now is
+        elif isinstance(message, Chat):
+            self._relay_chat(sender, message)  # no part of the match, in any phase: it never waits on one
         elif self._phase is Phase.SEATING:
             if isinstance(message, Leave):
                 self._free_seat(sender)
@@ -369,6 +374,7 @@ class Table:
         entry = self.seating.free(seat)
         if entry is not None:
             self.on_seat_change(entry.token, entry.hello.nonce, False)
+            self._replay.write({"type": "free", "seat": seat})
             self.on_event(f"seat {seat} is free again")
 
     async def _next_from(
@@ -379,30 +385,47 @@ class Table:
         With ``patience``, the seat must answer within that many seconds of connected time (the wait starts
         again when it resumes); one that does not abandons the match as unsigned (PROTOCOL.md 14.8).
         """
+        _, message = await self._next_from_any((seat,), kind, lambda sender, message: accept(message), patience)
+        return message
+
+    async def _next_from_any(
+        self, seats: tuple[int, ...], kind: type, accept: Callable[[int, Any], bool], patience: float | None = None
+    ) -> tuple[int, Message]:
+        """The next message of this kind from any of these seats that ``accept`` takes, and its sender; as ``_next_from``."""
         replayed = self._replay.next()
         if replayed is not None:
             sender, message = replayed
-            if sender != seat or not isinstance(message, kind) or not accept(message):
-                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {seat}")
-            if seat == 1:
+            if sender not in seats or not isinstance(message, kind) or not accept(sender, message):
+                awaited = " or ".join(map(str, seats))
+                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {awaited}")
+            if sender == 1:
                 self._record(GUEST, message)
-            return message
+            return sender, message
+
+        taken_from: list[int] = []
 
         def taking(sender: int, message: object) -> bool:
-            return sender == seat and isinstance(message, kind) and accept(message)
+            if sender in seats and isinstance(message, kind) and accept(sender, message):
+                taken_from.append(sender)
+                return True
+            return False
 
         waiting_from = trio.current_time()
-        entry = self.seats[seat]
         try:
             while True:
-                if patience is not None and entry is not None:
-                    connected = entry.outbox is not None
-                    self._answer_by = max(waiting_from, entry.connected_at) + patience if connected else math.inf
+                late = seats[0]
+                if patience is not None:
+                    # The first of the seats whose connected time runs out; an away seat's clock is stopped.
+                    self._answer_by, late = min(
+                        (max(waiting_from, entry.connected_at) + patience if entry.outbox is not None else math.inf, seat)
+                        for seat in seats
+                        if (entry := self.seats[seat]) is not None
+                    )
                 message = await self._take_input(taking)
                 if message is not None:
-                    return message
+                    return taken_from[-1], message
                 if trio.current_time() >= self._answer_by:
-                    raise MatchAbandoned(seat, f"{self.seating.name(seat)} did not countersign within {patience:.0f} s", "unsigned")
+                    raise MatchAbandoned(late, f"{self.seating.name(late)} did not countersign within {patience:.0f} s", "unsigned")
         finally:
             self._answer_by = math.inf
 
@@ -430,11 +453,13 @@ class Table:
                 return taken[-1], message
 
     async def _countersignatures(self) -> None:
-        """Every signed channel's countersignature of what the host just signed, before the match goes on."""
-        for seat, entry in enumerate(self.seats):
-            if ChannelSigning.owed(entry):
-                sig = await self._next_from(seat, Sig, lambda message, seat=seat: self._countersignature(seat, message), SIGN_WAIT)
-                self._replay.write(sig_record(seat, sig))
+        """Every signed channel's countersignature of what the host just signed, before the match goes on.
+
+        Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
+        """
+        while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
+            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, SIGN_WAIT)
+            self._replay.write(sig_record(seat, sig))
 
     def _countersignature(self, seat: int, message: object) -> bool:
         """A countersignature that holds is taken; one that does not is refused with bad_signature (fatal)."""
@@ -454,18 +479,12 @@ class Table:
         if self.transcript is not None:
             self.transcript.record(sender, message, frame)
 
-    def _send(self, seat: int, message: Message, frames: dict[Message, bytes] | None = None) -> None:
-        """Send and keep a message; with ``frames``, one both seats are sent is encoded once for both."""
+    def _send(self, seat: int, message: Message, frame: bytes | None = None) -> None:
+        """Send and keep a message; a message both seats are sent comes with the frame encoded for the first."""
         entry = self.seats[seat]
         if entry is None:
             return
-        if frames is None:
-            sending = outgoing(message)
-        else:
-            frame = frames.get(message)
-            if frame is None:
-                frame = frames[message] = outgoing(message)[1]
-            sending = (message, frame)
+        sending = outgoing(message, frame)
         if seat == 1:
             self._record(HOST, message, sending[1])
         if isinstance(message, STREAM_TYPES):
@@ -484,12 +503,27 @@ class Table:
         if entry is not None:
             entry.deliver(outgoing(message))
 
+    def _relay_chat(self, seat: int, chat: Chat) -> None:
+        """Pass a chat line to the other seat now, if it is here and speaks a version with chat (PROTOCOL.md 6.23)."""
+        if seat == 1:
+            self._record(GUEST, chat)
+        other = self.seats[1 - seat]
+        if other is None or other.outbox is None:
+            why = "the other player is not at the table"
+        elif other.version not in kind_of(chat).versions:
+            why = f"{other.name}'s program does not show chat (protocol version {other.version})"
+        else:
+            if seat == 0:
+                self._record(HOST, chat)
+            other.deliver(outgoing(chat))
+            return
+        self._send(seat, Error(CHAT_DROPPED, f"chat line not passed on: {why}"))
+
     def _announce(self, events: list, played_from: tuple[int, bytes | None] | None = None) -> None:
-        turn = self.match.turn
-        frames: dict[Message, bytes] = {}  # `played`, `game_end`, `match_end`: the same for both seats
-        for seat in (0, 1):
-            for message in messages_for_seat(events, seat, turn, hidden=self.hidden, played_from=played_from):
-                self._send(seat, message, frames if isinstance(message, _SAME_FOR_BOTH) else None)
+        for to_first, to_second in announcements(events, self.match.turn, hidden=self.hidden, played_from=played_from):
+            frame = encode_frame(to_wire(to_first))
+            self._send(0, to_first, frame)
+            self._send(1, to_second, frame if to_second is to_first else None)  # a deal shows each seat its own hand
 
     def _reveal_owed(self) -> None:
         """A game cut off after its deck was fixed is revealed, so the record shows the host did not walk away from it."""

@@ -14,17 +14,39 @@ from .messages import Deal, GameEnd, MatchEnd, Message, Played
 def messages_for_seat(
     events: list[Event], seat: int, turn: int | None, *, hidden: bool = False, played_from: tuple[int, bytes | None] | None = None
 ) -> list[Message]:
-    """The messages announcing these events to one seat; ``turn`` is who acts after them.
+    """The messages announcing these events to one seat; ``turn`` is who acts after them."""
+    return [pair[seat] for pair in announcements(events, turn, hidden=hidden, played_from=played_from)]
 
-    ``hidden``: the hidden deal, whose deals carry no hand; ``played_from`` is then
-    the deck position and reveal of the card played.
+
+def announcements(
+    events: list[Event], turn: int | None, *, hidden: bool = False, played_from: tuple[int, bytes | None] | None = None
+) -> list[tuple[Message, Message]]:
+    """Each message announcing these events, as seat 0 and seat 1 are sent it.
+
+    Only a deal differs between the seats (each sees its own hand); every other
+    message is one object for both, so its frame can be encoded once.  ``hidden``:
+    the hidden deal, whose deals carry no hand; ``played_from`` is then the deck
+    position and reveal of the card played.
     """
     position, reveal = played_from or (None, None)
-    messages: list[Message] = []
+    pairs: list[tuple[Message, Message]] = []
     taken: TableTaken | None = None
     for event in events:
-        if isinstance(event, Dealt):
-            messages.append(
+        if isinstance(event, PlayedEvent):
+            played = Played(
+                game=event.game,
+                seat=event.seat,
+                card=event.card,
+                captures=event.captured,
+                kind=event.kind,
+                table=event.table,
+                turn=turn,
+                position=position,
+                reveal=reveal,
+            )
+            pairs.append((played, played))
+        elif isinstance(event, Dealt):
+            deals = [
                 Deal(
                     game=event.game,
                     hand_no=event.hand_no,
@@ -35,33 +57,21 @@ def messages_for_seat(
                     moved=event.moved_to_bottom,
                     turn=1 - event.dealer,
                 )
-            )
-        elif isinstance(event, PlayedEvent):
-            messages.append(
-                Played(
-                    game=event.game,
-                    seat=event.seat,
-                    card=event.card,
-                    captures=event.captured,
-                    kind=event.kind,
-                    table=event.table,
-                    turn=turn,
-                    position=position,
-                    reveal=reveal,
-                )
-            )
+                for seat in (0, 1)
+            ]
+            pairs.append((deals[0], deals[1]))
         elif isinstance(event, TableTaken):
             taken = event
         elif isinstance(event, GameEnded):
-            messages.append(
-                GameEnd(
-                    game=event.game,
-                    last_taker=taken.seat if taken else None,
-                    rest=taken.cards if taken else (),
-                    scores=event.scores,
-                    totals=event.totals,
-                )
+            end = GameEnd(
+                game=event.game,
+                last_taker=taken.seat if taken else None,
+                rest=taken.cards if taken else (),
+                scores=event.scores,
+                totals=event.totals,
             )
+            pairs.append((end, end))
         elif isinstance(event, MatchEnded):
-            messages.append(MatchEnd(winner=event.winner, totals=event.totals, reason="target"))
-    return messages
+            match_end = MatchEnd(winner=event.winner, totals=event.totals, reason="target")
+            pairs.append((match_end, match_end))
+    return pairs

@@ -53,6 +53,8 @@ from .messages import (
     Sig,
     Welcome,
     YourTurn,
+    CATALOGUE,
+    PROTOCOL_VERSIONS,
     from_wire,
     kind_of,
     to_wire,
@@ -166,6 +168,21 @@ def _unexpected(message: Message, why: str) -> ProtocolError:
     return ProtocolError(UNEXPECTED, f"'{message.TYPE}' {why}")
 
 
+# What the host sends whose outgoing check, on a seated connection, passes in
+# every version and changes nothing (HostConnection._check_outgoing): a sender
+# that queues such a message only after the welcome has gone out (the table,
+# through a seat's outbox) may leave the check out.  Commit and YourTurn are
+# never among them: they open what the client's seed and play answer.
+CHECK_FREE_WHEN_SEATED: frozenset[type[Message]] = frozenset(
+    kind.message
+    for kind in CATALOGUE
+    if HOST in kind.sent_by
+    and set(PROTOCOL_VERSIONS) <= kind.versions
+    and kind.phase in (Phase.ANY, Phase.SEATED, Phase.MATCH)
+    and kind.message not in (Commit, YourTurn)
+)
+
+
 class HostConnection(_Connection):
     """The host's end of one seat's connection."""
 
@@ -189,14 +206,16 @@ class HostConnection(_Connection):
         return self.seat is not None
 
 
-    def agree(self, version: int) -> None:
-        """The version the host chose for this connection; the hello must suit it (section 14.7)."""
+    def agree(self, version: int, host_key: bytes | None = None) -> None:
+        """The version the host chose for this connection; the hello must suit it (sections 14.2, 14.7)."""
         assert self.hello is not None and self.version is None
         if version >= 2:
             if self.hello.key is None:
                 raise ProtocolError(BAD_MESSAGE, "a version 2 'hello' gives the guest's identity key in 'key'")
             if is_weak_public_key(self.hello.key):
                 raise ProtocolError(BAD_MESSAGE, "the 'key' of the hello is a weak key, under which signatures prove nothing")
+            if self.hello.key == host_key:
+                raise ProtocolError(BAD_MESSAGE, "the 'key' of the hello is the host's own key: the two ends of a channel differ")
             if self.hello.code is not None:
                 raise ProtocolError(BAD_MESSAGE, "version 2 sends no 'code': the code never crosses the network (section 14.9)")
         self.version = version
@@ -495,6 +514,8 @@ class ClientConnection(_Connection):
         kind = kind_of(message)
         if CLIENT not in kind.sent_by:
             raise LocalProtocolError(f"a client does not send {message.TYPE}")
+        if self.welcome is not None and self.welcome.version not in kind.versions:
+            raise LocalProtocolError(f"{message.TYPE} is not part of version {self.welcome.version}")
         if kind.phase is Phase.FIRST:
             if self.resuming:
                 if message.token != self.resume_token or message.received != self.received:

@@ -23,10 +23,11 @@ UNKNOWN_TOKEN = "unknown_token"
 BAD_RESUME = "bad_resume"
 BAD_SIGNATURE = "bad_signature"
 BAD_DEAL = "bad_deal"  # version 2: a step of the hidden deal failed a check (PROTOCOL.md 15.11)
+CHAT_DROPPED = "chat_dropped"
 
 # Codes answered while the connection carries on: a move or message at the
-# wrong moment, refused on its own.
-NON_FATAL_CODES = frozenset({UNEXPECTED, ILLEGAL_MOVE, STALE_REQUEST, NOT_YOUR_TURN})
+# wrong moment, refused on its own, or a chat line the host did not pass on.
+NON_FATAL_CODES = frozenset({UNEXPECTED, ILLEGAL_MOVE, STALE_REQUEST, NOT_YOUR_TURN, CHAT_DROPPED})
 
 # Refusals before `welcome` that say nothing against the client, only that the host let its
 # connection go (to make room, or because its first bytes came late, as when a lost segment is

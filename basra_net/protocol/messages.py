@@ -38,6 +38,11 @@ MAX_DEAL_MODES = 8
 KINDS_OF_CARD = 14
 STEP_SIZE = 96  # an unmasking or a reveal: a point and its proof (15.2)
 MAX_STEPS = 8  # the most unmaskings one message carries: the dealer's of hand 1, four in hand and four on the table
+# A chat line: a sentence or two, whatever the script.  The byte bound keeps a
+# line of four-byte characters as small on the wire as a line of Latin ones.
+MAX_CHAT = 200
+MAX_CHAT_BYTES = 400
+REACTIONS = ("good_game", "nice", "oops", "wow", "thanks", "your_move")
 
 
 # --- field types: each checks a wire value and gives the python value, or ProtocolError --------
@@ -87,10 +92,13 @@ class Nullable(FieldType):
 class Text(FieldType):
     max_len: int
     allow_empty: bool = True
+    max_bytes: int | None = None  # the bound on its UTF-8 encoding, when tighter than 4 bytes a character
 
     def check(self, field: str, value: Any) -> str:
         if type(value) is not str or len(value) > self.max_len or (not self.allow_empty and not value):
             raise _bad(field, f"must be a string of {'0' if self.allow_empty else '1'} to {self.max_len} characters")
+        if self.max_bytes is not None and len(value.encode("utf-8", "surrogatepass")) > self.max_bytes:
+            raise _bad(field, f"must be at most {self.max_bytes} bytes of UTF-8")
         if not is_printable(value):
             # Text reaches the other player's terminal: no control characters, no escape sequences.
             raise _bad(field, "must be printable text")
@@ -336,6 +344,7 @@ class AbsenceEvidence:
 
 
 MAX_ABSENCE_EVENTS = 256
+# The events of the host's account of an absence, in the order of their bytes in the signed statement (14.6).
 ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned")
 
 
@@ -722,6 +731,21 @@ class Pong(Message):
     id: int
 
 
+@dataclass(frozen=True)
+class Chat(Message):
+    """Version 2, either way once seated: a line of text or a quick reaction from one player to the other.
+
+    A client sends it to the host, which relays it to the other seat; from
+    the host it always comes from the other player.  It is no part of the
+    match: not numbered, not replayed, not hashed, and verification skips it.
+    """
+
+    TYPE = "chat"
+
+    text: str | None = None
+    reaction: str | None = None
+
+
 # --- the catalogue: what each message is, said once ------------------------------------
 #
 # Every other place that needs to know something about a kind of message
@@ -762,6 +786,7 @@ class Kind:
     optional: tuple[str, ...] = ()  # wire fields a sender may leave out; absent means None
     together: tuple[str, ...] = ()  # wire fields that come together or not at all
     deal_mode: str | None = None  # a message of one deal mode only (15.15)
+    one_of: tuple[str, ...] = ()  # wire fields of which exactly one comes
 
     @property
     def type(self) -> str:
@@ -931,25 +956,34 @@ CATALOGUE: tuple[Kind, ...] = (
         stream=True, hashed=True, versions=frozenset({2}),
     ),
     Kind(
+        Chat,
+        (
+            ("text", "text", Nullable(Text(MAX_CHAT, allow_empty=False, max_bytes=MAX_CHAT_BYTES))),
+            ("reaction", "reaction", Nullable(Choice(REACTIONS))),
+        ),
+        _EITHER, "seat → host → the other seat", "a player says something, once seated", "6.24", Phase.SEATED,
+        versions=frozenset({2}), optional=("text", "reaction"), one_of=("text", "reaction"),
+    ),
+    Kind(
         Shuffle, (("game", "game", GAME), ("dealer", "dealer", SEAT)),
-        _HOSTS, "host → each seat", "hidden deal: before each game", "6.24", Phase.MATCH,
+        _HOSTS, "host → each seat", "hidden deal: before each game", "6.25", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Lock, (("game", "game", GAME), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
-        _CLIENTS, "party → host", "hidden deal: the dealer after `shuffle`, the other after `locked`", "6.25",
+        _CLIENTS, "party → host", "hidden deal: the dealer after `shuffle`, the other after `locked`", "6.26",
         Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Locked,
         (("game", "game", GAME), ("seat", "seat", SEAT), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
-        _HOSTS, "host → the other seat", "hidden deal: a party's `lock`, relayed", "6.26", Phase.MATCH,
+        _HOSTS, "host → the other seat", "hidden deal: a party's `lock`, relayed", "6.27", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Open,
         (("game", "game", GAME), ("unmaskings", "unmaskings", Steps(MAX_STEPS)), ("reveals", "reveals", Steps(4))),
-        _CLIENTS, "party → host", "hidden deal: the steps a party owes", "6.27", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+        _CLIENTS, "party → host", "hidden deal: the steps a party owes", "6.28", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Opened,
@@ -959,12 +993,12 @@ CATALOGUE: tuple[Kind, ...] = (
             ("unmaskings", "unmaskings", Steps(MAX_STEPS)),
             ("reveals", "reveals", Steps(4)),
         ),
-        _HOSTS, "host → the other seat", "hidden deal: a party's `open`, relayed", "6.28", Phase.MATCH,
+        _HOSTS, "host → the other seat", "hidden deal: a party's `open`, relayed", "6.29", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         HiddenTurn, (("request", "request", REQUEST), ("options", "options", KindOptions(MAX_MOVES))),
-        _HOSTS, "host → the seat to act", "hidden deal: before each play", "6.29", Phase.MATCH,
+        _HOSTS, "host → the seat to act", "hidden deal: before each play", "6.30", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
@@ -976,15 +1010,15 @@ CATALOGUE: tuple[Kind, ...] = (
             ("position", "position", POSITION),
             ("reveal", "reveal", Nullable(Bin(STEP_SIZE))),
         ),
-        _CLIENTS, "party → host", "hidden deal: answer to `hidden_turn`", "6.30", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+        _CLIENTS, "party → host", "hidden deal: answer to `hidden_turn`", "6.31", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Audit, (("game", "game", GAME), ("scalar", "scalar", Bin(32))),
-        _CLIENTS, "party → host", "hidden deal: after each `game_end`", "6.31", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
+        _CLIENTS, "party → host", "hidden deal: after each `game_end`", "6.32", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Audited, (("game", "game", GAME), ("seat", "seat", SEAT), ("scalar", "scalar", Bin(32))),
-        _HOSTS, "host → the other seat", "hidden deal: a party's `audit`, relayed", "6.32", Phase.MATCH,
+        _HOSTS, "host → the other seat", "hidden deal: a party's `audit`, relayed", "6.33", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
 )
@@ -1024,6 +1058,9 @@ def from_wire(wire: dict) -> Message:
     if kind.together and len({wire.get(f) is None for f in kind.together}) > 1:
         listed = " and ".join(f"'{f}'" for f in kind.together)
         raise ProtocolError(BAD_MESSAGE, f"'{name}' gives {listed} together or neither")
+    if kind.one_of and sum(wire.get(f) is not None for f in kind.one_of) != 1:
+        listed = " or ".join(f"'{f}'" for f in kind.one_of)
+        raise ProtocolError(BAD_MESSAGE, f"'{name}' gives exactly one of {listed}")
     return kind.message(**values)
 
 

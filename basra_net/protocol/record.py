@@ -27,7 +27,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .framing import decode_body
-from .messages import CATALOGUE, HIDDEN_DEAL
+from .messages import ABSENCE_KINDS, CATALOGUE, HIDDEN_DEAL, MAX_ABSENCE_EVENTS
 from .errors import ProtocolError
 from .shuffle import (
     MATCH_ID_SIZE,
@@ -53,9 +53,8 @@ _RESULT_LABEL = b"basra-net/v2/result"
 _ABSENCE_LABEL = b"basra-net/v2/absence"
 
 # The host's account of an absence: each event's name on the wire and its byte in the signed statement.
-ABSENCE_EVENTS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6}
+ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
 ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned"})
-MAX_ABSENCE_EVENTS = 256
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 
@@ -327,9 +326,14 @@ class ChannelRecord:
 
     # --- feeding ------------------------------------------------------------------------------
 
-    def host_frame(self, frame: bytes) -> dict[str, Any]:
-        """Take the next frame of the host's stream, exactly as sent; return its message."""
-        message = self._decode(_frame_body(frame))
+    def host_frame(self, frame: bytes, message: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Take the next frame of the host's stream, exactly as sent; return its message.
+
+        A caller that has decoded the frame already may pass its message, which must be the frame's own:
+        the hash covers the frame, the statements what the message says.
+        """
+        if message is None:
+            message = self._decode(_frame_body(frame))
         self._take(frame, message)
         return message
 
@@ -390,6 +394,21 @@ class ChannelRecord:
         signed = sum(g.host is Status.VALID for g in self.games)
         where = "before the match ended" if self.result is None else "before the host signed the result"
         raise RecordError("cut short", f"the record ends {where}, after {signed} signed game{'s' * (signed != 1)}")
+
+    def replay(self, records: Iterable[tuple[str, bytes]]) -> None:
+        """Feed recorded frame bodies, (sender, body) in order; RecordError names the first thing that does not hold.
+
+        The kept state (each game's and the result's signatures) is what held up to it.
+        """
+        for sender, body in records:
+            message = self._decode(body)
+            kind = message.get("type")
+            if sender == "host" and kind in STREAM_TYPES:
+                self._take(_U32.pack(len(body)) + body, message)
+            elif sender == "guest" and kind == "seed":
+                self.guest_seed(message.get("game"), message.get("seed"))
+            elif sender == "guest" and kind == "sig":
+                self.guest_sig(message)
 
     # --- signing (the live host and guest) -----------------------------------------------------
 
@@ -535,15 +554,7 @@ def check_channel(
     game's own checks.  RecordError names the first thing that does not hold.
     """
     channel = ChannelRecord(context, scoring, target)
-    for sender, body in records:
-        message = channel._decode(body)
-        kind = message.get("type")
-        if sender == "host" and kind in STREAM_TYPES:
-            channel._take(_U32.pack(len(body)) + body, message)
-        elif sender == "guest" and kind == "seed":
-            channel.guest_seed(message.get("game"), message.get("seed"))
-        elif sender == "guest" and kind == "sig":
-            channel.guest_sig(message)
+    channel.replay(records)
     channel.finish(partial=partial)
     return channel
 

@@ -14,6 +14,7 @@ import unicodedata
 
 UNICODE_VERSION = "14.0.0"
 REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
+SEPARATORS = frozenset({"Zl", "Zp", "Zs"})
 
 
 def is_printable(text: str) -> bool:
@@ -25,3 +26,20 @@ def is_printable(text: str) -> bool:
 def is_name(text: str, max_len: int) -> bool:
     """1 to max_len printable characters, not starting or ending with a space."""
     return 1 <= len(text) <= max_len and is_printable(text) and text.strip(" ") == text
+
+
+def displayable(text: str) -> str:
+    """The text with every refused character dropped and other separators made a space: what a screen may show.
+
+    Messages are checked on arrival already; this guards a screen against
+    whatever reaches it by another road (a transcript file, a replay).
+    """
+    category = unicodedata.category
+    shown = []
+    for char in text:
+        kind = category(char)
+        if char == " " or kind not in REFUSED_CATEGORIES:
+            shown.append(char)
+        elif kind in SEPARATORS:
+            shown.append(" ")
+    return "".join(shown)

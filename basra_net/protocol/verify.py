@@ -13,6 +13,7 @@ and every step of both parties is on record.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..engine import IllegalMove, Match, Move
@@ -96,8 +97,42 @@ def _move_key(move: Move) -> tuple:
     return (move.card, move.captures)
 
 
+@dataclass(frozen=True)
+class FairDeal:
+    """What the records of one game say about its deal (section 9): the host's commitment, both seeds, the reveal."""
+
+    match_id: bytes
+    host_key: bytes
+    nonce: bytes
+    commit: Commit
+    client_seed: bytes
+    reveal: Reveal
+
+
+def check_fair_deal(check: GameCheck, deal: FairDeal) -> None:
+    """Check a game's deal from its records: the signatures, the commitment, then the deck (section 9.10).
+
+    Fills in the check's values, and its deck when the deal holds; each thing
+    that does not hold goes into its discrepancies.  MatchVerifier takes
+    another function of this shape for another kind of deal.
+    """
+    game, reveal, commit = check.game, deal.reveal, deal.commit
+    check.commitment, check.host_seed, check.client_seed = commit.commitment, reveal.seed, deal.client_seed
+    if not shuffle.verify_signature(deal.host_key, commit.signature, shuffle.commit_signed_bytes(deal.match_id, game, commit.commitment)):
+        check.discrepancies.append(Discrepancy(game, "commit signature", "valid under the host key", "invalid"))
+    if not shuffle.verify_signature(deal.host_key, reveal.signature, shuffle.reveal_signed_bytes(deal.match_id, game, reveal.seed)):
+        check.discrepancies.append(Discrepancy(game, "reveal signature", "valid under the host key", "invalid"))
+    recomputed = shuffle.commitment(deal.match_id, game, deal.nonce, reveal.seed)
+    if recomputed != commit.commitment:
+        check.discrepancies.append(Discrepancy(game, "commitment", commit.commitment.hex(), f"{recomputed.hex()} from the revealed seed"))
+    if not check.discrepancies:
+        check.deck_key = shuffle.deck_key(deal.match_id, game, reveal.seed, deal.client_seed)
+        check.deck = shuffle.shuffled_deck(deal.match_id, game, reveal.seed, deal.client_seed)
+
+
 class MatchVerifier:
-    def __init__(self) -> None:
+    def __init__(self, deal_check: Callable[[GameCheck, FairDeal], None] = check_fair_deal) -> None:
+        self.deal_check = deal_check
         self.nonce: bytes | None = None
         self.welcome: Welcome | None = None
         self.names: tuple[str, str] | None = None
@@ -174,8 +209,14 @@ class MatchVerifier:
         if self._hidden_game is not None:
             problems.extend(self._end_hidden_game(ended).discrepancies)
         self.unchecked = []
+        revealed = {c.game for c in self.checks}
         for game, pending in sorted(self.pending.items()):
-            if pending.client_seed is not None and not any(c.game == game for c in self.checks):
+            # A commitment never revealed is still the host's signed word: a forged one is named too.
+            if pending.commit is not None and game not in revealed and self.welcome is not None:
+                signed = shuffle.commit_signed_bytes(self.welcome.match_id, game, pending.commit.commitment)
+                if not shuffle.verify_signature(self.welcome.host_key, pending.commit.signature, signed):
+                    problems.append(Discrepancy(game, "commit signature", "valid under the host key", "invalid (a commitment never revealed)"))
+            if pending.client_seed is not None and game not in revealed:
                 guest_absent = self._guest_absent()
                 if guest_absent is not None:
                     self.unchecked.append((game, guest_absent))
@@ -247,20 +288,9 @@ class MatchVerifier:
         if pending is None or pending.commit is None or pending.client_seed is None:
             problems.append(Discrepancy(game, "seed exchange", "a commitment and a client seed", "missing"))
             return self._done(check)
-        match_id, key = self.welcome.match_id, self.welcome.host_key
-        commit = pending.commit
-        check.commitment, check.host_seed, check.client_seed = commit.commitment, reveal.seed, pending.client_seed
-        if not shuffle.verify_signature(key, commit.signature, shuffle.commit_signed_bytes(match_id, game, commit.commitment)):
-            problems.append(Discrepancy(game, "commit signature", "valid under the host key", "invalid"))
-        if not shuffle.verify_signature(key, reveal.signature, shuffle.reveal_signed_bytes(match_id, game, reveal.seed)):
-            problems.append(Discrepancy(game, "reveal signature", "valid under the host key", "invalid"))
-        recomputed = shuffle.commitment(match_id, game, self.nonce, reveal.seed)
-        if recomputed != commit.commitment:
-            problems.append(Discrepancy(game, "commitment", commit.commitment.hex(), f"{recomputed.hex()} from the revealed seed"))
+        self.deal_check(check, FairDeal(self.welcome.match_id, self.welcome.host_key, self.nonce, pending.commit, pending.client_seed, reveal))
         if problems:
             return self._done(check)
-        check.deck_key = shuffle.deck_key(match_id, game, reveal.seed, pending.client_seed)
-        check.deck = shuffle.shuffled_deck(match_id, game, reveal.seed, pending.client_seed)
         if self.match.game_number + 1 != game or not self.match.awaiting_deal:
             problems.append(Discrepancy(game, "game number", str(self.match.game_number + 1), str(game)))
             return self._done(check)

@@ -20,7 +20,7 @@ def test_verify_pins_and_forget_name_a_key_by_the_screen_s_fingerprint(honest_ma
 
     lines: list[str] = []
     assert verify_file(honest_match.guest_transcript, say=lines.append) == 0
-    assert f"host key fingerprint {fingerprint}" in lines[0]
+    assert f"host key fingerprint  {fingerprint}  (seat 0, Hoda)" in lines
     assert key.hex() not in "\n".join(lines)  # never the raw key
 
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))

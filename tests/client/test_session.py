@@ -15,7 +15,8 @@ from basra_net.client.session import EXIT_DEAL_FAILED, EXIT_FAILURE, ClientSessi
 from basra_net.client.state import ClientState
 from basra_net.host.identity import public_key_bytes
 from basra_net.host.seat_link import serve_connection
-from basra_net.host.table import GRACE, Table
+from basra_net.host.table import Table
+from basra_net.options import GRACE
 from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.connection import ConnectionClosed, HostConnection
 from basra_net.protocol.messages import Commit, Hello, Leave, MatchEnd, MatchStart, Seed, Welcome

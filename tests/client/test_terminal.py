@@ -15,7 +15,7 @@ from basra_net.client.terminal import CLEAR_SCREEN, InputClosed, PlayerQuit, Ter
 from basra_net.engine import Move
 from basra_net.engine.cards import parse_card
 from basra_net.engine.scoring import GameScore
-from basra_net.protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Played, Reveal, Welcome, YourTurn
+from basra_net.protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Played, Reveal, Welcome, YourTurn
 
 LETTERS = CardStyle(colour=False, symbols=False)
 SYMBOLS = CardStyle(colour=False, symbols=True)
@@ -339,3 +339,41 @@ async def test_after_a_game_ends_its_breakdown_stays_up_until_enter():
     before = len(out.getvalue())
     assert await terminal.choose(state) == Move(card("QD"), cards("QC"))
     assert "Next game" not in out.getvalue()[before:]
+
+
+# --- chat at the line prompt ---------------------------------------------------------------------
+
+
+async def test_a_line_starting_with_a_slash_is_said_to_the_other_player_and_never_played():
+    from basra_net.client.players import Controls, Say
+
+    terminal, out = player("/good luck\n/\n2\n")
+    terminal._controls = controls = Controls()  # what act() keeps; choose() is called alone here
+    assert await terminal.choose(my_turn()) == Move(card("9C"), ())
+    assert controls.actions.receive_nowait() == Say(Chat(text="good luck"))
+    with pytest.raises(trio.WouldBlock):
+        controls.actions.receive_nowait()  # a bare slash says nothing
+    assert "/words says them to Sam" in out.getvalue()
+
+
+def test_what_the_other_player_says_shows_in_the_log_without_control_characters():
+    state = my_turn()
+    terminal, out = player("")
+    line = Chat(text="hi\u202e\x1b[2J")
+    state.apply(line)
+    terminal.show(state, line)
+    state.apply(Chat(reaction="good_game"))
+    terminal.show(state, state.chat[-1][1])
+    assert terminal.log[-2:] == ["Sam: hi[2J", "Sam: (good game!)"]
+    assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
+
+
+def test_between_the_match_start_and_the_first_deal_the_screen_says_the_deal_is_coming():
+    # The host's own seat is the first to see this moment: it must not say it waits for the host.
+    state = ClientState(name="Ann")
+    state.apply(Welcome(2, 0, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0))
+    state.apply(MatchStart(("Ann", "Sam")))
+    terminal, out = player("")
+    terminal.show(state, MatchStart(("Ann", "Sam")))
+    assert "Waiting for the host" not in out.getvalue()
+    assert "Dealing the first game..." in out.getvalue()

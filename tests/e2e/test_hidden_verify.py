@@ -40,8 +40,8 @@ def test_both_transcripts_of_a_hidden_hands_match_verify_offline(basra_env, tmp_
     for name in ("host", "join"):
         checked = verify(basra_env, tmp_path / f"{name}.basra")
         assert checked.returncode == 0, checked.stdout + checked.stderr
-        assert "game 2: verified" in checked.stdout
-        assert "hidden hands: all" in checked.stdout and "both locked decks of every game" in checked.stdout
+        assert "game 2: deal and plays check out" in checked.stdout
+        assert "every unmasking and reveal is proven, and both locked decks hold the 52 cards" in checked.stdout
 
     parsed = transcript.parse((tmp_path / "join.basra").read_bytes())
     at = next(i for i, (sender, m) in enumerate(parsed.records) if isinstance(m, Played) and m.seat == 0 and m.reveal)
@@ -53,5 +53,4 @@ def test_both_transcripts_of_a_hidden_hands_match_verify_offline(basra_env, tmp_
     checked = verify(basra_env, forged)
     assert checked.returncode == 3, checked.stdout + checked.stderr
     assert "Traceback" not in checked.stdout + checked.stderr
-    last = checked.stdout.splitlines()[-1]
-    assert last.startswith("CHEATED: game 1:") and "seat 0's reveal of position" in last and "(seat 0 cheated)" in last
+    assert "seat 0's reveal of position" in checked.stdout and "(seat 0 cheated)" in checked.stdout

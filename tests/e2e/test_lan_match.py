@@ -54,7 +54,7 @@ def test_headless_host_and_join_play_a_whole_match_over_loopback(basra_env, tmp_
     for transcript in (host_transcript, join_transcript):
         verified = _verify(basra_env, transcript)
         assert verified.returncode == 0, verified.stdout
-        assert "game 1: verified" in verified.stdout
+        assert "game 1: deal and plays check out; host signature valid, guest signature valid" in verified.stdout
 
 
 def test_host_and_join_processes_play_a_whole_match_with_hidden_hands(basra_env, tmp_path):

@@ -98,6 +98,42 @@ def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(
 
 
 @needs_tmux
+def test_two_players_chat_on_two_terminals_and_the_match_plays_on(basra_env, tmp_path):
+    env = terminal_env(basra_env)
+    port = str(free_port())
+    host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
+    guest = None
+    try:
+        host.wait_for("Join code: tulip-42")
+        guest = Terminal(["join", f"127.0.0.1:{port}", "--code", "tulip-42", "--name", "Omar"], env, tmp_path)
+        host.wait_for("taken/27")
+        guest.wait_for("taken/27")
+        guest.keys("/")
+        guest.wait_for("Enter sends, Esc drops it")
+        guest.keys("salam ya Hoda 7d", "Enter")  # a card's name in the line is words, not a play
+        assert "Omar: salam ya Hoda 7d" in host.wait_for("Omar: salam")
+        assert "You: salam ya Hoda 7d" in guest.wait_for("You: salam")
+        host.keys("!")
+        assert "Hoda: (good game!)" in guest.wait_for("(good game!)")
+        host_final, guest_final = play_out(host, guest)
+        host.no_traceback()
+        guest.no_traceback()
+    finally:
+        host.close()
+        if guest is not None:
+            guest.close()
+    assert "basra host: the match is over" in host_final and "EXITED WITH 0" in host_final
+    assert "basra join: the match is over" in guest_final and "EXITED WITH 0" in guest_final
+    # Both seat-1 records hold the chat, and `basra verify` passes them all the same.
+    transcripts = sorted((tmp_path / "home").rglob("*.basra"))
+    assert len(transcripts) == 2, transcripts
+    for path in transcripts:
+        assert b"salam ya Hoda 7d" in path.read_bytes() and b"good_game" in path.read_bytes()
+        done = subprocess.run(basra_command("verify", str(path)), env=basra_env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_tmux
 def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_was(basra_env, tmp_path):
     env = terminal_env(basra_env)
     port = str(free_port())

@@ -79,6 +79,8 @@ def test_leaving_frees_the_place_for_the_next():
 
 async def _serve_once(admission: Admission, host_end: trio.SocketStream, seating=None) -> None:
     class NoSeat:
+        host_key = bytes(range(32, 64))
+
         def seat_for(self, hello, reserved):
             return None
 

@@ -69,16 +69,16 @@ def short_timeouts(monkeypatch):
 
 
 async def start_host(
-    nursery: trio.Nursery, tmp_path: Path, *, stop: trio.Event | None = None, grace: float = SHORT_TIMEOUT
+    nursery: trio.Nursery, tmp_path: Path, *, stop: trio.Event | None = None, grace: float = SHORT_TIMEOUT, player=None
 ) -> tuple[int, list[HostOutcome]]:
-    """run_host with a greedy bot on seat 0, listening on a free loopback port; the outcome lands in the list."""
+    """run_host with a greedy bot (or ``player``) on seat 0, listening on a free loopback port; the outcome lands in the list."""
     settings = HostSettings(
         port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra", tls=False, grace=grace
     )
     outcomes: list[HostOutcome] = []
 
     async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
-        outcomes.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, stop=stop, task_status=task_status))
+        outcomes.append(await run_host(settings, player or BotPlayer("greedy"), say=lambda line: None, stop=stop, task_status=task_status))
 
     port = await nursery.start(host)
     assert isinstance(port, int) and port > 0

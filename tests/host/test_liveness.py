@@ -12,7 +12,8 @@ from basra_net.client.liveness import DEAD_AFTER, PING_AFTER
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import ClientSession
 from basra_net.host.seat_link import SEND_TIMEOUT, serve_connection
-from basra_net.host.table import GRACE, Table
+from basra_net.host.table import Table
+from basra_net.options import GRACE
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection
 from basra_net.protocol.errors import TIMEOUT
 from basra_net.protocol.messages import Commit, Error, Hello, MatchStart, Ping, Pong, Welcome

@@ -13,7 +13,8 @@ from basra_net.client.session import EXIT_FAILURE, ClientSession
 from basra_net.client.storage import TranscriptFile
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import SIGN_WAIT, Table
-from basra_net.protocol.messages import Sig
+from basra_net.protocol.framing import encode_frame
+from basra_net.protocol.messages import Hello, Sig, to_wire
 from basra_net.protocol.record import Status
 
 from ..signed_channels import channel_of, signed_by_both
@@ -93,3 +94,28 @@ async def test_a_countersignature_that_does_not_verify_is_refused_with_bad_signa
     host = channel_of(tmp_path / "host.basra")
     assert [(g.host, g.guest) for g in host.games] == [(Status.VALID, Status.MISSING)]
     assert host.result.guest is Status.MISSING
+
+
+class Stalling(BotPlayer):
+    """Sits down and never moves."""
+
+    async def choose(self, state):
+        await trio.sleep_forever()
+
+
+async def test_a_refused_resume_of_a_seat_is_in_the_account_of_its_absences(autojump_clock):
+    table = Table(scoring="egyptian", target=40, identity=KEY)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        guest = ClientSession(_seat(nursery, table, 1), "Omar", Stalling("greedy"), keep_transcript=False)
+        nursery.start_soon(guest.run)
+        nursery.start_soon(ClientSession(_seat(nursery, table, 0), "Hoda", Stalling("greedy"), keep_transcript=False).run)
+        await trio.sleep(1)
+        token = table.seats[1].token
+        # A resume that says it took more than the host sent: refused with bad_resume, and noted.
+        stream = _seat(nursery, table, None)
+        await stream.send_all(encode_frame(to_wire(Hello((2,), "Omar", bytes(32), token=token, received=10**6, key=bytes(range(1, 33))))))
+        answer = await stream.receive_some(65536)
+        assert b"bad_resume" in answer
+        assert [event.kind for event in table.seats[1].absences] == ["resume"]
+        nursery.cancel_scope.cancel()

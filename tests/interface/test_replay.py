@@ -45,7 +45,7 @@ def test_stepping_forward_and_back_and_jumping_to_a_game(honest_match):
         seen["last"] = screen_text(app)
 
     replay = run_replay(honest_match.guest_transcript, scenario)
-    assert "REPLAY guest.basra" in seen["first"] and "verified" in seen["first"]
+    assert "REPLAY guest.basra  proven" in seen["first"]
     assert seen["after_three"] == 3 and seen["after_back"] == 2
     assert seen["next_game"] == 2
     assert seen["jumped"] == (1, replay.game_start(1))

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from basra_net.engine import Match, MatchEnded, Move
 from basra_net.engine.cards import parse_card
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol import shuffle
 from basra_net.protocol.announce import messages_for_seat
-from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection, LocalProtocolError
+from basra_net.protocol.connection import (
+    CHECK_FREE_WHEN_SEATED,
+    ClientConnection,
+    ConnectionClosed,
+    HostConnection,
+    LocalProtocolError,
+)
 from basra_net.protocol.errors import (
     BAD_FRAME,
     BAD_MESSAGE,
@@ -20,6 +28,7 @@ from basra_net.protocol.errors import (
     ProtocolError,
 )
 from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, encode_frame
+from basra_net.protocol.messages import PROTOCOL_VERSIONS
 from basra_net.protocol.pake import GuestCodeExchange, HostCodeExchange
 from basra_net.protocol.messages import (
     Commit,
@@ -52,6 +61,8 @@ from basra_net.protocol.messages import (
     Audited,
     Option,
 )
+
+from .test_messages import MESSAGE_STRATEGIES
 
 MATCH_ID = bytes(range(16))
 HOST_KEY = bytes(32)
@@ -634,6 +645,15 @@ def test_a_hello_unfit_for_version_2_is_bad_message_once_version_2_is_chosen(hel
     assert info.value.code == BAD_MESSAGE and why in info.value.message
 
 
+def test_a_version_2_hello_that_gives_the_hosts_own_key_is_bad_message():
+    host = HostConnection()
+    host.receive_data(frame(Hello((2, 1), "Omar", NONCE, key=V2_HOST_KEY)))
+    host.next_event()
+    with pytest.raises(ProtocolError) as info:
+        host.agree(2, V2_HOST_KEY)
+    assert info.value.code == BAD_MESSAGE and "host's own key" in info.value.message
+
+
 def test_the_same_hellos_are_fine_in_version_1():
     for hello in (Hello((2, 1), "Omar", NONCE), Hello((1,), "Omar", NONCE, code="K7M2QX")):
         host = HostConnection()
@@ -711,3 +731,32 @@ def test_a_hidden_deal_before_its_shuffle_and_a_relay_of_the_seats_own_step_are_
     link.to_client(Shuffle(1, 0))
     link.raw_to_client(Opened(1, 1, ((0, bytes(96)),), ()))
     assert refused(link.client).code == UNEXPECTED
+# --- checks the host may leave out -------------------------------------------------------------------
+
+
+def seated_in_version(version: int, seat: int) -> HostConnection:
+    host = HostConnection()
+    host.receive_data(frame(Hello((version,), "Omar", NONCE, key=GUEST_KEY if version >= 2 else None)))
+    assert isinstance(host.next_event(), Hello)
+    host.agree(version)
+    host.send(Welcome(version, seat, MATCH_ID, HOST_KEY, "egyptian", 60, bytes(16), 0))
+    return host
+
+
+def test_the_checks_the_host_leaves_out_never_open_a_request_or_a_seed():
+    # What a seat's outbox carries most; never what a client's play or seed answers.
+    assert {Played, Deal, GameEnd, MatchEnd} <= CHECK_FREE_WHEN_SEATED
+    assert not {Commit, YourTurn, Welcome} & CHECK_FREE_WHEN_SEATED
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(sorted(CHECK_FREE_WHEN_SEATED, key=lambda cls: cls.TYPE)).flatmap(lambda cls: MESSAGE_STRATEGIES[cls]),
+    st.sampled_from(PROTOCOL_VERSIONS),
+    st.sampled_from((0, 1)),
+)
+def test_the_checks_the_host_leaves_out_pass_and_change_nothing_on_any_seated_connection(message, version, seat):
+    host = seated_in_version(version, seat)
+    before = dict(vars(host))
+    host.check_send(message)
+    assert vars(host) == before

@@ -63,7 +63,7 @@ def test_protocol_error_text_and_fatality():
     assert ProtocolError("bad_frame", "x").fatal
     assert FATAL_CODES < ERROR_CODES
     assert ERROR_CODES - FATAL_CODES == {
-        "unexpected", "illegal_move", "stale_request", "not_your_turn"
+        "unexpected", "illegal_move", "stale_request", "not_your_turn", "chat_dropped"
     }
 
 

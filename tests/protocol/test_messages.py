@@ -26,6 +26,7 @@ from basra_net.protocol.messages import (
     GameEnd,
     Away,
     Back,
+    Chat,
     Hello,
     Leave,
     Ping,
@@ -93,8 +94,9 @@ def strategy_for(field_type: messages.FieldType):
             return st.integers(lo, hi)
         case messages.Name():
             return names
-        case messages.Text(max_len, allow_empty):
-            return st.text(min_size=0 if allow_empty else 1, max_size=max_len).filter(is_printable)
+        case messages.Text(max_len, allow_empty, max_bytes):
+            texts = st.text(min_size=0 if allow_empty else 1, max_size=max_len).filter(is_printable)
+            return texts if max_bytes is None else texts.filter(lambda text: len(text.encode()) <= max_bytes)
         case messages.Choice(options):
             return st.sampled_from(options)
         case messages.Bin(length):
@@ -133,7 +135,11 @@ def strategy_for(field_type: messages.FieldType):
 def message_strategy(kind: messages.Kind):
     built = st.builds(kind.message, **{attr: strategy_for(t) for _, attr, t in kind.fields})
     together = [attr for wire_name, attr, _ in kind.fields if wire_name in kind.together]
-    return built.filter(lambda m: len({getattr(m, attr) is None for attr in together}) <= 1)
+    one_of = [attr for wire_name, attr, _ in kind.fields if wire_name in kind.one_of]
+    return built.filter(
+        lambda m: len({getattr(m, attr) is None for attr in together}) <= 1
+        and (not one_of or sum(getattr(m, attr) is not None for attr in one_of) == 1)
+    )
 
 
 MESSAGE_STRATEGIES = {kind.message: message_strategy(kind) for kind in messages.CATALOGUE}
@@ -237,6 +243,7 @@ SAMPLES: dict[type[Message], Message] = {
     Audit: Audit(game=1, scalar=bytes(32)),
     Audited: Audited(game=1, seat=1, scalar=bytes(32)),
     messages.Sig: messages.Sig(of="game", game=1, count=57, signature=bytes(64)),
+    Chat: Chat(text="well played, يا صاحبي"),
 }
 
 # Fields whose value may be nil on the wire.
@@ -550,3 +557,41 @@ def test_a_resume_hello_with_a_nil_count_is_refused_not_taken_for_a_fresh_join()
     wire = wire_of(Hello)
     wire["received"] = None
     assert refused(wire).code == BAD_MESSAGE
+
+
+# --- chat (section 6.23) -------------------------------------------------------------------
+
+
+def test_a_chat_carries_a_text_or_a_reaction_and_never_both_or_neither():
+    assert from_wire({"type": "chat", "reaction": "good_game"}) == Chat(reaction="good_game")
+    assert from_wire({"type": "chat", "text": "hi"}) == Chat(text="hi")
+    assert to_wire(Chat(reaction="oops")) == {"type": "chat", "reaction": "oops"}  # the other field absent, not nil
+    for wire in ({"type": "chat"}, {"type": "chat", "text": "hi", "reaction": "nice"}, {"type": "chat", "text": None, "reaction": None}):
+        assert "exactly one of" in refused(wire).message
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"text": ""},
+        {"text": "x" * (messages.MAX_CHAT + 1)},
+        {"text": "\U0001F600" * (messages.MAX_CHAT_BYTES // 4 + 1)},  # few characters, too many bytes
+        {"text": "bell\x07"},
+        {"text": "\x1b[2J"},
+        {"text": "abc\u202edcba"},  # a right-to-left override, which would reorder what follows on screen
+        {"text": "line\nbreak"},
+        {"reaction": "laugh"},
+    ],
+    ids=repr,
+)
+def test_a_chat_line_too_long_or_not_printable_or_an_unknown_reaction_is_bad_message(changes):
+    wire = {"type": "chat", **changes}
+    refused(wire)
+
+
+def test_a_chat_line_at_its_limits_is_accepted():
+    longest = "x" * messages.MAX_CHAT
+    assert from_wire({"type": "chat", "text": longest}).text == longest
+    widest = "\U0001F600" * (messages.MAX_CHAT_BYTES // 4)
+    assert from_wire({"type": "chat", "text": widest}).text == widest
+    assert set(messages.REACTIONS) == {from_wire({"type": "chat", "reaction": r}).reaction for r in messages.REACTIONS}

@@ -322,7 +322,8 @@ def test_examples_match_a_fresh_run_of_the_reference_host():
 def test_example_transcript_verifies():
     said: list[str] = []
     assert verify_file(VECTORS / "example_session.basra", say=said.append) == 0, said
-    assert "game 1: verified" in said
+    assert "game 1: deal and plays check out; host signature valid, guest signature valid" in said
+    assert said[-1].startswith("PROVEN: ") and said[-1].endswith("both players signed this record")
 
 
 def test_the_dns_sd_txt_keys_are_those_section_16_lists():

@@ -346,7 +346,7 @@ def test_basra_verify_exits_0_on_an_honest_transcript_and_prints_the_intermediat
         seed = next(m for _, m in parsed.records if isinstance(m, Seed) and m.game == reveal.game)
         key = shuffle.deck_key(honest_match.match_id, reveal.game, reveal.seed, seed.seed)
         deck = [card_name(c) for c in shuffle.shuffled_deck(honest_match.match_id, reveal.game, reveal.seed, seed.seed)]
-        assert f"game {reveal.game}: verified" in result.stdout
+        assert f"game {reveal.game}: deal and plays check out; host signature valid, guest signature valid" in result.stdout
         assert f"commitment  {commit.commitment.hex()}" in result.stdout
         assert f"deck key    {key.hex()}" in result.stdout
         assert f"deck[ 0:13] {' '.join(deck[:13])}" in result.stdout

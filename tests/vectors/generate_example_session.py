@@ -46,6 +46,7 @@ from basra_net.protocol.pake import GuestCodeExchange
 from basra_net.protocol.messages import (
     Away,
     Back,
+    Chat,
     Commit,
     Deal,
     Error,
@@ -94,6 +95,7 @@ def public_key(seed: bytes) -> bytes:
 
 GUEST_KEY = public_key(GUEST_PRIVATE_SEED)
 GUEST_IDENTITY = Ed25519PrivateKey.from_private_bytes(GUEST_PRIVATE_SEED)
+HOST_PLAYER_KEY = public_key(counting(0xC0))  # the host's own seat's identity (14.2); its frames are not shown
 
 
 def fixed_entropy(label: bytes):
@@ -124,6 +126,8 @@ class Script:
     illegal_first_play: bool = False  # answer the first your_turn with a move the rules forbid
     leave_at_first_turn: bool = False
     ping_before_seed: bool = False  # check that the host is there, as after a silence (5.7)
+    # Seat 0 says this before its first play, and the guest answers with a reaction (6.24).
+    host_player_says: str | None = None
     # Resuming (5.8): the guest's connection breaks right after its first play, and seat 0's
     # at its first your_turn; after `away_for` seconds the guest resumes, with a hello that
     # carries this nonce, and once it has read that seat 0 is away, seat 0 resumes too.
@@ -146,7 +150,8 @@ SCRIPTS = (
         tokens=(counting(0x70, 16), counting(0x80, 16)),
         code="K7M-2QX",
         illegal_first_play=True,
-        shown_opening=28,  # up to the deal of hand 2 ...
+        host_player_says="Good luck, Layla!",
+        shown_opening=30,  # up to the deal of hand 2 ...
         shown_at_end=8,  # ... and from the guest's last your_turn to the end
     ),
     Script(
@@ -340,6 +345,8 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
                     session.add(GUEST, repeat, data, "resent")
                     await stream.send_all(data)
             first_turn = False
+        elif isinstance(message, Chat):
+            await send(Chat(reaction="thanks"))
         elif isinstance(message, Away):
             seat_0_may_return.set()
         elif isinstance(message, MatchEnd) and record is None:
@@ -353,7 +360,7 @@ async def run_host_player(connect, script: Script, seat_0_may_return: trio.Event
     stream = await connect()
     connection = ClientConnection()
     reader = FrameReader(stream)
-    await stream.send_all(connection.send(Hello((1,), HOST_NAME, bytes(32))))
+    await stream.send_all(connection.send(Hello(PROTOCOL_VERSIONS, HOST_NAME, bytes(32), key=HOST_PLAYER_KEY)))
     first_turn = True
     while (received := await receive(reader, connection)) is not None:
         message, _ = received
@@ -365,11 +372,17 @@ async def run_host_player(connect, script: Script, seat_0_may_return: trio.Event
                 stream = await connect()
                 reader = FrameReader(stream)
                 connection.begin_resume(connection.welcome.token)
-                hello = Hello((1,), HOST_NAME, bytes(32), token=connection.welcome.token, received=connection.received)
+                hello = Hello(
+                    PROTOCOL_VERSIONS, HOST_NAME, bytes(32), token=connection.welcome.token, received=connection.received,
+                    key=HOST_PLAYER_KEY,
+                )
                 await stream.send_all(connection.send(hello))
                 answer, _ = await receive(reader, connection)
                 assert isinstance(answer, Welcome) and answer.sent == connection.received, answer
                 await stream.send_all(connection.resend())
+            if first_turn and script.host_player_says is not None:
+                # Sent with the play, so the guest reads the line before the play it comes with.
+                await stream.send_all(connection.send(Chat(text=script.host_player_says)))
             first_turn = False
             if connection.open_request is not None:
                 move = first_move(message.moves)
@@ -713,6 +726,13 @@ def describe(frame: Frame, session: Session) -> str:
         return "the guest asks whether the host is still there (here at once; normally after 10 s of silence, 5.7)."
     if isinstance(m, Pong):
         return f"the host answers ping {m.id} at once; a `pong` changes nothing in the match."
+    if isinstance(m, Chat):
+        if frame.sender == HOST:
+            return (
+                "seat 0 said this before its play, and the host relays it as it came (6.24); not a stream message, "
+                "so the count of stream messages does not change."
+            )
+        return f"the guest answers with the reaction `{m.reaction}`; the host relays it to seat 0 and sends the guest nothing back."
     return ""
 
 

@@ -1,0 +1,13 @@
+"""The choices and defaults the `basra` commands offer, owned here and read by the modules that use them.
+
+A leaf: it imports nothing, so the command line can build its parser (and
+`basra --help` answer) without loading the engine, trio or the network, and
+keeps no copies of names that live elsewhere.
+"""
+
+SCORING_PRESETS = ("egyptian", "classic")  # the engine's presets, by name (engine/scoring.py)
+DEFAULT_SCORING = "egyptian"
+BOT_LEVELS = ("search", "greedy", "random")  # strongest first
+DEFAULT_BOT = "search"
+DEFAULT_PORT = 5252
+GRACE = 120.0  # seconds a seat whose connection dropped is held for it

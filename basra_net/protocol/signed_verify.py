@@ -1,0 +1,223 @@
+"""What a format-2 transcript proves, and what it does not (PROTOCOL.md, section 14.11).
+
+The deals, plays and scores are replayed as for format 1 (verify.py); the
+signed record (record.py) is replayed from the recorded frame bodies.  Each
+thing the replay finds wrong is then weighed by what covers it:
+
+- under a valid host signature of its game (and of the result, which fixes
+  the scoring and target the replay uses), it is the host's signed word
+  against the rules: a proven cheat;
+- anywhere else it proves nothing about anyone: the record is not proven.
+
+Notes and the header's role are the writer's claims and change nothing here.
+An abandonment is the host's assertion, shown with its signed account; it is
+disputed when that account contradicts itself (the host's signed word, so a
+proven cheat) or when the seat's own records contradict it (the seat's word).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .messages import Hello, Leave
+from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
+from .transcript import Transcript, VerifyReport
+from .transcript import verify as verify_deals
+from .verify import GUEST, Discrepancy, GameCheck
+
+# How the reference client begins the note of an abandonment it disputes (its word: shown, never weighed).
+DISPUTED_ABANDONMENT = "disputed abandonment"
+
+# Discrepancies that are a broken signature: never the host's signed word, so never a proven cheat.
+_SIGNATURE_FIELDS = frozenset({"commit signature", "reveal signature"})
+
+
+class Verdict(enum.Enum):
+    PROVEN = "proven"
+    NOT_PROVEN = "not proven"
+    CHEAT = "cheat proven"
+
+
+@dataclass(frozen=True)
+class SignedGameView:
+    """One game as the record shows it: its deal check and who signed its checkpoint (None: no checkpoint recorded)."""
+
+    game: int
+    check: GameCheck | None
+    host: Status | None
+    guest: Status | None
+
+
+@dataclass
+class SignedReport:
+    deals: VerifyReport
+    context: ChannelContext | None
+    channel: ChannelRecord | None
+    verdict: Verdict
+    reason: str | None  # the cheat, or the first thing that is not proven
+    partial: bool = False
+    cut_short: bool = False
+    games: list[SignedGameView] = field(default_factory=list)
+    holds: list[str] = field(default_factory=list)  # what the record proves, in plain words
+    account: AbsenceAccount | None = None
+    dispute: str | None = None  # why the abandonment is disputed, if it is
+    disputed_in_notes: list[str] = field(default_factory=list)  # the writer's notes that dispute it (unsigned)
+    also: list[str] = field(default_factory=list)  # every other thing found wrong, after the reason
+
+    @property
+    def proven_both(self) -> bool:
+        """Every signature of both players present and valid."""
+        return self.channel is not None and _every_signature_valid(self.channel)
+
+
+def _every_signature_valid(channel: ChannelRecord) -> bool:
+    signed = [*channel.games, *([channel.result] if channel.result is not None else [])]
+    return channel.result is not None and all(s.host is Status.VALID and s.guest is Status.VALID for s in signed)
+
+
+def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
+    """Check a format-2 transcript as section 14.11 says; with partial, a record cut short reports what holds up to the cut."""
+    deals = verify_deals(parsed)
+    welcome = deals.verifier.welcome
+    hello = next((m for sender, m in parsed.records if sender == GUEST and isinstance(m, Hello)), None)
+    if welcome is None or hello is None or hello.key is None:
+        return SignedReport(deals, None, None, Verdict.NOT_PROVEN, "the record holds no hello with the guest's key and no welcome: no signature in it can be checked")
+    try:
+        context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce)
+    except RecordError as err:
+        return SignedReport(deals, None, None, Verdict.NOT_PROVEN, str(err))
+    channel = ChannelRecord(context, welcome.scoring, welcome.target)
+    broken: RecordError | None = None
+    cut_short = False
+    try:
+        channel.replay(parsed.bodies)
+        channel.finish()
+    except RecordError as err:
+        cut_short = err.what == "cut short"
+        broken = None if cut_short else err
+    report = SignedReport(deals, context, channel, Verdict.PROVEN, None, partial=partial, cut_short=cut_short)
+    checks = {check.game: check for check in deals.checks}
+    signed = {g.link.game: g for g in channel.games}
+    for game in sorted(checks.keys() | signed.keys()):
+        record = signed.get(game)
+        report.games.append(SignedGameView(game, checks.get(game), record and record.host, record and record.guest))
+    result_signed = channel.result is not None and channel.result.host is Status.VALID
+    if channel.result is not None:
+        report.account = channel.result.account
+
+    cheats: list[str] = []
+    unproven: list[str] = []
+    for problem in deals.problems:
+        record = signed.get(problem.game) if problem.game is not None else None
+        covered = record.host is Status.VALID if record is not None else result_signed
+        if problem.field in _SIGNATURE_FIELDS:
+            unproven.append(str(problem))
+        elif problem.culprit is not None:  # a hidden deal's step, proven false by its own proof (15.16)
+            cheats.append(str(problem))
+        elif covered and result_signed:
+            cheats.append(f"the host signed it: {problem}")
+        elif covered:
+            unproven.append(f"{problem} (not proven: the host signs the scoring and target it was played under only with the result)")
+        elif not (partial and cut_short):
+            unproven.append(f"{problem} (under no valid host signature)")
+    if report.account is not None:
+        contradictions = account_contradictions(report.account)
+        if contradictions:
+            report.dispute = f"the host's signed account contradicts itself: {contradictions[0]}"
+            cheats.append(report.dispute)
+        else:
+            report.dispute = _disputed_by_the_record(parsed, context, channel, report.account)
+        report.disputed_in_notes = [note.text for note in parsed.notes if DISPUTED_ABANDONMENT in note.text]
+    missing = _missing_countersignatures(channel, cut_at_the_end=partial and cut_short)
+
+    if cheats:
+        report.verdict, report.reason = Verdict.CHEAT, cheats[0]
+    elif broken is not None:
+        report.verdict, report.reason = Verdict.NOT_PROVEN, str(broken)
+    elif cut_short and not partial:
+        report.verdict, report.reason = Verdict.NOT_PROVEN, (
+            f"the record is cut short: it ends {_where_it_ends(channel)} (--partial shows what holds up to there)"
+        )
+    elif unproven:
+        report.verdict, report.reason = Verdict.NOT_PROVEN, unproven[0]
+    elif missing and not partial:
+        report.verdict, report.reason = Verdict.NOT_PROVEN, f"not signed by both players: the guest did not countersign {missing[0]}"
+    elif report.dispute is not None:
+        report.verdict, report.reason = Verdict.NOT_PROVEN, f"the abandonment is disputed: {report.dispute}"
+    report.also = [problem for problem in [*cheats, *unproven] if problem != report.reason]
+    report.holds = _what_holds(report, missing)
+    return report
+
+
+def _where_it_ends(channel: ChannelRecord) -> str:
+    signed = [g.link.game for g in channel.games if g.host is Status.VALID]
+    after = f"after the host's signature of game {signed[-1]}" if signed else "before the host signed any game"
+    return f"{after}, {'before the match ended' if channel.result is None else 'before the host signed the result'}"
+
+
+def _missing_countersignatures(channel: ChannelRecord, *, cut_at_the_end: bool) -> list[str]:
+    """What the host signed and the guest did not; with a cut at the end, the last such may have been cut off.
+
+    Without --partial a missing countersignature fails the record: else a host
+    could re-play the guest's plays, sign them and leave the guest's out.
+    """
+    owed = [(f"game {g.link.game}", g) for g in channel.games if g.host is Status.VALID]
+    if channel.result is not None and channel.result.host is Status.VALID:
+        owed.append(("the result", channel.result))
+    missing = [what for what, signed in owed if signed.guest is Status.MISSING]
+    if cut_at_the_end and missing and owed and missing[-1] == owed[-1][0]:
+        missing.pop()
+    return missing
+
+
+def _disputed_by_the_record(parsed: Transcript, context: ChannelContext, channel: ChannelRecord, account: AbsenceAccount) -> str | None:
+    """What the seat's own records (which it does not sign) say against the host's account, or None.
+
+    Away past the grace period is not judged here: whether the `match_end`
+    came live or in a resume's replay is known to the seat alone, since a
+    resume's welcome is not recorded (section 11.3).
+    """
+    if account.absent_seat != context.guest_seat:
+        return None
+    ending = account.events[-1].kind
+    if ending == "left" and not any(sender == GUEST and isinstance(m, Leave) for sender, m in parsed.records):
+        return f"the host says seat {account.absent_seat} left, and the record holds no leave from it (the seat's word)"
+    if ending == "unsigned" and channel.games and all(g.guest is Status.VALID for g in channel.games):
+        return f"the host says seat {account.absent_seat} did not countersign, and the record holds its every countersignature (the seat's word)"
+    return None
+
+
+def _what_holds(report: SignedReport, missing: list[str]) -> list[str]:
+    """The plain-words summary of what the record proves (only when nothing in it is wrong)."""
+    if report.verdict is not Verdict.PROVEN or report.channel is None or report.context is None:
+        return []
+    channel = report.channel
+    signed_games = [g for g in report.games if g.host is Status.VALID]
+    holds = []
+    if report.deals.verifier.hidden and signed_games:
+        holds.append("no one saw a card before its time: every unmasking and reveal is proven, and both locked decks hold the 52 cards")
+    elif report.context.fair_deal and signed_games:
+        holds.append("the host committed to its seed before the guest's seed was sent")
+        holds.append("each deck follows from both seeds")
+    if signed_games:
+        holds.append("every play was legal, every score right")
+    if report.proven_both:
+        holds.append("both players signed this record")
+    else:
+        both = [f"game {g.game}" for g in signed_games if g.guest is Status.VALID]
+        if channel.result is not None and channel.result.guest is Status.VALID:
+            both.append("the result")
+        if both:
+            holds.append(f"both players signed {_listed(both)}")
+        if missing:
+            holds.append(f"the host alone signed {_listed(missing)}")
+    if report.account is not None:
+        holds.append(f"the host asserts that seat {report.account.absent_seat} abandoned the match: a transcript cannot prove that")
+    if report.cut_short:
+        holds.append(f"nothing after the cut is proven: the record ends {_where_it_ends(channel)}")
+    return holds
+
+
+def _listed(things: list[str]) -> str:
+    return things[0] if len(things) == 1 else f"{', '.join(things[:-1])} and {things[-1]}"

@@ -1,0 +1,253 @@
+"""The shared journal of `basra serve`: group commit, frames held until their records are on disk, a torn tail, rotation, failure."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+import trio
+
+from basra_net.host import journal as journal_module
+from basra_net.host.journal import JournalError
+from basra_net.host.outbox import Outbox
+from basra_net.host.replay import JournalMismatch, read_records
+from basra_net.host.serve_journal import SERVE_MAGIC, ServeJournal
+from basra_net.host.table import outgoing
+from basra_net.protocol.framing import FrameDecoder
+from basra_net.protocol.messages import Ping, from_wire
+
+from .test_outbox import _seated
+
+HEADER = {"host_key": bytes(32), "port": 6000}
+
+
+def _table_header(number: int) -> dict:
+    return {"type": "header", "name": str(number), "match_id": bytes([number]) * 16, "scoring": "egyptian", "target": 101}
+
+
+def _resume(path: Path, **options) -> tuple[ServeJournal, dict[str, list[dict]]]:
+    """The log continued, and the records of each open table by its name."""
+    journal, _, tables = ServeJournal.resume(path, **options)
+    return journal, {header["name"]: records for _, header, records in tables}
+
+
+async def _committed(table_log) -> None:
+    with trio.fail_after(10):
+        assert await table_log.durable()
+
+
+async def test_the_records_of_many_tables_are_made_durable_with_one_fsync(tmp_path):
+    path = tmp_path / "serve.journal"
+    journal = ServeJournal.create(path, HEADER)
+    logs = [journal.open_table(_table_header(number)) for number in range(1, 21)]
+    for number, log in enumerate(logs, start=1):
+        log.append({"type": "seat", "seat": 0, "n": number})
+        log.append({"type": "play", "seat": 0, "n": number})
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(journal.run)
+        for log in logs:
+            await _committed(log)
+        nursery.cancel_scope.cancel()
+    # 20 tables opened and 40 records: all queued before the committer ran, so one batch.
+    assert journal.fsyncs == 1
+    journal.close()
+    again, tables = _resume(path)
+    again.close()
+    assert sorted(tables, key=int) == [str(n) for n in range(1, 21)]
+    assert tables["7"] == [{"type": "seat", "seat": 0, "n": 7}, {"type": "play", "seat": 0, "n": 7}]
+    assert path.read_bytes().startswith(SERVE_MAGIC)
+
+
+async def test_a_frame_sent_after_a_record_leaves_only_once_the_record_is_on_disk(tmp_path, monkeypatch):
+    journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
+    log = journal.open_table(_table_header(1))
+    host_end, peer = socket.socketpair()
+    peer.setblocking(False)
+    with host_end, peer:
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(host_end))
+        outbox = Outbox(64, _seated(), stream)
+        outbox.hold_until_durable(log)
+        writer_idle = trio.Event()
+        outbox._writer_waiting = writer_idle  # as a writer task waiting for work: flush writes at once
+        await _commit_all(journal)
+        log.append({"type": "play", "seat": 0})
+        outbox.send_nowait(outgoing(Ping(1)))
+        outbox.send_nowait(outgoing(Ping(2)))  # behind a held frame, held too
+        outbox.flush()
+        with pytest.raises(BlockingIOError):
+            peer.recv(100)  # nothing has left: the play is not on disk
+        on_disk = []
+        real_write = journal_module.os.write
+
+        def watching_write(fd, data):
+            on_disk.append(len(data))
+            return real_write(fd, data)
+
+        monkeypatch.setattr(journal_module.os, "write", watching_write)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(journal.run)
+            await _committed(log)
+            nursery.cancel_scope.cancel()
+        assert on_disk  # the record was written (and fsynced) before the frames went out
+        decoder = FrameDecoder()
+        decoder.feed(peer.recv(1000))
+        assert [from_wire(wire) for wire in decoder] == [Ping(1), Ping(2)]
+        # With the journal caught up, a frame goes out at once.
+        outbox.send_nowait(outgoing(Ping(3)))
+        outbox.flush()
+        decoder.feed(peer.recv(1000))
+        assert [from_wire(wire) for wire in decoder] == [Ping(3)]
+    journal.close()
+
+
+async def _commit_all(journal: ServeJournal) -> None:
+    """Commit everything queued so far (the committer run until it has caught up)."""
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(journal.run)
+            while journal._durable < journal._appended:
+                await trio.sleep(0.001)
+            nursery.cancel_scope.cancel()
+
+
+async def _write_log(path: Path, batches: list[list[tuple[int, dict]]]) -> ServeJournal:
+    """A log whose tables (by number) get these records, each inner list committed as one batch."""
+    journal = ServeJournal.create(path, HEADER)
+    logs = {}
+    for batch in batches:
+        for number, record in batch:
+            if number not in logs:
+                logs[number] = journal.open_table(_table_header(number))
+            logs[number].append(record)
+        await _commit_all(journal)
+    return journal
+
+
+async def test_a_torn_last_batch_is_ignored_and_cut_off_and_the_log_continues(tmp_path):
+    path = tmp_path / "serve.journal"
+    journal = await _write_log(path, [[(1, {"type": "seed", "n": 1})], [(2, {"type": "seed", "n": 2})]])
+    journal.close()
+    whole = path.read_bytes()
+    # The crash cut the last batch short: table 2 was never acknowledged.
+    for cut in (1, 10, 40):
+        path.write_bytes(whole[:-cut])
+        again, tables = _resume(path)
+        again.close()
+        assert tables == {"1": [{"type": "seed", "n": 1}]}, cut
+    # A last batch whose bytes did not all reach the disk: its check fails, and it is the file's tail.
+    damaged = bytearray(whole)
+    damaged[-40] ^= 0xFF
+    path.write_bytes(bytes(damaged))
+    again, tables = _resume(path)
+    assert tables == {"1": [{"type": "seed", "n": 1}]}
+    assert path.stat().st_size < len(whole)  # the torn batch is cut off before anything is added
+    log = next(iter(again._tables.values()))
+    log.append({"type": "play", "n": 3})
+    await _commit_all(again)
+    again.close()
+    again, tables = _resume(path)
+    again.close()
+    assert tables == {"1": [{"type": "seed", "n": 1}, {"type": "play", "n": 3}]}
+
+
+async def test_damage_before_the_last_batch_is_refused_with_a_clear_message(tmp_path):
+    path = tmp_path / "serve.journal"
+    journal = await _write_log(path, [[(1, {"type": "seed", "n": n})] for n in range(3)])
+    journal.close()
+    data = bytearray(path.read_bytes())
+    data[len(SERVE_MAGIC) + 60] ^= 0x01  # inside the header or the first batch, with batches after it
+    path.write_bytes(bytes(data))
+    with pytest.raises(JournalError, match="damaged"):
+        ServeJournal.resume(path)
+    path.write_bytes(b"basra-net journal 1\n")
+    with pytest.raises(JournalError, match="not a basra-net journal"):
+        ServeJournal.resume(path)
+
+
+async def test_a_closed_table_is_not_resumed_and_rotation_keeps_only_open_tables(tmp_path):
+    path = tmp_path / "serve.journal"
+    journal = ServeJournal.create(path, HEADER, rotate_at=4096)
+    over, open_ = journal.open_table(_table_header(1)), journal.open_table(_table_header(2))
+    for n in range(100):
+        over.append({"type": "play", "n": n, "padding": bytes(40)})
+    await _commit_all(journal)
+    over.close()
+    size_before = path.stat().st_size
+    assert size_before > 4096
+    open_.append({"type": "play", "n": 0})
+    await _commit_all(journal)
+    # The file was replaced by one holding only table 2's records.
+    assert path.stat().st_size < 1024 < size_before
+    assert not path.with_name(path.name + ".new").exists()
+    open_.append({"type": "play", "n": 1})
+    await _commit_all(journal)
+    journal.close()
+    again, tables = _resume(path)
+    again.close()
+    assert tables == {"2": [{"type": "play", "n": 0}, {"type": "play", "n": 1}]}
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+async def test_a_journal_with_no_table_left_is_removed_when_closed(tmp_path):
+    path = tmp_path / "serve.journal"
+    journal = ServeJournal.create(path, HEADER)
+    log = journal.open_table(_table_header(1))
+    log.append({"type": "end"})
+    log.close()
+    journal.close()  # commits the queued records, then finds no table to resume
+    assert not path.exists()
+
+
+async def test_a_write_that_fails_tells_the_server_once_and_the_journal_is_not_left_to_resume(tmp_path):
+    path = tmp_path / "serve.journal"
+    journal = ServeJournal.create(path, HEADER)
+    log = journal.open_table(_table_header(1))
+    await _commit_all(journal)
+    host_end, peer = socket.socketpair()
+    peer.setblocking(False)
+    failures = []
+
+    def on_failure(message: str) -> None:
+        try:
+            failures.append((message, peer.recv(100, socket.MSG_PEEK)))
+        except BlockingIOError:
+            failures.append((message, b""))
+
+    journal.on_failure = on_failure
+    with host_end, peer:
+        outbox = Outbox(64, _seated(), trio.SocketStream(trio.socket.from_stdlib_socket(host_end)))
+        outbox.hold_until_durable(log)
+        outbox._writer_waiting = trio.Event()
+        log.append({"type": "play", "seat": 0})
+        outbox.send_nowait(outgoing(Ping(1)))
+
+        # The disk fills: /dev/full refuses every write with ENOSPC.
+        os.close(journal._writer._fd)
+        journal._writer._fd = os.open("/dev/full", os.O_WRONLY)
+        with trio.fail_after(10):
+            await journal.run()
+        assert not await log.durable()  # a welcome waiting for the journal is refused
+        # The server stops every table then and there: the held frame goes out ahead of its last words.
+        decoder = FrameDecoder()
+        decoder.feed(peer.recv(1000))
+        assert [from_wire(wire) for wire in decoder] == [Ping(1)]
+    ((message, sent_before),) = failures
+    assert sent_before == b""  # nothing had left while the play was not on disk
+    assert "\n" not in message and "could not be written: no space left on device" in message
+    journal.close()
+    assert not path.exists()  # every player is told the server stopped: nothing is left to resume
+
+
+def _seat(seat: int, name: str) -> dict:
+    return {"type": "seat", "seat": seat, "name": name, "nonce": name.encode() * 4, "versions": [2], "table": None,
+            "code": None, "version": 2, "token": name.encode() * 2}
+
+
+def test_a_seat_given_up_before_the_match_is_not_brought_back():
+    # Under `basra serve` either seat may be given up before the match starts, and taken by someone else.
+    seats, _ = read_records([_seat(0, "Amr"), {"type": "free", "seat": 0}, _seat(1, "Dina"), _seat(0, "Omar")])
+    assert [(seat, entry.name) for seat, entry in seats] == [(0, "Omar"), (1, "Dina")]
+    with pytest.raises(JournalMismatch, match="before both seats were taken"):
+        read_records([_seat(0, "Amr"), _seat(1, "Dina"), {"type": "free", "seat": 1}])
