@@ -207,8 +207,6 @@ def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_l
     assert code == 0, out
     assert "Host resumed seat 0 after 0 of" in out and "Bot resumed seat 1 after 0 of" in out
     assert "the match is over" in out and "failed a check" not in out
-    checked = verify(env, host_file)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
     kept = transcript.parse(host_file.read_bytes()).records
     assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
 
