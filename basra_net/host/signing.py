@@ -63,9 +63,13 @@ class ChannelSigning:
     def countersignature(entry: Seat, message: Message) -> bool:
         """Take the seat's countersignature: True when it holds; RecordError when it does not (bad_signature).
 
-        False for the same one again, which a seat resumed sends (5.8), and for anything but a `sig`.
+        False for the same one again, which a seat resumed sends (5.8), for one of an earlier statement whose
+        time passed as the host went on (a game cut off by the match's end), and for anything but a `sig`.
         """
         if not isinstance(message, Sig) or message == entry.countersigned or entry.record is None:
+            return False
+        open_now = entry.record.open_for_countersignature
+        if open_now is not None and message.count < open_now[2]:
             return False
         entry.record.guest_sig(to_wire(message))
         entry.countersigned = message

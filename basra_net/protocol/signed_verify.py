@@ -20,11 +20,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .messages import Hello, Leave
+from .messages import Deal, Hello, Leave
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
 from .transcript import Transcript, VerifyReport
 from .transcript import verify as verify_deals
-from .verify import GUEST, Discrepancy, GameCheck
+from .verify import GUEST, HOST, Discrepancy, GameCheck
 
 # How the reference client begins the note of an abandonment it disputes (its word: shown, never weighed).
 DISPUTED_ABANDONMENT = "disputed abandonment"
@@ -108,10 +108,14 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
 
     cheats: list[str] = []
     unproven: list[str] = []
+    dealt = {m.game for sender, m in parsed.records if sender == HOST and isinstance(m, Deal)}
     for problem in deals.problems:
         record = signed.get(problem.game) if problem.game is not None else None
         covered = record.host is Status.VALID if record is not None else result_signed
         if problem.field in _SIGNATURE_FIELDS:
+            unproven.append(str(problem))
+        elif problem.field == "reveal" and problem.game not in dealt:
+            # The guest's seed is signed only at the game's checkpoint: with no deal, nothing signed shows that it arrived.
             unproven.append(str(problem))
         elif covered and result_signed:
             cheats.append(f"the host signed it: {problem}")

@@ -436,6 +436,27 @@ def test_a_format_1_commit_with_an_invalid_signature_and_no_reveal_is_named(hone
     assert f"FAILED: game {game}: commit signature: expected valid under the host key, found invalid (a commitment never revealed)" in done.stdout
 
 
+def walked_away_after_the_seed(a: Played, *, dealt: bool) -> Records:
+    """Match A's records to game 2's seed (and its first deal), then the host's own seat gone: the result signed by both."""
+    last = "deal" if dealt else "seed"
+    messages = a.messages[: next(i for i, (s, m) in enumerate(a.messages) if m["type"] == last and m["game"] == 2) + 1]
+    end = next(m for s, m in a.messages if m["type"] == "match_end")
+    totals = next(m for s, m in reversed(messages) if m["type"] == "game_end")["totals"]
+    messages.append(("host", {**end, "winner": 1, "totals": totals}))
+    account = AbsenceAccount(absent_seat=0, grace=20, events=(AbsenceEvent("left", 1_764_500_000_000, 80),))
+    return sign_channel(a.context, a.welcome.scoring, a.welcome.target, HOST_IDENTITY, messages, evidence=account)
+
+
+def test_a_fixed_deal_left_unrevealed_is_a_cheat_only_once_the_host_dealt_from_it(matches, basra_command, tmp_path):
+    a, _ = matches
+    seed_only = basra_verify(basra_command, write(tmp_path / "seed.basra", walked_away_after_the_seed(a, dealt=False)))
+    assert seed_only.returncode == 1, seed_only.stdout
+    assert "NOT PROVEN: game 2: reveal: expected the host seed after the seed exchange" in seed_only.stdout
+    dealt = basra_verify(basra_command, write(tmp_path / "dealt.basra", walked_away_after_the_seed(a, dealt=True)))
+    assert dealt.returncode == 3, dealt.stdout
+    assert "CHEAT PROVEN: the host signed it: game 2: reveal: expected the host seed after the seed exchange" in dealt.stdout
+
+
 # --- basra replay ---------------------------------------------------------------------------------
 
 
