@@ -36,7 +36,7 @@ from ..engine import Move
 from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
 from ..engine.scoring import PRESETS
 from ..protocol.fingerprint import key_fingerprint
-from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, Welcome, YourTurn
+from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, YourTurn
 from .narration import REACTION_WORDS, describe
 from .players import Controls
 from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode

@@ -36,7 +36,6 @@ copied to a new file, which replaces the old one only once it is on disk.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 

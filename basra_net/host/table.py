@@ -248,11 +248,12 @@ class Table:
         self._signing.open(seat, entry, self.match.preset.name, self.match.target)
 
     def _record_handshake(self, seat: int, entry: Seat) -> None:
-        """The host's transcript is seat 1's channel: in format 2 when the seat speaks version 2."""
+        """The host's transcript is seat 1's channel: in format 2 when that channel is signed (version 2, over
+        the network); a local seat's (the bot's) has no signatures to keep, and is written in format 1."""
         if seat != 1:
             return
         if self.transcript is not None:
-            self.transcript.format = SIGNED_FORMAT if entry.version >= 2 else FORMAT
+            self.transcript.format = SIGNED_FORMAT if entry.record is not None else FORMAT
         self._record(GUEST, entry.hello)
         self._record(HOST, self._welcome(seat))
 

@@ -14,7 +14,6 @@ count), os.urandom unless a test or the vectors pass a fixed one.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import struct

@@ -85,7 +85,7 @@ def test_join_without_an_address_finds_the_host_in_the_other_namespace_and_plays
         _stop(host)
     assert join.returncode == 0, join.stdout + join.stderr
     assert host.returncode == 0
-    assert f"joining Hoda on " in join.stdout and f"at {host_addr}" in join.stdout
+    assert "joining Hoda on " in join.stdout and f"at {host_addr}" in join.stdout
     assert "match over" in join.stdout
     for transcript in (host_transcript, join_transcript):
         verified = subprocess.run(basra_command("verify", str(transcript)), capture_output=True, text=True, env=basra_env, timeout=60)

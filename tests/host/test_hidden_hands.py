@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 import trio
 
 from basra_net.client.players import BotPlayer

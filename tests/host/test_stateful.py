@@ -56,7 +56,6 @@ from basra_net.protocol.errors import (
 from basra_net.protocol.framing import MAX_FRAME, encode_frame
 from basra_net.protocol.record import ChannelContext, ChannelRecord
 from basra_net.identity import public_key_bytes
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.protocol.messages import (
     PROTOCOL_VERSIONS,
     Commit,

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from basra_net.client.players import BotPlayer, Choice, Quit
-from basra_net.client.tui import HelpScreen, LeaveScreen, ResultScreen, Tile
+from basra_net.client.tui import HelpScreen, LeaveScreen, ResultScreen
 from basra_net.engine import Move
 from basra_net.engine.cards import card_name, parse_card
 from basra_net.engine.scoring import GameScore

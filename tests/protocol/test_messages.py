@@ -8,13 +8,12 @@ from hypothesis import strategies as st
 
 from basra_net.engine.cards import card_name, parse_card
 from basra_net.engine.events import Move
-from basra_net.engine.scoring import PRESETS, GameScore
+from basra_net.engine.scoring import GameScore
 from basra_net.protocol.errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from basra_net.protocol import messages
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 from basra_net.protocol.text import is_name, is_printable
 from basra_net.protocol.messages import (
-    MATCH_END_REASONS,
     MAX_MOVES,
     MAX_NAME,
     MAX_TEXT,

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import pytest
