@@ -24,7 +24,7 @@ from .messages import Deal, Hello, Leave
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
 from .transcript import Transcript, VerifyReport
 from .transcript import verify as verify_deals
-from .verify import GUEST, HOST, Discrepancy, GameCheck
+from .verify import GUEST, HOST, GameCheck
 
 # How the reference client begins the note of an abandonment it disputes (its word: shown, never weighed).
 DISPUTED_ABANDONMENT = "disputed abandonment"
