@@ -77,9 +77,9 @@ def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(
     host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
     guest = None
     try:
-        waiting = host.wait_for("Join code: tulip-42")
-        assert f"basra join 127.0.0.1:{port} --code tulip-42" in waiting
-        assert "Waiting for the other player to sit down" in waiting
+        host.wait_for("Join code: tulip-42")
+        waiting = host.wait_for("Waiting for the other player to sit down")  # drawn a moment after the code on a loaded machine
+        assert f"basra join 127.0.0.1:{port} --code tulip-42" in waiting and "Join code: tulip-42" in waiting
         time.sleep(1.0)
         assert f"basra join 127.0.0.1:{port} --code tulip-42" in host.screen()  # still there while nobody sits
         guest = Terminal(["join", f"127.0.0.1:{port}", "--code", "tulip-42", "--name", "Omar"], env, tmp_path)

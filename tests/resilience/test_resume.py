@@ -139,7 +139,9 @@ async def test_a_cut_before_the_hosts_signature_of_the_result_ends_the_match_wit
 
 
 async def test_several_cuts_in_one_match_each_resumed(tmp_path):
-    cuts = [Cut(TO_PLAYER, "played", nth=n, reset=n % 2 == 0) for n in (3, 9, 20, 41, 60)] + [Cut(TO_HOST, "seed", nth=2)]
+    # Five cuts inside the first game's 48 plays, so all five happen even when one game decides the match;
+    # the seed of a second game, when there is one, is cut as well.
+    cuts = [Cut(TO_PLAYER, "played", nth=n, reset=n % 2 == 0) for n in (3, 9, 20, 30, 41)] + [Cut(TO_HOST, "seed", nth=2)]
     result, host, proxy = await play_through(tmp_path, cuts, target=61)
     assert result.exit_code == EXIT_OK, result.reason
     assert proxy.cuts_made >= 5
