@@ -39,8 +39,11 @@ def open_private(path: Path) -> BinaryIO:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Replace the whole file at once (a temporary beside it, then a rename), open to its owner only."""
-    temporary = path.with_name(path.name + ".tmp")
+    """Replace the whole file at once (a temporary beside it, then a rename), open to its owner only.
+
+    The temporary is this process's own: two players sharing a data directory may write the same file at once.
+    """
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with open_private(temporary) as file:
         file.write(data)
     os.replace(temporary, path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,19 @@ def test_a_file_made_once_is_never_overwritten(tmp_path):
     assert create_private(path, b"first")
     assert not create_private(path, b"second")
     assert path.read_bytes() == b"first" and mode(path) == 0o600 and [p.name for p in tmp_path.iterdir()] == ["key"]
+
+
+def test_two_processes_replacing_one_file_at_once_never_fail(tmp_path):
+    # Two players sharing a data directory write its tickets file at the same moments.
+    target = tmp_path / "tickets.json"
+    writer = (
+        "import sys; from pathlib import Path; from basra_net.files import write_private\n"
+        "for n in range(300): write_private(Path(sys.argv[1]), sys.argv[2].encode() * 200)\n"
+    )
+    writers = [subprocess.Popen([sys.executable, "-c", writer, str(target), mark]) for mark in "ab"]
+    assert [process.wait(timeout=60) for process in writers] == [0, 0]
+    assert target.read_bytes() in (b"a" * 200, b"b" * 200)
+    assert [path.name for path in tmp_path.iterdir()] == ["tickets.json"]  # no temporary left behind
 
 
 def test_the_guest_identity_is_made_once_beside_the_pins_and_kept(data_home):
