@@ -390,15 +390,16 @@ class Table:
         return message
 
     async def _next_from_any(
-        self, seats: tuple[int, ...], kind: type, accept: Callable[[int, Any], bool], patience: float | None = None
+        self, seats: tuple[int, ...], kind: type | tuple[type, ...], accept: Callable[[int, Any], bool], patience: float | None = None
     ) -> tuple[int, Message]:
-        """The next message of this kind from any of these seats that ``accept`` takes, and its sender; as ``_next_from``."""
+        """The next message of this kind (or these kinds) from any of these seats that ``accept`` takes, and its sender; as ``_next_from``."""
         replayed = self._replay.next()
         if replayed is not None:
             sender, message = replayed
             if sender not in seats or not isinstance(message, kind) or not accept(sender, message):
                 awaited = " or ".join(map(str, seats))
-                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kind.TYPE} from seat {awaited}")
+                kinds = " or ".join(k.TYPE for k in (kind if isinstance(kind, tuple) else (kind,)))
+                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kinds} from seat {awaited}")
             if sender == 1:
                 self._record(GUEST, message)
             return sender, message
@@ -429,29 +430,6 @@ class Table:
                     raise MatchAbandoned(late, f"{self.seating.name(late)} did not countersign within {patience:.0f} s", "unsigned")
         finally:
             self._answer_by = math.inf
-
-    async def _next_of(self, seats: tuple[int, ...], kinds: tuple[type, ...], accept: Callable[[Any], bool]) -> tuple[int, Message]:
-        """The next message of one of these kinds from one of these seats that ``accept`` takes, and its sender."""
-        replayed = self._replay.next()
-        if replayed is not None:
-            sender, message = replayed
-            if sender not in seats or not isinstance(message, kinds) or not accept(message):
-                raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits another step")
-            if sender == 1:
-                self._record(GUEST, message)
-            return sender, message
-        taken: list[int] = []
-
-        def taking(sender: int, message: object) -> bool:
-            if sender in seats and isinstance(message, kinds) and accept(message):
-                taken.append(sender)
-                return True
-            return False
-
-        while True:
-            message = await self._take_input(taking)
-            if message is not None:
-                return taken[-1], message
 
     async def _countersignatures(self) -> None:
         """Every signed channel's countersignature of what the host just signed, before the match goes on.
@@ -728,7 +706,7 @@ class Table:
         The audit's relays are held and returned, for _audited."""
         held = []  # the audit scalars go out once both are in (_audited)
         while referee.due:
-            seat, message = await self._next_of(referee.due, (Lock, Open, Audit), referee.fresh)
+            seat, message = await self._next_from_any(referee.due, (Lock, Open, Audit), lambda sender, message: referee.fresh(message))
             try:
                 relay = referee.take(seat, message)
             except HiddenDealError as err:
