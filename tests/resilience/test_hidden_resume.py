@@ -17,11 +17,12 @@ from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import EXIT_OK
 from basra_net.client.verify_file import EXIT_VERIFIED, verify_file
-from basra_net.host.server import HostSettings, run_host
+from basra_net.host.server import HostSettings
 from basra_net.protocol import transcript
 from basra_net.protocol.messages import Lock, Open, Played
 
-from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
+from .cutting_proxy import TO_HOST, TO_PLAYER, Cut
+from .test_resume import host_behind_proxy
 
 TEST_DEADLINE = 60
 
@@ -55,16 +56,9 @@ async def test_a_party_cut_off_resumes_and_the_match_completes_with_every_play_o
         port=0, bind="127.0.0.1", name="Hoda", target=31, transcript=tmp_path / "host.basra", tls=False, grace=20,
         hidden_hands=True,
     )
-    outcome = []
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
-
-            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
-                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
-
-            port = await nursery.start(host)
-            proxy = CuttingProxy(port, [cut])
-            proxy_port = await nursery.start(proxy.serve)
+            outcome, proxy, proxy_port = await host_behind_proxy(nursery, settings, [cut])
             join = JoinSession(
                 "127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), tmp_path / "guest.basra", plain=True, hidden_hands=True
             )

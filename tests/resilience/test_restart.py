@@ -21,13 +21,13 @@ from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import EXIT_OK
 from basra_net.client.storage import RESUME_FILE, ResumeTicket, ResumeTickets, TranscriptFile, data_dir
-from basra_net.host.server import HostSettings, run_host
+from basra_net.host.server import HostSettings
 from basra_net.host.table import END_LINGER
 from basra_net.protocol import transcript
 
 from ..signed_channels import channel_of, signed_by_both
-from .cutting_proxy import TO_HOST, TO_PLAYER, Cut, CuttingProxy
-from .test_resume import plays
+from .cutting_proxy import TO_HOST, TO_PLAYER, Cut
+from .test_resume import host_behind_proxy, plays
 
 TEST_DEADLINE = 60
 
@@ -72,16 +72,9 @@ OPEN_MOMENTS = [
 async def test_a_join_run_again_after_it_stopped_with_a_request_open_answers_it(tmp_path, cut, answer_kept):
     settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=151, transcript=tmp_path / "host.basra", tls=False, grace=20)
     guest_file = tmp_path / "guest.basra"
-    outcome = []
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
-
-            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
-                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
-
-            port = await nursery.start(host)
-            proxy = CuttingProxy(port, [cut])
-            proxy_port = await nursery.start(proxy.serve)
+            outcome, proxy, proxy_port = await host_behind_proxy(nursery, settings, [cut])
             first = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, resumable=False)
             stopped = await first.run()
             assert proxy.cuts_made == 1 and stopped.exit_code != EXIT_OK and stopped.cut_off, stopped.reason
@@ -108,16 +101,9 @@ async def test_a_join_run_again_after_it_stopped_on_the_match_end_takes_the_end_
     # still holds the table, it takes the end again and leaves at once.
     settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=1, transcript=tmp_path / "host.basra", tls=False, grace=20)
     guest_file = tmp_path / "guest.basra"
-    outcome = []
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
-
-            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
-                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
-
-            port = await nursery.start(host)
-            proxy = CuttingProxy(port, [Cut(TO_HOST, "leave")])
-            proxy_port = await nursery.start(proxy.serve)
+            outcome, proxy, proxy_port = await host_behind_proxy(nursery, settings, [Cut(TO_HOST, "leave")])
             first = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, resumable=False).run()
             assert first.exit_code == EXIT_OK and proxy.cuts_made == 1
             welcome = transcript.parse(guest_file.read_bytes()).records[1][1]

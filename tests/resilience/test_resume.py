@@ -48,21 +48,26 @@ def plays(path: Path) -> list[Played]:
     return [m for sender, m in transcript.parse(path.read_bytes()).records if isinstance(m, Played)]
 
 
+async def host_behind_proxy(nursery: trio.Nursery, settings: HostSettings, cuts: list[Cut]) -> tuple[list, CuttingProxy, int]:
+    """A host with a greedy bot in its own seat, the cutting proxy in front of it: (its outcome once it ends, the proxy, the proxy's port)."""
+    outcome = []
+
+    async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
+
+    port = await nursery.start(host)
+    proxy = CuttingProxy(port, list(cuts))
+    return outcome, proxy, await nursery.start(proxy.serve)
+
+
 async def play_through(tmp_path: Path, cuts: list[Cut], *, grace: float = 20, target: int = 31, resumable: bool = True):
     """A whole match, the joining player behind the cutting proxy; (join result, host outcome, proxy)."""
     settings = HostSettings(
         port=0, bind="127.0.0.1", name="Hoda", target=target, transcript=tmp_path / "host.basra", tls=False, grace=grace
     )
-    outcome = []
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
-
-            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
-                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
-
-            port = await nursery.start(host)
-            proxy = CuttingProxy(port, list(cuts))
-            proxy_port = await nursery.start(proxy.serve)
+            outcome, proxy, proxy_port = await host_behind_proxy(nursery, settings, list(cuts))
             join = JoinSession(
                 "127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), tmp_path / "guest.basra", plain=True, resumable=resumable
             )
@@ -229,16 +234,9 @@ async def test_a_cut_in_the_code_exchange_is_retried_with_a_fresh_exchange_and_t
     settings = HostSettings(
         port=0, bind="127.0.0.1", name="Hoda", target=31, transcript=tmp_path / "host.basra", tls=False, code="K7M2QX"
     )
-    outcome = []
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
-
-            async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
-                outcome.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
-
-            port = await nursery.start(host)
-            proxy = CuttingProxy(port, [cut])
-            proxy_port = await nursery.start(proxy.serve)
+            outcome, proxy, proxy_port = await host_behind_proxy(nursery, settings, [cut])
 
             async def connect() -> trio.abc.Stream:
                 return await trio.open_tcp_stream("127.0.0.1", proxy_port)
