@@ -355,13 +355,15 @@ async def run_case(report: Report, section: str, name: str, case: Callable[[], A
     return True
 
 
-async def check_match(target: Target, report: Report) -> None:
+async def check_match(target: Target, report: Report) -> int | None:
+    """The version-1 match; the seat the host gave the checker's first player, if any."""
     seat = Seat(target, report)
     try:
         await _play_match(seat)
     finally:
         if seat.wire is not None:
             await seat.wire.close()
+    return None if seat.welcome is None else seat.welcome.seat
 
 
 async def _play_match(seat: Seat) -> None:
@@ -581,13 +583,25 @@ async def _first_pending_or(seat: Seat, kind: type) -> Message:
     return await seat.until(kind)
 
 
-async def check_host(target: Target, say: Callable[[str], None] = print) -> int:
+async def check_host(
+    target: Target, say: Callable[[str], None] = print, *, command: str | None = None, sign_wait: float | None = None
+) -> int:
+    """Every case against the host at target; command, when given, starts it afresh for each match ({port} replaced)."""
+    from .signed_match import SIGN_WAIT, HostUnderTest, Version2Checks
+
     report = Report(say)
     transport = "TLS" if target.tls else "plain TCP"
     say(f"basra conformance host: checking {target.host}:{target.port} over {transport}")
-    await check_refusals(target, report)
-    await check_handshake_deadline(target, report)
-    await check_busy(target, report)
-    await check_match(target, report)
+    host = HostUnderTest(target, command)
+    try:
+        async with host.running():
+            await check_refusals(target, report)
+            await check_handshake_deadline(target, report)
+            await check_busy(target, report)
+            host.one_match = await check_match(target, report) == 1
+    except CaseFailed as failed:
+        report.failed("1.2", "the host under test runs", str(failed))
+    else:
+        await Version2Checks(host, report, SIGN_WAIT if sign_wait is None else sign_wait).run()
     say(report.summary())
     return report.exit_code

@@ -748,6 +748,9 @@ class Table:
         """A party's step failed a check: it is told, and the match ends abandoned by it, the step on record."""
         text = _clip(f"{err.__class__.__name__}: {err}", MAX_TEXT)
         self._send(seat, Error(BAD_DEAL, text))
+        entry = self.seats[seat]
+        if entry is not None:
+            entry.disconnect()  # fatal (PROTOCOL.md 8.2): nothing follows the error on that connection
         raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", "left")
 
     # --- a journal replayed after a restart ------------------------------------------------
