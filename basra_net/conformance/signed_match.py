@@ -576,7 +576,8 @@ class Version2Checks:
 
         async def faulty() -> None:
             try:
-                await seat.play_until(lambda m: False)
+                went_on = await seat.play_until(lambda m: seat.tampered is not None and isinstance(m, (Deal, MatchEnd)))
+                raise CaseFailed(f"the host took the wrong step and went on: it sent {_what(went_on)}")
             except CaseFailed as failed:
                 if seat.tampered is None:
                     raise
