@@ -14,7 +14,8 @@ from pathlib import Path
 import trio
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import COMMIT_DEAL, EXIT_DEAL_FAILED, HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.client.session import COMMIT_DEAL, HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.exits import EXIT_CHEAT
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.protocol import hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
@@ -148,7 +149,7 @@ async def test_a_host_relaying_a_forged_step_is_caught_by_the_party_with_exit_3(
         async with trio.open_nursery() as nursery:
             port = await start_host(nursery, tmp_path, outcomes)
             guest = await join(port, "Omar", tmp_path / "guest.basra")
-    assert guest.exit_code == EXIT_DEAL_FAILED, guest.reason
+    assert guest.exit_code == EXIT_CHEAT, guest.reason
     assert "hidden deal failed a check" in guest.reason
     notes = transcript.parse((tmp_path / "guest.basra").read_bytes()).notes
     assert any(n.kind == "verification" and "WrongUnmasking" in n.text for n in notes)

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from nacl import bindings as sodium
 
-from basra_net.client.verify_file import EXIT_CHEAT, EXIT_FAILED, EXIT_VERIFIED, verify_file
+from basra_net.client.verify_file import verify_file
 from basra_net.engine import Match
+from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK
 from basra_net.protocol import transcript
 from basra_net.protocol.announce import messages_for_seat
 from basra_net.protocol.hidden_deal import GROUP_ORDER, HiddenDealError, NotACard, Proof, scalar_bytes
@@ -181,7 +182,7 @@ def honest_records():
 
 def test_an_honest_hidden_match_verifies_completely(honest_records, tmp_path):
     code, lines = verify(honest_records, tmp_path)
-    assert code == EXIT_VERIFIED, lines
+    assert code == EXIT_OK, lines
     verifier = MatchVerifier()
     for sender, message in parse(save(honest_records, tmp_path / "m.basra").read_bytes()).records:
         verifier.observe(sender, message)
@@ -307,7 +308,7 @@ def test_a_substituted_card_shows_at_its_reveal_and_the_audit_names_its_author(a
         assert code == EXIT_CHEAT and "seat 1's locked list is not the list before it" in lines[-1]
         assert "seat 1 cheated" in lines[-1]
     else:
-        assert code == EXIT_FAILED and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1]
+        assert code == EXIT_FAILURE and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1]
 
 
 @pytest.mark.parametrize("stopper", [0, 1], ids=["the host's party", "the guest"])
@@ -326,7 +327,7 @@ def test_a_record_that_stops_mid_deal_names_no_one(tmp_path):
     records = HiddenMatch(seed=3, target=1).play()
     i = next(i for i, (s, m) in enumerate(records) if isinstance(m, Open))
     code, lines = verify(records[:i], tmp_path)
-    assert code == EXIT_FAILED and "cheated" not in lines[-1]
+    assert code == EXIT_FAILURE and "cheated" not in lines[-1]
 
 
 def test_a_deal_before_the_steps_are_in_is_the_hosts_fault(tmp_path):
