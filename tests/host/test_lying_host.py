@@ -132,7 +132,7 @@ async def test_a_host_dealing_from_another_deck_than_it_committed_is_caught(tmp_
     assert join.returncode == EXIT_CHEAT, output(join)
     assert "DEAL CHECK FAILED: " + named in output(join)
     # The client waited for the host's signature of the game it caught: the transcript proves the cheat, naming the host.
-    assert verify.returncode == EXIT_DEAL_FAILED, output(verify)
+    assert verify.returncode == EXIT_CHEAT, output(verify)
     assert "CHEAT PROVEN: the host signed it: " + named in verify.stdout.decode()
     # The joining client wrote down what it found, next to the game it concerns.
     notes = transcript.parse(guest_transcript.read_bytes()).notes
@@ -148,13 +148,13 @@ async def test_a_host_announcing_a_wrong_score_is_caught(tmp_path, basra_command
     records = transcript.parse(guest_transcript.read_bytes()).records
     assert max(m.game for _, m in records if m.TYPE == "commit") == 1
     assert [(sender, m.TYPE) for sender, m in records[-3:]] == [("host", "reveal"), ("host", "sig"), ("guest", "leave")]
-    assert verify.returncode == EXIT_DEAL_FAILED, output(verify)
+    assert verify.returncode == EXIT_CHEAT, output(verify)
     assert "CHEAT PROVEN: the host signed it: game 1: score of seat 0" in verify.stdout.decode()
 
 
 async def test_a_cheat_whose_game_the_host_never_signs_still_stops_the_guest(tmp_path, basra_command, monkeypatch):
     join, verify, guest_transcript = await join_lying_host(WrongScoreUnsignedTable, tmp_path, basra_command, monkeypatch)
-    assert join.returncode == EXIT_DEAL_FAILED, output(join)
+    assert join.returncode == EXIT_CHEAT, output(join)
     assert "DEAL CHECK FAILED: game 1: score of seat 0: expected" in output(join)
     # The wait for the signature is bounded: the guest left with the reveal as its last record of the host.
     records = transcript.parse(guest_transcript.read_bytes()).records
