@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     sides = conformance.add_subparsers(dest="side", required=True, metavar="SIDE")
     as_host = sides.add_parser(
         "client", help="run a scripted host for a client to join",
-        description="Run a host that puts the client joining it through scripted cases.",
+        description="Run a host that puts the client joining it through scripted cases, then version-2 matches "
+        "(signed, each deal mode) in which the host's signature, a score or a proof is made wrong on the way.",
         epilog=_examples("basra conformance client --plain --exec 'python examples/minimal_client.py --plain 127.0.0.1 {port}'"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
