@@ -254,11 +254,11 @@ class SignedSeat:
         if certificate_key is not None and answer.host_key != certificate_key:
             raise CaseFailed("the welcome's host_key is not the key of the TLS certificate")
         try:
-            context = ChannelContext(answer.match_id, answer.host_key, self.key, answer.seat, nonce)
+            context = ChannelContext(answer.match_id, answer.host_key, self.key, answer.seat, nonce, answer.scoring, answer.target)
         except RecordError as err:
             raise CaseFailed(f"the welcome cannot start a signed record (14.2): {err}") from None
         self.welcome = answer
-        self.record = ChannelRecord(context, answer.scoring, answer.target)
+        self.record = ChannelRecord(context)
         return answer
 
     async def resume(self) -> Welcome:
