@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import ssl
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Protocol
 
 import msgpack
 import trio
@@ -297,16 +297,7 @@ class Seat:
 
     async def next(self, timeout: float = TURN_TIMEOUT) -> Message:
         """The next message from the host, taken; pings answered."""
-        assert self.wire is not None
-        while True:
-            message = await self.wire.receive(timeout)
-            if isinstance(message, Ended):
-                raise CaseFailed("the host ended the connection in the middle of the match")
-            self.take(message)
-            if isinstance(message, Ping):
-                await self.send(Pong(message.id))
-                continue
-            return message
+        return await next_taken(self, timeout)
 
     async def until_pong(self, ping_id: int, refusal: str) -> None:
         """Read up to the pong for this ping, keeping what came before it for later; an error fails."""
@@ -343,6 +334,28 @@ class Seat:
             await self.send(Play(message.request, move.card, move.captures))
         elif isinstance(message, Error):
             raise CaseFailed(f"the host refused a valid message: {message.code}: {message.message}")
+
+
+class TakingSeat(Protocol):
+    wire: Wire | None
+
+    def take(self, message: Message) -> None: ...
+
+    async def send(self, message: Message) -> None: ...
+
+
+async def next_taken(seat: TakingSeat, timeout: float) -> Message:
+    """The seat's next message from the host, through its take; pings answered; the end of the stream fails the case."""
+    assert seat.wire is not None
+    while True:
+        message = await seat.wire.receive(timeout)
+        if isinstance(message, Ended):
+            raise CaseFailed("the host ended the connection in the middle of the match")
+        seat.take(message)
+        if isinstance(message, Ping):
+            await seat.send(Pong(message.id))
+            continue
+        return message
 
 
 async def run_case(report: Report, section: str, name: str, case: Callable[[], Awaitable[str]]) -> bool:

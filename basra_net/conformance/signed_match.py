@@ -74,7 +74,7 @@ from ..protocol.messages import (
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, Status
 from ..protocol.verify import GUEST, HOST, MatchVerifier
-from .host_check import ANSWER_TIMEOUT, TURN_TIMEOUT, Target, _what, expect_refusal, open_wire, run_case
+from .host_check import ANSWER_TIMEOUT, TURN_TIMEOUT, Target, _what, expect_refusal, next_taken, open_wire, run_case
 from .report import CaseFailed, Report
 from .wire import Ended, Wire
 
@@ -190,8 +190,10 @@ class SignedSeat:
         self.tampered = message
         await self.wire.send_raw(encode_frame(to_wire(message)))
 
-    def take(self, message: Message, frame: bytes) -> None:
+    def take(self, message: Message) -> None:
         """A message from the host: through the client's state machine (7.2), the signed record and the deal checks."""
+        assert self.wire is not None
+        frame = self.wire.last_frame  # the bytes as they came: what the record hashes
         try:
             self.connection.receive_message(message)
         except errors.ProtocolError as err:
@@ -210,16 +212,7 @@ class SignedSeat:
 
     async def next(self, timeout: float = TURN_TIMEOUT) -> Message:
         """The next message, taken; pings answered; the end of the stream fails the case."""
-        assert self.wire is not None
-        while True:
-            message = await self.wire.receive(timeout)
-            if isinstance(message, Ended):
-                raise CaseFailed("the host ended the connection in the middle of the match")
-            self.take(message, self.wire.last_frame)
-            if isinstance(message, Ping):
-                await self.send(Pong(message.id))
-                continue
-            return message
+        return await next_taken(self, timeout)
 
     # --- seating --------------------------------------------------------------------------
 
