@@ -29,13 +29,13 @@ from nacl import bindings as sodium
 
 from basra_net.client.players import BotPlayer, PlayerLeft
 from basra_net.client.session import EXIT_DEAL_FAILED, EXIT_FAILURE, HIDDEN_HANDS_OFFERED, ClientSession
-from basra_net.client.verify_file import EXIT_CHEAT, EXIT_VERIFIED, verify_file
+from basra_net.client.verify_file import EXIT_CHEAT, EXIT_VERIFIED
 from basra_net.host import table as table_module
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.protocol import hidden_deal, hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
 from basra_net.protocol.hidden_deal import GROUP_ORDER, Proof, card_of, scalar_bytes
-from basra_net.protocol.messages import Audit, Lock, MatchEnd, Message, Open, Opened
+from basra_net.protocol.messages import Audit, Audited, Lock, Locked, MatchEnd, Message, Open, Opened
 
 TEST_DEADLINE = 120
 
@@ -199,22 +199,38 @@ async def test_a_guest_that_walks_away_rather_than_unmask_leaves_an_abandoned_de
         assert "(seat 1 cheated)" in last
 
 
-async def test_a_host_that_forges_its_own_partys_step_is_caught_and_the_guests_record_names_seat_0(tmp_path, monkeypatch):
+def forged_unmasking(relay):
+    (position, step), *rest = relay.unmaskings
+    return replace(relay, unmaskings=((position, broken_proof(step)), *rest))
+
+
+FORGED_RELAYS = {  # a step of seat 0's party, as a modified host relays it to the guest; what the guest's check says
+    "a card twice in its locked deck": (
+        lambda relay: replace(relay, deck=(relay.deck[1], *relay.deck[1:])) if isinstance(relay, Locked) else relay,
+        "seat 0's locked list holds one card twice"),
+    "an unmasking with a bad proof": (
+        lambda relay: forged_unmasking(relay) if isinstance(relay, Opened) and relay.unmaskings else relay,
+        "seat 0's unmasking of position"),
+    "an audit scalar not behind its public point": (
+        lambda relay: replace(relay, scalar=scalar_bytes(5)) if isinstance(relay, Audited) else relay,
+        "seat 0's audit scalar is not the one behind its public point"),
+}
+
+
+@pytest.mark.parametrize("case", list(FORGED_RELAYS))
+async def test_a_host_that_forges_its_own_partys_step_is_caught_and_the_guests_record_names_seat_0(case, tmp_path, monkeypatch, basra_command):
+    forge, reason = FORGED_RELAYS[case]
     honest = hidden_game.RefereeGame.take
 
     def forging(self, seat, message):
         relay = honest(self, seat, message)
-        if isinstance(relay, Opened) and relay.seat == 0 and relay.unmaskings:
-            (position, step), *rest = relay.unmaskings
-            relay = replace(relay, unmaskings=((position, broken_proof(step)), *rest))
-        return relay
+        return forge(relay) if seat == 0 else relay
 
     monkeypatch.setattr(hidden_game.RefereeGame, "take", forging)
     guest, _ = await play(tmp_path)
-    assert guest.exit_code == EXIT_DEAL_FAILED, guest.reason
-    lines: list[str] = []
-    assert verify_file(tmp_path / "guest.basra", say=lines.append) == EXIT_CHEAT, lines
-    assert "seat 0's unmasking of position" in lines[-1] and "(seat 0 cheated)" in lines[-1]
+    assert guest.exit_code == EXIT_DEAL_FAILED and reason in guest.reason, guest.reason
+    ((code, last),) = verdicts(tmp_path, basra_command, [tmp_path / "guest.basra"]).values()
+    assert code == EXIT_CHEAT and reason in last and "(seat 0 cheated)" in last, last
 
 
 # --- a party that withholds a step it owes, connected (PROTOCOL.md 15.15) ---------------------------
