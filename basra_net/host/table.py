@@ -29,6 +29,7 @@ import enum
 import math
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
@@ -123,6 +124,7 @@ class Owing:
     (PROTOCOL.md 14.8, 15.15); then the match ends abandoned by it, the host's account of the absence ending
     with ``event``."""
 
+    seats: tuple[int, ...]  # the seats that owe it, whose clocks run
     seconds: float
     event: str  # "unsigned" or "withheld"
     unsent: Callable[[int], str]  # what the late seat did not send, in words
@@ -401,8 +403,8 @@ class Table:
         """The next message of this kind (or these kinds) from any of these seats that ``accept`` takes, and its sender.
 
         A Leave or a lapsed seat abandons the match.  With ``patience``, what is awaited is owed: each seat
-        must send it within that many seconds of connected time (the wait starts again when it resumes), and
-        the first that does not abandons the match (PROTOCOL.md 14.8, 15.15).
+        that owes it must send it within that many seconds of connected time (the wait starts again when it
+        resumes), and the first that does not abandons the match (PROTOCOL.md 14.8, 15.15).
         """
         replayed = self._replay.next()
         if replayed is not None:
@@ -431,7 +433,7 @@ class Table:
                     # The first of the seats whose connected time runs out; an away seat's clock is stopped.
                     self._answer_by, late = min(
                         (max(waiting_from, entry.connected_at) + patience.seconds if entry.outbox is not None else math.inf, seat)
-                        for seat in seats
+                        for seat in patience.seats
                         if (entry := self.seats[seat]) is not None
                     )
                 message = await self._take_input(taking)
@@ -449,7 +451,7 @@ class Table:
         Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
         """
         while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
-            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, Owing(SIGN_WAIT, "unsigned", lambda seat: "did not countersign"))
+            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, Owing(owed, SIGN_WAIT, "unsigned", lambda seat: "did not countersign"))
             self._replay.write(sig_record(seat, sig))
 
     def _countersignature(self, seat: int, message: object) -> bool:
@@ -717,9 +719,9 @@ class Table:
 
         The audit's relays are held and returned, for _audited."""
         held = []  # the audit scalars go out once both are in (_audited)
-        owing = Owing(STEP_WAIT, "withheld", lambda seat: f"did not send {referee.owed(seat)} for game {referee.game}")
-        while referee.due:
-            seat, message = await self._next_from_any(referee.due, (Lock, Open, Audit), lambda sender, message: referee.fresh(message), owing)
+        while due := referee.due:
+            owing = Owing(due, STEP_WAIT, "withheld", lambda seat: f"did not send {referee.owed(seat)} for game {referee.game}")
+            seat, message = await self._next_from_any((0, 1), (Lock, Open, Audit), partial(_due_or_shown, referee, due), owing)
             relay = self._take_step(referee, seat, message)
             if isinstance(message, Audit):
                 held.append((1 - seat, relay))
@@ -819,6 +821,12 @@ class Table:
                 steps = tuple(m for s, m in inputs if s == seat and isinstance(m, (Lock, Open, Audit)) and m.game == game)
                 table.kept_locks[seat] = KeptLock(game, record["scalar"], steps)
         return table
+
+
+def _due_or_shown(referee: RefereeGame, due: tuple[int, ...], sender: int, message: Message) -> bool:
+    """A step to take now: one of a seat that owes a step, or an `open` from either, which may show a card of the
+    sender's that is no card (PROTOCOL.md 15.7) whatever the other party owes; one not owed is a fault."""
+    return referee.fresh(message) and (sender in due or isinstance(message, Open))
 
 
 # What a seat sends in answer to the match; one that came twice around a resume is not recorded again.

@@ -179,8 +179,10 @@ class RefereeGame:
         return tuple(seat for seat in (0, 1) if self.owed(seat))
 
     def fresh(self, message: Message) -> bool:
-        """A step of this game not taken already: a party sends its steps again after a resume."""
-        return getattr(message, "game", None) == self.game and message not in self._taken
+        """A step of this game to take: not taken already (a party sends its steps again after a resume), and
+        not an `open` that crossed the reveal of a card that is no card, after which the deal stops (15.10)."""
+        crossed = self.corrupted is not None and isinstance(message, Open)
+        return getattr(message, "game", None) == self.game and message not in self._taken and not crossed
 
     def take(self, seat: int, message: Lock | Open | Audit) -> Message:
         """Check one party step; the message relaying it to the other seat."""

@@ -125,6 +125,8 @@ class HiddenGameReplay:
     def _step(self, sender: str, message: Message) -> None:
         referee = self.referee
         if sender == OWN and isinstance(message, (Lock, Open, Audit)):
+            if not referee.fresh(message):
+                return  # it crossed a card shown to be no card, and the host did not take it (15.10)
             self._count(message)
             referee.take(self.seat, message)
             self._note_audit(message)

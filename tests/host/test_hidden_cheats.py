@@ -296,17 +296,17 @@ async def test_a_host_that_drops_a_step_and_calls_it_withheld_is_disputed_by_the
 # --- a substituted card: shown at once, then both scalars, and the audit names who (15.7, 15.10) -------
 
 
-def substituting(monkeypatch, culprit: int) -> None:
-    """The party at seat ``culprit`` locks, in place of entry 8 of its list, a point that is no card's: its own
+def substituting(monkeypatch, culprit: int, entry: int = 8) -> None:
+    """The party at seat ``culprit`` locks, in place of ``entry`` of its list, a point that is no card's: its own
     software is modified (at `basra host` seat 0's is the host's).  Seat 0 deals game 1, so it substitutes in the
-    dealer's list; seat 1 in the deck itself."""
+    dealer's list, and the card lands where seat 1's shuffle puts it; seat 1 in the deck itself, at that position."""
     honest = hidden_deal.Party.lock_deck
     stranger = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(424242))
 
     def lock_deck(self, previous):
         deck = list(honest(self, previous))
         if self.seat == culprit:
-            deck[8] = sodium.crypto_scalarmult_ed25519_noclamp(self.audit_scalar, stranger)
+            deck[entry] = sodium.crypto_scalarmult_ed25519_noclamp(self.audit_scalar, stranger)
         return tuple(deck)
 
     monkeypatch.setattr(hidden_deal.Party, "lock_deck", lock_deck)
@@ -318,9 +318,19 @@ def shows_no_card(path: Path) -> bool:
     return any(card_of(reveal[:32]) is None for m in steps for _, reveal in m.reveals)
 
 
-@pytest.mark.parametrize("culprit", [0, 1], ids=["by seat 0", "by seat 1"])
-async def test_a_substituted_card_at_basra_host_is_laid_at_the_seat_that_substituted_it(culprit, tmp_path, basra_command, monkeypatch):
-    substituting(monkeypatch, culprit)
+SUBSTITUTIONS = {  # (culprit, entry of its list): where the card that is no card shows, and who shows it
+    "by seat 0, landing where seat 1's shuffle puts it": (0, 8),
+    "by seat 1, on the table (seat 1 reveals it)": (1, 8),
+    "by seat 1, in its own first hand (seat 1 learns it)": (1, 2),
+    "by seat 1, in seat 0's first hand (seat 0 learns it while seat 1 owes the table)": (1, 5),
+    "by seat 1, in a later hand (shown during the plays)": (1, 30),
+}
+
+
+@pytest.mark.parametrize("case", list(SUBSTITUTIONS))
+async def test_a_substituted_card_at_basra_host_is_laid_at_the_seat_that_substituted_it(case, tmp_path, basra_command, monkeypatch):
+    culprit, entry = SUBSTITUTIONS[case]
+    substituting(monkeypatch, culprit, entry)
     guest, outcome = await play(tmp_path)
     honest, cheat = (guest, outcome.own_seat) if culprit == 0 else (outcome.own_seat, guest)
     assert not outcome.table.completed and outcome.table.winner == 1 - culprit
