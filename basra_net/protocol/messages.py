@@ -345,7 +345,7 @@ class AbsenceEvidence:
 
 MAX_ABSENCE_EVENTS = 256
 # The events of the host's account of an absence, in the order of their bytes in the signed statement (14.6).
-ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned")
+ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned", "withheld")
 
 
 @dataclass(frozen=True)
