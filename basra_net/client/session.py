@@ -947,6 +947,8 @@ class ClientSession:
         text = "deal verified: the host's seed matches its commitment and every card and score checks out"
         if not check.complete:
             text = "deal verified as far as the game went: the host's seed matches its commitment and every card checks out"
+        if not check.deck:
+            text = "the host's seed matches its commitment; the match ended before this game was dealt"
         if not check.ok:
             text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
             if summary is not None:
