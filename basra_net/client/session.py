@@ -42,6 +42,7 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
+    END_HOLD,
     HIDDEN_DEAL,
     PROTOCOL_VERSIONS,
     Audited,
@@ -675,9 +676,13 @@ class ClientSession:
         """
         welcome = self.connection.welcome
         assert self._reconnect is not None
-        self.state.reconnecting_until = time.monotonic() + RECONNECT_FOR
+        # Once the last game's score decides the match, only the host's hold of the finished table can give its
+        # end: a host restarted from its journal has nothing left to resume (5.8, rule 10).
+        decided = self.state.decided_winner is not None
+        trying_for = END_HOLD if decided else RECONNECT_FOR
+        self.state.reconnecting_until = time.monotonic() + trying_for
         self.player.notice(self.state, f"lost the connection to the host ({why}); reconnecting...")
-        give_up = trio.current_time() + RECONNECT_FOR
+        give_up = trio.current_time() + trying_for
         delay = RECONNECT_FIRST_DELAY
         async with self._send_lock:
             await trio.aclose_forcefully(self.stream)
@@ -707,6 +712,8 @@ class ClientSession:
                     if err.code != BAD_FRAME:
                         raise
                 if trio.current_time() + delay > give_up:
+                    if decided:
+                        raise PeerGone(self._decided_but_unsigned(), resumable=False)
                     raise PeerGone(f"could not reach the host again within {RECONNECT_FOR:.0f} s")
                 await trio.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, RECONNECT_MAX_DELAY)
@@ -720,6 +727,17 @@ class ClientSession:
         self.player.notice(self.state, text)
         if self._transcript is not None:
             self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")
+
+    def _decided_but_unsigned(self) -> str:
+        """The result as this seat counts it, when the host's end of the match never came."""
+        state = self.state
+        winner = state.decided_winner
+        assert winner is not None
+        who = "you won" if winner == state.seat else f"{state.names[winner] or f'seat {winner}'} won"
+        return (
+            f"the match is over as this seat counts it ({who}, {state.totals[0]}-{state.totals[1]}), but the host could not "
+            f"be reached again within {END_HOLD:.0f} s: its end of the match and its signature of the result were not received"
+        )
 
     async def _hello_again_on(self, stream: trio.abc.Stream) -> None:
         if self._hello is None:
