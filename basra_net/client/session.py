@@ -82,15 +82,12 @@ from ..protocol.messages import (
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
-from .liveness import Liveness
+from ..liveness import Liveness
 from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
-from .storage import TranscriptFile, default_transcript_path
+from ..match_files import TranscriptFile, default_transcript_path
+from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_DEAL_FAILED = 3
-EXIT_LEFT = 130  # the player chose to leave (Ctrl-C or quit), as shells report an interrupt
 RECEIVE_SIZE = 65536
 INBOUND_BUFFER = 256  # host messages waiting while the player thinks (a hand brings about a dozen)
 RECONNECT_FOR = 180.0  # seconds to keep trying to reach the host again (its grace is 120 s by default)
@@ -391,7 +388,7 @@ class ClientSession:
             await self._try_send_raw(self.connection.send_error(redeal))
             text = f"game {redeal.game}: the host offered a new commitment for a deal this seat's seed had already fixed"
             self._fail_deal(redeal.game, text, note="abandoned_deal")
-            return self._result(EXIT_DEAL_FAILED, text)
+            return self._result(EXIT_CHEAT, text)
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
@@ -402,7 +399,7 @@ class ClientSession:
         except DealRefused as refused:
             self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
-            return self._result(EXIT_DEAL_FAILED, str(refused))
+            return self._result(EXIT_CHEAT, str(refused))
         except PlayerLeft as left:
             await self.leave(str(left))
             return self._result(EXIT_LEFT, str(left))
@@ -411,7 +408,7 @@ class ClientSession:
                 self._transcript.close()
             await trio.aclose_forcefully(self.stream)
         if self.deal_failures:
-            return self._result(EXIT_DEAL_FAILED, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
+            return self._result(EXIT_CHEAT, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
                 return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
@@ -443,7 +440,7 @@ class ClientSession:
         abandoned = [p for p in self.verifier.finish() if p.field == "reveal"]
         self._record_problems(abandoned)
         if abandoned:
-            return self._result(EXIT_DEAL_FAILED, f"{reason}; {abandoned[0]}")
+            return self._result(EXIT_CHEAT, f"{reason}; {abandoned[0]}")
         return self._result(EXIT_FAILURE, reason)
 
     def _record_problems(self, problems: list[Discrepancy]) -> None:

@@ -31,10 +31,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession
+from basra_net.client.session import ClientSession
 from basra_net.client.state import ClientState
 from basra_net.engine import IllegalMove, Match, Move
 from basra_net.engine.scoring import GameScore
+from basra_net.exits import EXIT_FAILURE, EXIT_OK
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
 from basra_net.protocol import messages as wire_messages
