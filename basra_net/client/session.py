@@ -85,6 +85,7 @@ from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from ..liveness import Liveness
 from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
+from ..files import LocalFileError
 from ..match_files import TranscriptFile, default_transcript_path
 from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
@@ -392,6 +393,16 @@ class ClientSession:
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
+        except LocalFileError as err:
+            # The disk failed, not the network: the seat is not left, so that once the file can be written,
+            # `basra join` run again resumes it from its ticket and its transcript, which holds every record up to here.
+            result = self._result(
+                EXIT_FAILURE,
+                f"stopped: {err} (a file on this computer failed, not the connection); the seat was not left, "
+                "and the transcript holds every record written before",
+            )
+            result.cut_off = not self.connection.over
+            return result
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
             result = self._cut_short(f"connection lost: {err.__class__.__name__}")
             result.cut_off = not self.connection.over
@@ -619,13 +630,13 @@ class ClientSession:
                     await self._read_connection(messages)
                     return
                 except (PeerGone, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                    if not self._worth_resuming(err):
+                    if isinstance(err, LocalFileError) or not self._worth_resuming(err):
                         await messages.send(err)
                         return
                     why = str(err) or err.__class__.__name__
                 try:
                     await self._resume_connection(why)
-                except (PeerGone, ProtocolError) as gone:
+                except (PeerGone, ProtocolError, LocalFileError) as gone:
                     await messages.send(gone)
                     return
 
