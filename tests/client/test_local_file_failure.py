@@ -13,14 +13,12 @@ import resource
 import signal
 
 import pytest
-import trio
 
-from basra_net.client.players import BotPlayer
-from basra_net.host.server import HostSettings, run_host
+from basra_net.host.table import Table
 from basra_net.match_files import RESUME_FILE
 from basra_net.protocol import transcript
+from tests.host.test_lying_host import join_lying_host
 
-TEST_DEADLINE = 60
 FILE_LIMIT = 6000  # bytes: the handshake and the first deal fit, a whole game does not
 
 
@@ -35,19 +33,11 @@ def _data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
 
 
-async def test_a_transcript_the_disk_refuses_stops_the_join_with_one_line_that_names_the_file(tmp_path, basra_command):
-    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra", grace=1)
-    guest_transcript = tmp_path / "guest.basra"
-    with trio.fail_after(TEST_DEADLINE):
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(
-                lambda task_status: run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status)
-            )
-            join = await trio.run_process(
-                [*basra_command, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--name", "Omar",
-                 "--transcript", str(guest_transcript)],
-                capture_stdout=True, capture_stderr=True, check=False, preexec_fn=_file_size_limited,
-            )
+async def test_a_transcript_the_disk_refuses_stops_the_join_with_one_line_that_names_the_file(tmp_path, basra_command, monkeypatch):
+    # An honest host, which holds the seat that stopped for a grace of 1 s.
+    join, _, guest_transcript = await join_lying_host(
+        Table, tmp_path, basra_command, monkeypatch, grace=1, preexec_fn=_file_size_limited
+    )
     said = join.stdout.decode() + join.stderr.decode()
     assert join.returncode == 1, said
     assert f"stopped: cannot write the transcript {guest_transcript}: File too large" in said, said
