@@ -519,7 +519,7 @@ class Table:
             self._send(1, to_second, frame if to_second is to_first else None)  # a deal shows each seat its own hand
 
     def _reveal_owed(self) -> None:
-        """A game cut off after its deck was fixed is revealed, so the record shows the host did not walk away from it."""
+        """A game cut off after its commitment went out is revealed, so the record shows the host did not walk away from it."""
         reveal = self._dealer.owed_reveal()
         if reveal is not None:
             self._send(1, reveal)
@@ -634,7 +634,7 @@ class Table:
         host_seed = self._dealer.host_seed(game)
         self._send(1, self._dealer.commit(game, host_seed, guest.hello.nonce))
         seed = await self._next_from(1, Seed, lambda message: message.game == game)
-        self._dealer.seed_in(game, host_seed, seed)
+        self._dealer.seed_in(game, seed)
         if guest.record is not None:
             guest.record.guest_seed(game, seed.seed)
         deck = self.deck_for(game, host_seed, seed.seed)

@@ -498,8 +498,10 @@ class ClientConnection(_Connection):
         elif isinstance(message, Reveal):
             if self.reveal_due == message.game:
                 self.reveal_due = None
-            elif self.game_live and message.game == self.game and self.seat == 1:
-                # The reveal of a game cut off: the match is being abandoned.
+            elif self.seat == 1 and (
+                self.game_live and message.game == self.game or not self.game_live and message.game == self.commit_for == self.game + 1
+            ):
+                # The reveal of a game cut off, dealt or only committed to: the match is being abandoned.
                 self.game_live = False
                 self.open_request = None
                 self.cut_off = True

@@ -27,6 +27,7 @@ MAX_TEXT = 512
 MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
+END_HOLD = 10.0  # seconds a host holds a finished table for a seat that has not answered its end (5.8, rule 10)
 SIGNED_THINGS = ("game", "result")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
 # The deal modes (PROTOCOL.md 15.15): the hidden-hands deal of section 15, and the commit-reveal deal of

@@ -321,6 +321,7 @@ class ChannelRecord:
     _owed: _Owed | None = field(init=False, default=None)  # the statement whose host signature is due next
     _countersign: _Owed | None = field(init=False, default=None)  # the statement the guest may countersign
     _awaiting_seed: int | None = field(init=False, default=None)  # the game whose commitment was the last stream message
+    _dealt: int | None = field(init=False, default=None)  # the last game with a deal in the stream
 
     def __post_init__(self) -> None:
         self.chain = RunningHash(self.context)
@@ -363,8 +364,12 @@ class ChannelRecord:
                 raise RecordError("match_start", "names must be two texts")
             self.names = (names[0], names[1])
             self.hidden = message.get("deal") == HIDDEN_DEAL
+        elif kind == "deal":
+            self._dealt = message.get("game")
         elif kind == ("audited" if self.hidden else "reveal" if self.context.fair_deal else "game_end"):
-            self._checkpoint(message, number, digest)
+            # A game the match ended between its commitment and its deal is revealed (7.3) but has nothing to sign.
+            if kind != "reveal" or message.get("game") == self._dealt:
+                self._checkpoint(message, number, digest)
         elif kind == "match_end":
             self._match_end(message, number, digest)
         elif kind == "sig":

@@ -256,7 +256,7 @@ FROZEN_CELLS = [
     # Game 2's commitment has reached the guest; its seed waits in the frozen link.
     ("between games", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
     # The host leaves with the guest's seed in flight: README's paragraph after the table.
-    ("between games", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "deal walked away"),
+    ("between games", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "host left after its commitment"),
 ]
 
 
