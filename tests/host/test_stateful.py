@@ -611,8 +611,8 @@ class World:
             return
         self.guest_state.apply(message)
         if isinstance(message, Welcome) and message.version >= 2:
-            context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, NONCE)
-            self.record = ChannelRecord(context, message.scoring, message.target)
+            context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, NONCE, message.scoring, message.target)
+            self.record = ChannelRecord(context)
         if isinstance(message, (Deal, Played, YourTurn)) and account(self.guest_state) != 52:
             self.problems.append(f"seat 1 is told of {account(self.guest_state)} cards after '{message.TYPE}'")
         if isinstance(message, Commit):
