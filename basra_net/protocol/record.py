@@ -55,7 +55,7 @@ _ABSENCE_LABEL = b"basra-net/v2/absence"
 
 # The host's account of an absence: each event's name on the wire and its byte in the signed statement.
 ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
-ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned"})
+ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld"})
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 
@@ -321,6 +321,7 @@ class ChannelRecord:
     _owed: _Owed | None = field(init=False, default=None)  # the statement whose host signature is due next
     _countersign: _Owed | None = field(init=False, default=None)  # the statement the guest may countersign
     _awaiting_seed: int | None = field(init=False, default=None)  # the game whose commitment was the last stream message
+    _dealt: int | None = field(init=False, default=None)  # the last game with a deal in the stream
 
     def __post_init__(self) -> None:
         self.chain = RunningHash(self.context)
@@ -363,8 +364,12 @@ class ChannelRecord:
                 raise RecordError("match_start", "names must be two texts")
             self.names = (names[0], names[1])
             self.hidden = message.get("deal") == HIDDEN_DEAL
+        elif kind == "deal":
+            self._dealt = message.get("game")
         elif kind == ("audited" if self.hidden else "reveal" if self.context.fair_deal else "game_end"):
-            self._checkpoint(message, number, digest)
+            # A game the match ended between its commitment and its deal is revealed (7.3) but has nothing to sign.
+            if kind != "reveal" or message.get("game") == self._dealt:
+                self._checkpoint(message, number, digest)
         elif kind == "match_end":
             self._match_end(message, number, digest)
         elif kind == "sig":
@@ -585,13 +590,14 @@ def account_contradictions(account: AbsenceAccount) -> list[str]:
 
 
 def disputed_abandonment(
-    account: AbsenceAccount, *, end_number: int, welcome_sent: int, left: bool, countersigned: bool
+    account: AbsenceAccount, *, end_number: int, welcome_sent: int, left: bool, countersigned: bool, stepped: bool = True
 ) -> str | None:
     """Why the seat told it abandoned knows otherwise, or None when the host's account may be true (section 14.8).
 
     The seat knows the stream number of the `match_end` (end_number), the
     `sent` of the `welcome` of the connection that brought it (welcome_sent),
-    whether it sent `leave`, and whether it sent every countersignature owed.
+    whether it sent `leave`, whether it sent every countersignature owed, and
+    whether it sent every step of the hidden deal owed (stepped; section 15.15).
     A `match_end` that came live on a connection (end_number > welcome_sent)
     was sent to a seat that was there.
     """
@@ -605,4 +611,6 @@ def disputed_abandonment(
         return "the host says this seat was away past its grace period, and said so on a connection the seat held"
     if ending == "unsigned" and countersigned:
         return "the host says this seat did not countersign, and it did"
+    if ending == "withheld" and stepped:
+        return "the host says this seat withheld a step of the deal, and it sent every step it owed"
     return None

@@ -347,6 +347,7 @@ def test_malformed_stream_input_is_refused(real_match):
         channel.host_frame(b"\x00\x00\x00\x01\xc1")
     with pytest.raises(RecordError, match="seed"):
         channel.guest_seed(1, b"short")
+    channel.host_frame(encode_frame({"type": "deal", "game": 2}))
     with pytest.raises(RecordError, match="checkpoint: game 2 ends where game 1 was due"):
         channel.host_frame(encode_frame({"type": "reveal", "game": 2}))
 
@@ -354,8 +355,21 @@ def test_malformed_stream_input_is_refused(real_match):
 def test_a_game_whose_seed_is_unknown_cannot_be_signed(real_match):
     context, welcome, _, _ = real_match
     channel = ChannelRecord(context)
+    channel.host_frame(encode_frame({"type": "deal", "game": 1}))
     with pytest.raises(RecordError, match="game 1 ends with no seed from the guest"):
         channel.host_frame(encode_frame({"type": "reveal", "game": 1}))
+
+
+def test_the_reveal_of_a_game_never_dealt_is_no_checkpoint(real_match):
+    # The match ended between the commitment and the deal (7.3): the guest's seed may have crossed the end.
+    context, _, _, _ = real_match
+    for seed in (None, bytes(32)):
+        channel = ChannelRecord(context)
+        channel.host_frame(encode_frame({"type": "commit", "game": 1}))
+        if seed is not None:
+            channel.guest_seed(1, seed)
+        channel.host_frame(encode_frame({"type": "reveal", "game": 1}))
+        assert channel.games == [] and channel.owed_by_host is None
 
 
 def account(*events, grace=120) -> AbsenceAccount:
@@ -399,6 +413,11 @@ def test_a_seat_that_was_there_disputes_its_abandonment():
         "the host says this seat did not countersign, and it did"
     )
     assert disputed_abandonment(unsigned, end_number=85, welcome_sent=0, left=False, countersigned=False) is None
+    withheld = account(("withheld", 0, 57))
+    assert disputed_abandonment(withheld, end_number=58, welcome_sent=0, left=False, countersigned=True, stepped=True) == (
+        "the host says this seat withheld a step of the deal, and it sent every step it owed"
+    )
+    assert disputed_abandonment(withheld, end_number=58, welcome_sent=0, left=False, countersigned=True, stepped=False) is None
 
 
 def test_the_hosts_replay_of_the_guests_plays_lacks_the_guests_signatures(real_match, signed):
