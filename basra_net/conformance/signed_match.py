@@ -149,6 +149,8 @@ class SignedSeat:
     identity: Ed25519PrivateKey = field(default_factory=Ed25519PrivateKey.generate)
     tamper: Tamper | None = None  # what this seat gets wrong, once
     countersigns: bool = True
+    withholds: bool = False  # a party that sends none of the steps of the deal it owes
+    stopped_at: float | None = None  # when it stopped countersigning, or withheld its first step
     wire: Wire | None = None
     connection: ClientConnection = field(default_factory=ClientConnection)
     welcome: Welcome | None = None
@@ -337,6 +339,9 @@ class SignedSeat:
             await self._step(step)
 
     async def _step(self, step: Message) -> None:
+        if self.withholds and not isinstance(step, HiddenPlay):
+            self.stopped_at = trio.current_time() if self.stopped_at is None else self.stopped_at
+            return
         wrong = self.tamper(step) if self.tamper is not None and self.tampered is None else None
         if wrong is None:
             await self.send(step)
@@ -448,10 +453,11 @@ class Version2Checks:
         await self._match(*HIDDEN_MATCH, self._hidden_match, hidden=True)
         for section, name, tamper, code in HIDDEN_FAULTS:
             await self._match(section, name, lambda table, t=tamper, c=code: self._hidden_fault(table, t, c), hidden=True)
-        if self.sign_wait <= 0:
-            self.report.skipped(*UNSIGNED, "--sign-wait 0: the case that waits out the host's countersignature wait is left out")
-        else:
-            await self._match(*UNSIGNED, self._unsigned, hidden=False)
+        for case, event, hidden in ((UNSIGNED, "unsigned", False), (WITHHELD, "withheld", True)):
+            if self.sign_wait <= 0:
+                self.report.skipped(*case, "--sign-wait 0: the cases that wait out the host's 30 s are left out")
+            else:
+                await self._match(*case, lambda table, e=event: self._waited_out(table, e), hidden=hidden)
 
     def _skip_all(self, why: str) -> None:
         for section, name in ALL_CASES:
@@ -587,31 +593,37 @@ class Version2Checks:
         await _all(faulty, *(lambda p=p: _told_abandoned_to(p) for p in table.others))
         return outcome[0]
 
-    async def _unsigned(self, table: SignedTable) -> str:
+    async def _waited_out(self, table: SignedTable, event: str) -> str:
+        """The first seat stops: it never countersigns (unsigned), or withholds its steps of the deal (withheld)."""
         seat = table.faulty
-        seat.countersigns = False
+        if event == "withheld":
+            await table.started()
+            seat.withholds = True
+        else:
+            seat.countersigns = False
         ends: list[MatchEnd] = []
-        waited = 0.0
 
         async def silent() -> None:
-            nonlocal waited
-            await seat.play_until(lambda m: isinstance(m, Sig) and m.of == "game")
-            since = trio.current_time()
-            end = await seat.play_until(lambda m: isinstance(m, MatchEnd), self.sign_wait + ANSWER_TIMEOUT)
-            waited = trio.current_time() - since
+            if event == "unsigned":
+                await seat.play_until(lambda m: isinstance(m, Sig) and m.of == "game")
+                seat.stopped_at = trio.current_time()
+            end = await seat.play_until(lambda m: isinstance(m, MatchEnd), self.sign_wait + TURN_TIMEOUT)
             assert isinstance(end, MatchEnd)
             ends.append(end)
 
         await _all(silent, *(lambda p=p: _told_abandoned_to(p) for p in table.others))
         end = ends[0]
+        if seat.stopped_at is None:
+            raise CaseFailed("the match ended before the seat had a step to withhold")
+        waited = trio.current_time() - seat.stopped_at
         if end.reason != "abandoned" or end.evidence is None:
             raise CaseFailed(f"match_end {end.reason} without the account of an absence, instead of abandoned")
         last = end.evidence.events[-1][0]
-        if last != "unsigned":
-            raise CaseFailed(f"the host's account ends with {last}, not unsigned")
+        if last != event:
+            raise CaseFailed(f"the host's account ends with {last}, not {event}")
         if waited < self.sign_wait - 1:
             raise CaseFailed(f"the host gave up after {waited:.1f} s, not {self.sign_wait:g}")
-        return f"match_end abandoned after {waited:.1f} s, the host's account ending with unsigned"
+        return f"match_end abandoned after {waited:.1f} s, the host's account ending with {event}"
 
 
 async def _told_abandoned_to(player: SignedSeat) -> None:
@@ -654,4 +666,5 @@ HIDDEN_FAULTS = (
     ("15.6, 15.15", "an unmasking carrying the proof of another position: bad_deal", _first_unmaskings_swapped, errors.BAD_DEAL),
 )
 UNSIGNED = ("14.8, 14.6", "a seat that never countersigns: the match ends abandoned, the account ending unsigned")
-ALL_CASES = (WELCOMED, FORGED, COMMIT_MATCH, NOT_DEALT, HIDDEN_MATCH, *((s, n) for s, n, _, _ in HIDDEN_FAULTS), UNSIGNED)
+WITHHELD = ("15.15, 14.6", "a party that withholds a step of the deal: the match ends abandoned, the account ending withheld")
+ALL_CASES = (WELCOMED, FORGED, COMMIT_MATCH, NOT_DEALT, HIDDEN_MATCH, *((s, n) for s, n, _, _ in HIDDEN_FAULTS), UNSIGNED, WITHHELD)
