@@ -422,9 +422,12 @@ class ClientSession:
             return self._result(EXIT_CHEAT, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
-                return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+                how = "withheld a step of the deal" if self._abandoned_as == "withheld" else "left"
+                return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} {how}")
             if self._abandoned_as == "unsigned":
                 return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not countersign a game in time")
+            if self._abandoned_as == "withheld":
+                return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not send a step of the deal in time")
             return self._result(EXIT_FAILURE, "the match was abandoned: this seat was away longer than the host would wait")
         return self._result(EXIT_OK, reason)
 
@@ -864,6 +867,8 @@ class ClientSession:
             elif isinstance(message, Deal):
                 return self._party.deal(message)
             elif isinstance(message, HiddenTurn):
+                if self._party.corrupted:  # sent before the host saw this seat's evidence: the audit is owed, not a play
+                    return message
                 self._hidden_turn = message
                 return YourTurn(message.request, self._party.turn(message))
             elif isinstance(message, (Locked, Opened, Played, GameEnd, Audited)):
@@ -953,6 +958,7 @@ class ClientSession:
             welcome_sent=self.connection.replay_until,
             left=self._left,
             countersigned=record.countersigned,
+            stepped=self._party is None or not self._party.owes,
         )
         if why is not None:
             raise CheatProven(f"{DISPUTED_ABANDONMENT}: {why}")

@@ -152,7 +152,8 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
 def _say_abandonment(report: SignedReport, say: Callable[[str], None]) -> None:
     account = report.account
     assert account is not None
-    say(f"abandonment: ASSERTED BY THE HOST, not proven: seat {account.absent_seat} abandoned the match "
+    how = "withheld a step of the deal it owed, and so abandoned" if account.events[-1].kind == "withheld" else "abandoned"
+    say(f"abandonment: ASSERTED BY THE HOST, not proven: seat {account.absent_seat} {how} the match "
         f"(grace period {account.grace} s); the host's signature of its account is valid")
     for event in account.events:
         say(f"  {_time(event.time_ms)}  {event.kind:<10}  after {event.sent} stream messages")

@@ -26,6 +26,7 @@ from ..protocol.record import (
 from .seats import Seat
 
 SIGN_WAIT = 30.0  # seconds of connected time a seat has to countersign a game (PROTOCOL.md 14.8)
+STEP_WAIT = SIGN_WAIT  # and a party has to send a step of the hidden deal it owes, under the same rule (15.15)
 
 
 class ChannelSigning:
@@ -84,4 +85,4 @@ class ChannelSigning:
         return AbsenceEvidence(account.grace, tuple((e.kind, e.time_ms, e.sent) for e in account.events), signature)
 
 
-__all__ = ["SIGN_WAIT", "ChannelSigning", "RecordError"]
+__all__ = ["SIGN_WAIT", "STEP_WAIT", "ChannelSigning", "RecordError"]

@@ -25,6 +25,7 @@ from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCO
 from .shuffle import is_weak_public_key
 from .messages import (
     CLIENT,
+    COMMIT_DEAL,
     HIDDEN_DEAL,
     HOST,
     Audit,
@@ -442,7 +443,7 @@ class ClientConnection(_Connection):
             return
         if not self.match_started:
             raise _unexpected(message, "cannot come before 'match_start'")
-        if isinstance(message, (Commit, Reveal, YourTurn) if self.hidden else (Shuffle, Locked, Opened, Audited, HiddenTurn)):
+        if kind_of(message).deal_mode not in (None, HIDDEN_DEAL if self.hidden else COMMIT_DEAL):
             raise _unexpected(message, "belongs to the other deal mode than this match's")
         if isinstance(message, (Shuffle, Deal, HiddenTurn)):
             self.unconfirmed_steps.clear()

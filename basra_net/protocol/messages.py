@@ -346,7 +346,7 @@ class AbsenceEvidence:
 
 MAX_ABSENCE_EVENTS = 256
 # The events of the host's account of an absence, in the order of their bytes in the signed statement (14.6).
-ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned")
+ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned", "withheld")
 
 
 @dataclass(frozen=True)
@@ -846,11 +846,11 @@ CATALOGUE: tuple[Kind, ...] = (
     _stream(
         Commit,
         (("game", "game", GAME), ("commitment", "commitment", Bin(32)), ("signature", "signature", Bin(64))),
-        "host → seat 1", "before each game", "6.6",
+        "host → seat 1", "before each game", "6.6", deal_mode=COMMIT_DEAL,
     ),
     Kind(
         Seed, (("game", "game", GAME), ("seed", "seed", Bin(32))),
-        _CLIENTS, "seat 1 → host", "answer to `commit`", "6.7", Phase.MATCH,
+        _CLIENTS, "seat 1 → host", "answer to `commit`", "6.7", Phase.MATCH, deal_mode=COMMIT_DEAL,
     ),
     _stream(
         Deal,
@@ -868,12 +868,12 @@ CATALOGUE: tuple[Kind, ...] = (
     ),
     _stream(
         YourTurn, (("request", "request", REQUEST), ("moves", "moves", Moves(MAX_MOVES))),
-        "host → the seat to act", "before each play", "6.9",
+        "host → the seat to act", "before each play", "6.9", deal_mode=COMMIT_DEAL,
     ),
     Kind(
         Play,
         (("request", "request", REQUEST), ("card", "card", CardField()), ("captures", "captures", _CAPTURES)),
-        _CLIENTS, "client → host", "answer to `your_turn`", "6.10", Phase.MATCH,
+        _CLIENTS, "client → host", "answer to `your_turn`", "6.10", Phase.MATCH, deal_mode=COMMIT_DEAL,
     ),
     Kind(
         Played,
@@ -905,7 +905,7 @@ CATALOGUE: tuple[Kind, ...] = (
     _stream(
         Reveal,
         (("game", "game", GAME), ("seed", "seed", Bin(32)), ("signature", "signature", Bin(64))),
-        "host → seat 1", "after each `game_end`", "6.13",
+        "host → seat 1", "after each `game_end`", "6.13", deal_mode=COMMIT_DEAL,
     ),
     _stream(
         MatchEnd,

@@ -55,7 +55,7 @@ _ABSENCE_LABEL = b"basra-net/v2/absence"
 
 # The host's account of an absence: each event's name on the wire and its byte in the signed statement.
 ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
-ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned"})
+ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld"})
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 
@@ -590,13 +590,14 @@ def account_contradictions(account: AbsenceAccount) -> list[str]:
 
 
 def disputed_abandonment(
-    account: AbsenceAccount, *, end_number: int, welcome_sent: int, left: bool, countersigned: bool
+    account: AbsenceAccount, *, end_number: int, welcome_sent: int, left: bool, countersigned: bool, stepped: bool = True
 ) -> str | None:
     """Why the seat told it abandoned knows otherwise, or None when the host's account may be true (section 14.8).
 
     The seat knows the stream number of the `match_end` (end_number), the
     `sent` of the `welcome` of the connection that brought it (welcome_sent),
-    whether it sent `leave`, and whether it sent every countersignature owed.
+    whether it sent `leave`, whether it sent every countersignature owed, and
+    whether it sent every step of the hidden deal owed (stepped; section 15.15).
     A `match_end` that came live on a connection (end_number > welcome_sent)
     was sent to a seat that was there.
     """
@@ -610,4 +611,6 @@ def disputed_abandonment(
         return "the host says this seat was away past its grace period, and said so on a connection the seat held"
     if ending == "unsigned" and countersigned:
         return "the host says this seat did not countersign, and it did"
+    if ending == "withheld" and stepped:
+        return "the host says this seat withheld a step of the deal, and it sent every step it owed"
     return None

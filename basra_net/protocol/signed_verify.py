@@ -24,7 +24,8 @@ from .messages import Deal, Hello, Leave
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
 from .transcript import Transcript, VerifyReport
 from .transcript import verify as verify_deals
-from .verify import GUEST, HOST, GameCheck
+from .hidden_verify import ABANDONED_DEAL
+from .verify import GUEST, HOST, Discrepancy, GameCheck
 
 # How the reference client begins the note of an abandonment it disputes (its word: shown, never weighed).
 DISPUTED_ABANDONMENT = "disputed abandonment"
@@ -129,7 +130,7 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
             report.dispute = f"the host's signed account contradicts itself: {contradictions[0]}"
             cheats.append(report.dispute)
         else:
-            report.dispute = _disputed_by_the_record(parsed, context, channel, report.account)
+            report.dispute = _disputed_by_the_record(parsed, context, channel, report.account, deals.problems)
         report.disputed_in_notes = [note.text for note in parsed.notes if DISPUTED_ABANDONMENT in note.text]
     missing = _missing_countersignatures(channel, cut_at_the_end=partial and cut_short)
 
@@ -173,7 +174,9 @@ def _missing_countersignatures(channel: ChannelRecord, *, cut_at_the_end: bool) 
     return missing
 
 
-def _disputed_by_the_record(parsed: Transcript, context: ChannelContext, channel: ChannelRecord, account: AbsenceAccount) -> str | None:
+def _disputed_by_the_record(
+    parsed: Transcript, context: ChannelContext, channel: ChannelRecord, account: AbsenceAccount, problems: list[Discrepancy]
+) -> str | None:
     """What the seat's own records (which it does not sign) say against the host's account, or None.
 
     Away past the grace period is not judged here: whether the `match_end`
@@ -187,6 +190,9 @@ def _disputed_by_the_record(parsed: Transcript, context: ChannelContext, channel
         return f"the host says seat {account.absent_seat} left, and the record holds no leave from it (the seat's word)"
     if ending == "unsigned" and channel.games and all(g.guest is Status.VALID for g in channel.games):
         return f"the host says seat {account.absent_seat} did not countersign, and the record holds its every countersignature (the seat's word)"
+    withheld = f"seat {account.absent_seat} withheld"
+    if ending == "withheld" and not any(p.field == ABANDONED_DEAL and withheld in p.found for p in problems):
+        return f"the host says seat {account.absent_seat} withheld a step of the deal, and the record holds every step it owed (the seat's word)"
     return None
 
 

@@ -19,7 +19,7 @@ from nacl import bindings as sodium
 from basra_net.client.verify_file import verify_file
 from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK
 from basra_net.protocol import transcript
-from basra_net.protocol.hidden_deal import GROUP_ORDER, HiddenDealError, NotACard, Proof, scalar_bytes
+from basra_net.protocol.hidden_deal import GROUP_ORDER, HiddenDealError, NotAPermutation, Proof, card_of, scalar_bytes
 from basra_net.protocol.hidden_game import PartyGame
 from basra_net.protocol.messages import (
     HIDDEN_DEAL,
@@ -28,6 +28,7 @@ from basra_net.protocol.messages import (
     Deal,
     GameEnd,
     Hello,
+    HiddenTurn,
     Leave,
     Lock,
     Locked,
@@ -225,40 +226,54 @@ def test_a_played_card_shown_as_another_is_named(tmp_path):
     assert code == EXIT_CHEAT and "seat 0's reveal of position" in lines[-1] and "seat 0 cheated" in lines[-1]
 
 
-def substitute_table_card(parties) -> None:
-    """Seat 1, the non-dealer of game 1, locks a point that is no card's at the first table position,
-    and its software sends the reveal of it all the same."""
-    party = parties[1].party
-    honest_lock = party.lock_deck
-    stranger = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(424242))
+def substituting(culprit: int):
+    """The party at seat ``culprit`` locks a point that is no card's into its list (entry 8), as a modified
+    client would: seat 0 deals game 1 and substitutes in the dealer's list, seat 1 in the deck itself."""
 
-    def lock_deck(previous):
-        deck = list(honest_lock(previous))
-        deck[8] = sodium.crypto_scalarmult_ed25519_noclamp(party.audit_scalar, stranger)
-        return tuple(deck)
+    def tamper(parties) -> None:
+        party = parties[culprit].party
+        honest_lock = party.lock_deck
+        stranger = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(424242))
 
-    party.lock_deck = lock_deck
-    parties[1].checker.reveal = lambda step: None  # its own check would stop it
+        def lock_deck(previous):
+            deck = list(honest_lock(previous))
+            deck[8] = sodium.crypto_scalarmult_ed25519_noclamp(party.audit_scalar, stranger)
+            return tuple(deck)
+
+        party.lock_deck = lock_deck
+
+    return tamper
 
 
-@pytest.mark.parametrize("audited", [True, False], ids=["with the audit", "without it"])
-def test_a_substituted_card_shows_at_its_reveal_and_the_audit_names_its_author(audited, tmp_path):
-    table = HiddenMatch(seed=5, target=1, tamper_parties=substitute_table_card)
-    with pytest.raises(NotACard):  # the referee sees a proven reveal of no card
+def shows_no_card(message: Message) -> bool:
+    """An `open` (or its relay) with a proven reveal of a point that is no card's: the evidence of 15.7."""
+    return isinstance(message, (Open, Opened)) and any(card_of(step[:32]) is None for _, step in message.reveals)
+
+
+@pytest.mark.parametrize("culprit", [0, 1], ids=["by seat 0", "by seat 1"])
+def test_a_substituted_card_is_shown_at_once_and_the_audit_that_follows_names_its_author(culprit, tmp_path):
+    table = HiddenMatch(seed=5, target=1, tamper_parties=substituting(culprit))
+    with pytest.raises(NotAPermutation) as caught:  # both scalars are owed at once; the culprit's shows its list
         table.play()
+    assert caught.value.seat == culprit and table.referee.corrupted is not None
     records = table.records
-    assert records[-1][0] == "guest" and isinstance(records[-1][1], Open)  # the evidence, as sent
-    if audited:  # both scalars published once the deal is broken, as 15.7 asks
-        game = table.referee.game
-        records = [*records, ("guest", Audit(game, table.parties[1].party.audit_scalar)),
-                   ("host", Audited(game, 0, table.parties[0].party.audit_scalar))]
+    shown = next(i for i, (s, m) in enumerate(records) if shows_no_card(m))
+    assert not any(isinstance(m, (Deal, HiddenTurn)) for _, m in records[shown:])  # the game goes no further
+    code, lines = verify([*records, ("host", MatchEnd(1 - culprit, (0, 0), "abandoned"))], tmp_path)
+    assert code == EXIT_CHEAT, lines
+    assert f"seat {culprit}'s locked list is not the list before it" in lines[-1] and f"seat {culprit} cheated" in lines[-1]
+
+
+def test_a_substitution_whose_audit_is_withheld_names_the_seat_that_withheld_it(tmp_path):
+    table = HiddenMatch(seed=5, target=1, tamper_parties=substituting(1))
+    with pytest.raises(NotAPermutation):
+        table.play()
+    records = [(s, m) for s, m in table.records if not isinstance(m, (Audit, Audited))]
+    assert any(shows_no_card(m) for _, m in records)
+    code, lines = verify(records, tmp_path)  # the record stops: no one is named
+    assert code == EXIT_FAILURE and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1], lines
     code, lines = verify([*records, ("host", MatchEnd(0, (0, 0), "abandoned"))], tmp_path)
-    assert "position 8 holds no card" in lines[-1]
-    if audited:
-        assert code == EXIT_CHEAT and "seat 1's locked list is not the list before it" in lines[-1]
-        assert "seat 1 cheated" in lines[-1]
-    else:
-        assert code == EXIT_FAILURE and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1]
+    assert code == EXIT_CHEAT and "seat 1 withheld its audit scalar" in lines[-1] and "seat 1 cheated" in lines[-1], lines
 
 
 @pytest.mark.parametrize("stopper", [0, 1], ids=["the host's party", "the guest"])

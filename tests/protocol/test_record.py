@@ -413,6 +413,11 @@ def test_a_seat_that_was_there_disputes_its_abandonment():
         "the host says this seat did not countersign, and it did"
     )
     assert disputed_abandonment(unsigned, end_number=85, welcome_sent=0, left=False, countersigned=False) is None
+    withheld = account(("withheld", 0, 57))
+    assert disputed_abandonment(withheld, end_number=58, welcome_sent=0, left=False, countersigned=True, stepped=True) == (
+        "the host says this seat withheld a step of the deal, and it sent every step it owed"
+    )
+    assert disputed_abandonment(withheld, end_number=58, welcome_sent=0, left=False, countersigned=True, stepped=False) is None
 
 
 def test_the_hosts_replay_of_the_guests_plays_lacks_the_guests_signatures(real_match, signed):

@@ -5,6 +5,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.protocol import record
@@ -70,8 +71,9 @@ def test_the_running_hash_and_every_statement_of_a_whole_game():
     assert [g.host for g in channel.games] == [record.Status.VALID]
 
 
-def test_the_absence_statement():
-    vector = VECTORS["absence_statement"]
+@pytest.mark.parametrize("name", ["absence_statement", "withheld_statement"])
+def test_the_absence_statement(name):
+    vector = VECTORS[name]
     account = record.AbsenceAccount(
         vector["absent_seat"], vector["grace"], tuple(record.AbsenceEvent(*event) for event in vector["events"])
     )

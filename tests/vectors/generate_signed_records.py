@@ -36,12 +36,14 @@ HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326
 GUEST_PRIVATE_SEED = bytes.fromhex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")
 
 STREAM_TYPES = {"match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "sig", "match_end"}
-ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6}
+ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6, "withheld": 7}
 ABSENCE = {
     "absent_seat": 1,
     "grace": 120,
     "events": [["away", 1767225600000, 40], ["resume", 1767225630000, 40], ["grace_over", 1767225720000, 41]],
 }
+# A party of the hidden deal that stayed connected and did not send a step it owed (15.15).
+WITHHELD = {"absent_seat": 0, "grace": 120, "events": [["withheld", 1767225660000, 57]]}
 CODE = "K7M-2QX"
 PAKE_GUEST_ENTROPY = b"basra-net/v2/pake-vector/guest"
 PAKE_HOST_ENTROPY = b"basra-net/v2/pake-vector/host"
@@ -108,6 +110,11 @@ FIELDS = {
     "absence_statement.grace": "the grace period, seconds",
     "absence_statement.events": "each event as [kind, time in ms since 1970, stream messages sent], in order",
     **{f"absence_statement.{name}": text for name, text in _STATEMENT.items()},
+    "withheld_statement": "the host's account of a step of the hidden deal withheld (14.6, 15.15), not from session 12.1",
+    "withheld_statement.absent_seat": "the seat that withheld the step",
+    "withheld_statement.grace": "the grace period, seconds",
+    "withheld_statement.events": "its one event, [kind, time in ms since 1970, stream messages sent]",
+    **{f"withheld_statement.{name}": text for name, text in _STATEMENT.items()},
     "pake": "one code exchange (14.9) with the entropy functions of 14.12",
     "pake.code": "the join code as the host shows it",
     "pake.password": "pw: the code without spaces and dashes, upper case",
@@ -230,10 +237,13 @@ def build_vectors() -> dict:
                 result[role] = {"bytes": signed.hex(), "signature": key.sign(signed).hex()}
             take(frame({"type": "sig", "of": "result", "game": 0, "count": end_count, "signature": bytes.fromhex(result["host"]["signature"])}))
 
-    absence = (
-        lp(b"basra-net/v2/absence") + ctx + u8(0) + u8(ABSENCE["absent_seat"]) + u32(ABSENCE["grace"]) + u32(len(ABSENCE["events"]))
-        + b"".join(u8(ABSENCE_KINDS[kind]) + u64(time) + u32(sent) for kind, time, sent in ABSENCE["events"])
-    )
+    def absence_signed(account: dict) -> bytes:
+        return (
+            lp(b"basra-net/v2/absence") + ctx + u8(0) + u8(account["absent_seat"]) + u32(account["grace"]) + u32(len(account["events"]))
+            + b"".join(u8(ABSENCE_KINDS[kind]) + u64(time) + u32(sent) for kind, time, sent in account["events"])
+        )
+
+    absence, withheld = absence_signed(ABSENCE), absence_signed(WITHHELD)
 
     return {
         "protocol": PROTOCOL,
@@ -253,6 +263,7 @@ def build_vectors() -> dict:
         "game_statements": games,
         "result_statement": result,
         "absence_statement": {**ABSENCE, "bytes": absence.hex(), "signature": host.sign(absence).hex()},
+        "withheld_statement": {**WITHHELD, "bytes": withheld.hex(), "signature": host.sign(withheld).hex()},
         "pake": pake_run(host_key, guest_key, nonce),
     }
 
