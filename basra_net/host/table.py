@@ -813,9 +813,10 @@ class Table:
             table.seating.claimed[seat] = True
             table._take_seat(seat, entry)
             table._record_handshake(seat, entry)
-        for entry in table.seats:
+        for seat, entry in enumerate(table.seats):
             assert entry is not None
             entry.away_until = now + table.grace
+            table._absences.note(seat, "restart")  # the seat's connection ended with the process that stopped
         table._replay.pending.extend(inputs)
         table._replay.live = False
         for record in records:  # the lock each seat of this process kept last, with its steps in that game

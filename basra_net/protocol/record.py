@@ -55,6 +55,8 @@ _ABSENCE_LABEL = b"basra-net/v2/absence"
 
 # The host's account of an absence: each event's name on the wire and its byte in the signed statement.
 ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
+# The events that make a seat away: its connection ended, or the host's process did, and the host restarted.
+AWAY_EVENTS = frozenset({"away", "restart"})
 ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld"})
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
@@ -573,7 +575,7 @@ def account_contradictions(account: AbsenceAccount) -> list[str]:
             break
     away: AbsenceEvent | None = None
     for event in events:
-        if event.kind == "away":
+        if event.kind in AWAY_EVENTS:
             away = event
         elif event.kind == "back":
             if away is None:

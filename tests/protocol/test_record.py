@@ -386,6 +386,18 @@ def test_an_honest_account_holds_together():
     assert disputed_abandonment(account(("left", 0, 9)), end_number=10, welcome_sent=0, left=True, countersigned=True) is None
 
 
+def test_an_account_that_starts_with_the_hosts_restart_holds_together():
+    # `basra host --resume`: every seat is away from the restart, whose sent is 0 (the stopped process's count is lost).
+    restarted = account(("restart", 0, 0), ("resume", 5_000, 40), ("back", 5_000, 40), ("away", 9_000, 45), ("grace_over", 129_000, 46))
+    never_back = account(("restart", 0, 0), ("grace_over", 120_000, 40))
+    for held in (restarted, never_back):
+        assert account_contradictions(held) == []
+        assert disputed_abandonment(held, end_number=47, welcome_sent=47, left=False, countersigned=True) is None
+    assert account_contradictions(account(("restart", 0, 0), ("grace_over", 60_000, 40))) == [
+        "the account shows a wait of 60 seconds for a grace period of 120 seconds"
+    ]
+
+
 @pytest.mark.parametrize(
     "events, contradiction",
     [
