@@ -28,8 +28,8 @@ import trio
 from nacl import bindings as sodium
 
 from basra_net.client.players import BotPlayer, PlayerLeft
-from basra_net.client.session import EXIT_DEAL_FAILED, EXIT_FAILURE, HIDDEN_HANDS_OFFERED, ClientSession
-from basra_net.client.verify_file import EXIT_CHEAT, EXIT_VERIFIED
+from basra_net.client.session import HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK
 from basra_net.host import table as table_module
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.protocol import hidden_deal, hidden_game, transcript
@@ -176,7 +176,7 @@ async def test_an_honest_hidden_match_verifies_from_both_transcripts(tmp_path, b
     assert guest.exit_code == 0 and guest.state.hidden_hands, guest.reason
     assert len(guest.state.results) >= 2  # both seats have dealt
     for name, (code, last) in verdicts(tmp_path, basra_command).items():
-        assert code == EXIT_VERIFIED, (name, last)
+        assert code == EXIT_OK, (name, last)
 
 
 @pytest.mark.parametrize("case", list(CHEATS))
@@ -228,7 +228,7 @@ async def test_a_host_that_forges_its_own_partys_step_is_caught_and_the_guests_r
 
     monkeypatch.setattr(hidden_game.RefereeGame, "take", forging)
     guest, _ = await play(tmp_path)
-    assert guest.exit_code == EXIT_DEAL_FAILED and reason in guest.reason, guest.reason
+    assert guest.exit_code == EXIT_CHEAT and reason in guest.reason, guest.reason
     ((code, last),) = verdicts(tmp_path, basra_command, [tmp_path / "guest.basra"]).values()
     assert code == EXIT_CHEAT and reason in last and "(seat 0 cheated)" in last, last
 
@@ -282,7 +282,7 @@ async def test_a_host_that_drops_a_step_and_calls_it_withheld_is_disputed_by_the
     monkeypatch.setattr(table_module.Table, "feed", dropping)
     guest, outcome = await play(tmp_path)
     assert outcome.table.reason.startswith("Omar did not send its audit scalar for game 1")
-    assert guest.exit_code == EXIT_DEAL_FAILED and "disputed abandonment" in guest.reason
+    assert guest.exit_code == EXIT_CHEAT and "disputed abandonment" in guest.reason
     assert "withheld a step of the deal, and it sent every step it owed" in guest.reason
     run = subprocess.run([*basra_command, "verify", str(tmp_path / "guest.basra")], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
@@ -335,7 +335,7 @@ async def test_a_substituted_card_at_basra_host_is_laid_at_the_seat_that_substit
     honest, cheat = (guest, outcome.own_seat) if culprit == 0 else (outcome.own_seat, guest)
     assert not outcome.table.completed and outcome.table.winner == 1 - culprit
     assert f"seat {culprit}'s locked list is not the list before it" in outcome.table.reason
-    assert honest.exit_code == EXIT_DEAL_FAILED and f"seat {culprit}'s locked list is not the list before it" in honest.reason
+    assert honest.exit_code == EXIT_CHEAT and f"seat {culprit}'s locked list is not the list before it" in honest.reason
     assert cheat.refusal == BAD_DEAL
     assert shows_no_card(tmp_path / "guest.basra") and shows_no_card(tmp_path / "host.basra")
     for name, (code, last) in verdicts(tmp_path, basra_command).items():
@@ -348,7 +348,7 @@ async def test_a_substituted_card_at_basra_serve_is_laid_at_the_seat_that_substi
     substituting(monkeypatch, culprit)
     results = await serve(tmp_path)
     honest, cheat = results[1 - culprit], results[culprit]
-    assert honest.exit_code == EXIT_DEAL_FAILED and f"seat {culprit}'s locked list is not the list before it" in honest.reason
+    assert honest.exit_code == EXIT_CHEAT and f"seat {culprit}'s locked list is not the list before it" in honest.reason
     assert cheat.refusal == BAD_DEAL
     for name, (code, last) in verdicts(tmp_path, basra_command, served_transcripts(tmp_path)).items():
         assert code == EXIT_CHEAT, (name, last)
