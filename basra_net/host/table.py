@@ -451,7 +451,8 @@ class Table:
         Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
         """
         while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
-            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, Owing(owed, SIGN_WAIT, "unsigned", lambda seat: "did not countersign"))
+            owing = Owing(owed, SIGN_WAIT, "unsigned", lambda seat: "did not countersign")
+            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, owing)
             self._replay.write(sig_record(seat, sig))
 
     def _countersignature(self, seat: int, message: object) -> bool:
@@ -756,10 +757,7 @@ class Table:
             request = self._request
             entry.open_request = request
             self._send(seat, HiddenTurn(request, referee.options()))
-            sender, play = await self._next_from_any(
-                (0, 1), (HiddenPlay, Open),
-                lambda sender, message: message.request == request and sender == seat if isinstance(message, HiddenPlay) else referee.fresh(message),
-            )
+            sender, play = await self._next_from_any((0, 1), (HiddenPlay, Open), partial(_play_or_shown, referee, seat, request))
             if isinstance(play, Open):
                 # A party shows a card of its new hand that is no card (15.7): the audit is owed at once, and
                 # names the party that corrupted the deck, whose step then fails and ends the match.
@@ -825,6 +823,14 @@ class Table:
                 steps = tuple(m for s, m in inputs if s == seat and isinstance(m, (Lock, Open, Audit)) and m.game == game)
                 table.kept_locks[seat] = KeptLock(game, record["scalar"], steps)
         return table
+
+
+def _play_or_shown(referee: RefereeGame, seat: int, request: int, sender: int, message: Message) -> bool:
+    """While a seat is to play: its answer to the request, or an `open` from either that may show a card of the
+    sender's new hand that is no card (PROTOCOL.md 15.7)."""
+    if isinstance(message, HiddenPlay):
+        return sender == seat and message.request == request
+    return referee.fresh(message)
 
 
 def _due_or_shown(referee: RefereeGame, due: tuple[int, ...], sender: int, message: Message) -> bool:
