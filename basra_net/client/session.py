@@ -15,6 +15,8 @@ host's own seat after the host restarted).
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import random
 import time
@@ -79,15 +81,12 @@ from ..protocol.messages import (
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
-from .liveness import Liveness
+from ..liveness import Liveness
 from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
-from .storage import TranscriptFile, default_transcript_path
+from ..match_files import TranscriptFile, default_transcript_path
+from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_DEAL_FAILED = 3
-EXIT_LEFT = 130  # the player chose to leave (Ctrl-C or quit), as shells report an interrupt
 RECEIVE_SIZE = 65536
 INBOUND_BUFFER = 256  # host messages waiting while the player thinks (a hand brings about a dozen)
 RECONNECT_FOR = 180.0  # seconds to keep trying to reach the host again (its grace is 120 s by default)
@@ -95,6 +94,9 @@ RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RE
 RECONNECT_MAX_DELAY = 5.0
 RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
 HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
+# Seconds a seat that caught a cheat at a game's checkpoint waits for the host's signature of that game, which
+# follows at once from an honest program: with it the transcript proves the cheat (PROTOCOL.md 14.11).
+CAUGHT_SIGNATURE_WAIT = 5.0
 # The deal modes a session offers by default (PROTOCOL.md 15.15).  Hidden hands are offered on request
 # (ClientSession's deal_modes, `--hidden-hands`) until transcripts of them verify offline and a party's
 # lock survives a crash of its program.
@@ -273,10 +275,12 @@ class ClientSession:
         if welcome.version < 2 or not signed:
             return
         try:
-            context = ChannelContext(welcome.match_id, welcome.host_key, self._guest_key, welcome.seat, nonce)
+            context = ChannelContext(
+                welcome.match_id, welcome.host_key, self._guest_key, welcome.seat, nonce, welcome.scoring, welcome.target
+            )
         except RecordError as err:
             raise ProtocolError(BAD_MESSAGE, f"the welcome cannot start a signed record: {err}") from None
-        self.record = ChannelRecord(context, welcome.scoring, welcome.target)
+        self.record = ChannelRecord(context)
 
     def _keep_on_record(self, sender: str, message: Message, frame: bytes) -> None:
         """Feed the signed record; what it proves wrong stops the match (PROTOCOL.md 14.8)."""
@@ -383,7 +387,7 @@ class ClientSession:
             await self._try_send_raw(self.connection.send_error(redeal))
             text = f"game {redeal.game}: the host offered a new commitment for a deal this seat's seed had already fixed"
             self._fail_deal(redeal.game, text, note="abandoned_deal")
-            return self._result(EXIT_DEAL_FAILED, text)
+            return self._result(EXIT_CHEAT, text)
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
@@ -394,7 +398,7 @@ class ClientSession:
         except DealRefused as refused:
             self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
-            return self._result(EXIT_DEAL_FAILED, str(refused))
+            return self._result(EXIT_CHEAT, str(refused))
         except PlayerLeft as left:
             await self.leave(str(left))
             return self._result(EXIT_LEFT, str(left))
@@ -403,7 +407,7 @@ class ClientSession:
                 self._transcript.close()
             await trio.aclose_forcefully(self.stream)
         if self.deal_failures:
-            return self._result(EXIT_DEAL_FAILED, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
+            return self._result(EXIT_CHEAT, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
                 return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
@@ -435,7 +439,7 @@ class ClientSession:
         abandoned = [p for p in self.verifier.finish() if p.field == "reveal"]
         self._record_problems(abandoned)
         if abandoned:
-            return self._result(EXIT_DEAL_FAILED, f"{reason}; {abandoned[0]}")
+            return self._result(EXIT_CHEAT, f"{reason}; {abandoned[0]}")
         return self._result(EXIT_FAILURE, reason)
 
     def _record_problems(self, problems: list[Discrepancy]) -> None:
@@ -498,16 +502,29 @@ class ClientSession:
         messages, inbound = trio.open_memory_channel[object](INBOUND_BUFFER)
         outcome: str | None = None
         failure: Exception | None = None
+        caught: CheatProven | None = None  # a cheat caught at a checkpoint, held until the host signs that game
+        give_up_waiting = math.inf
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._read, messages.clone())
             nursery.start_soon(self._pass_actions, messages)
             nursery.start_soon(self.player.act, self.state, self._controls)
             try:
-                async for item in inbound:
+                while True:
+                    item = None
+                    with trio.move_on_at(give_up_waiting):
+                        try:
+                            item = await inbound.receive()
+                        except trio.EndOfChannel:
+                            break
+                    if caught is not None and not isinstance(item, tuple):
+                        raise caught  # no signature in time, or the connection or the player ended the wait
                     if isinstance(item, Exception):
                         raise item
                     if isinstance(item, (Choice, Say, Quit)):
                         await self._act(item)
+                        continue
+                    if caught is not None:
+                        self._take_signature_of_caught(item[0], _frame(item[1]), caught)
                         continue
                     if isinstance(item, ConnectionClosed):
                         if self.connection.over:
@@ -519,7 +536,13 @@ class ClientSession:
                             break
                         raise PeerGone("the host closed the connection before the match ended")
                     message, body = item
-                    outcome = await self._handle(message, _frame(body))
+                    try:
+                        outcome = await self._handle(message, _frame(body))
+                    except CheatProven as cheat:
+                        if not self._signature_owed_for(cheat.game):
+                            raise
+                        caught, give_up_waiting = cheat, trio.current_time() + CAUGHT_SIGNATURE_WAIT
+                        continue
                     if outcome is not None:
                         break
             except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
@@ -529,6 +552,25 @@ class ClientSession:
             raise failure
         assert outcome is not None  # the reader's last item is always the end or a failure
         return outcome
+
+    def _signature_owed_for(self, game: int | None) -> bool:
+        """Whether the host's signature of the game a cheat was caught in is due next on the signed record."""
+        owed = self.record.owed_by_host if self.record is not None else None
+        return owed is not None and owed[:2] == ("game", game)
+
+    def _take_signature_of_caught(self, message: Message, frame: bytes, caught: CheatProven) -> None:
+        """While a caught cheat waits for the host's signature of its game: that signature goes on record, then the cheat stops the match.
+
+        It is not countersigned.  A bad signature is recorded as sent, for `basra verify` to show; any other stream
+        message ends the wait at once, unrecorded (the record shows the stream went on unsigned).
+        """
+        if isinstance(message, Sig):
+            self._record(HOST, message, frame)
+            with contextlib.suppress(CheatProven):
+                self._keep_on_record(HOST, message, frame)
+            raise caught
+        if kind_of(message).stream:
+            raise caught
 
     async def _pass_actions(self, messages: trio.MemorySendChannel) -> None:
         async with messages:

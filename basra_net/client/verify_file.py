@@ -7,17 +7,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..engine.cards import card_name
+from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK, EXIT_UNREADABLE
 from ..protocol import shuffle, transcript
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.record import Status
 from ..protocol.signed_verify import SignedReport, Verdict, verify_signed
 
-EXIT_VERIFIED = 0
-EXIT_FAILED = 1
-EXIT_UNREADABLE = 2
-EXIT_CHEAT = 3  # the record proves who cheated
 MAX_TRANSCRIPT = 64 * 1024 * 1024  # far beyond any real match; bounds the work a hostile file can cause
-VERDICT_EXITS = {Verdict.PROVEN: EXIT_VERIFIED, Verdict.NOT_PROVEN: EXIT_FAILED, Verdict.CHEAT: EXIT_CHEAT}
+VERDICT_EXITS = {Verdict.PROVEN: EXIT_OK, Verdict.NOT_PROVEN: EXIT_FAILURE, Verdict.CHEAT: EXIT_CHEAT}
 
 
 def read_transcript(path: Path) -> transcript.Transcript:
@@ -69,7 +66,7 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
             say(f"  also: {extra}")
         first = report.problems[0]
         say(f"{'CHEATED' if first.culprit is not None else 'FAILED'}: {first}")
-        return EXIT_CHEAT if first.culprit is not None else EXIT_FAILED
+        return EXIT_CHEAT if first.culprit is not None else EXIT_FAILURE
     end = verifier.match_end
     if end is not None:
         winner = "nobody" if end.winner is None else f"seat {end.winner}"
@@ -81,7 +78,7 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
         say(f"{path}: hidden hands: all {proofs} proofs, both locked decks of every game, every play and score check out")
     else:
         say(f"{path}: every signature, commitment, deal, play and score checks out")
-    return EXIT_VERIFIED
+    return EXIT_OK
 
 
 def _print_details(check, match_id: bytes, say: Callable[[str], None]) -> None:

@@ -40,8 +40,8 @@ class ChannelSigning:
     def open(self, seat: int, entry: Seat, scoring: str, target: int) -> None:
         """Start the seat's record, if the seat has a channel to sign: version 2, over the network."""
         if entry.version >= 2 and seat not in self._local_seats and entry.hello.key is not None:
-            context = ChannelContext(self._match_id, self._host_key, entry.hello.key, seat, entry.hello.nonce)
-            entry.record = ChannelRecord(context, scoring, target)
+            context = ChannelContext(self._match_id, self._host_key, entry.hello.key, seat, entry.hello.nonce, scoring, target)
+            entry.record = ChannelRecord(context)
 
     def sent(self, entry: Seat, frame: bytes, wire: dict) -> Sig | None:
         """A stream frame the seat was sent, with the wire map it was encoded from; the host's signature when it

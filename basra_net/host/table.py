@@ -35,8 +35,8 @@ from typing import Any, Callable, NoReturn
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ..client.storage import TranscriptFile
 from ..engine import Dealt, GameEnded, IllegalMove, Match, MatchEnded, Move, TableTaken
+from ..match_files import TranscriptFile
 from ..options import GRACE
 from ..protocol import shuffle
 from ..protocol.announce import announcements

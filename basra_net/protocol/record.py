@@ -2,7 +2,8 @@
 
 The host's stream to a seat is hashed frame by frame into one SHA-256 chain
 that starts from the channel's context (version, match, both identity keys,
-the seat, the nonce the fair deal is bound to).  At each game's checkpoint
+the seat, the nonce the fair deal is bound to, the scoring and target the
+match is played under).  At each game's checkpoint
 and after `match_end` the host signs a statement naming the chain's value,
 and the guest countersigns the same statement.  Changing, adding, removing or
 re-ordering any frame, or moving a game to another match, changes every
@@ -93,6 +94,8 @@ class ChannelContext:
     guest_key: bytes
     guest_seat: int
     guest_nonce: bytes
+    scoring: str  # the scoring preset of `welcome`
+    target: int  # the target score of `welcome`
 
     def __post_init__(self) -> None:
         for name, key in (("host key", self.host_key), ("guest key", self.guest_key)):
@@ -106,6 +109,8 @@ class ChannelContext:
             raise RecordError("seat", f"the guest's seat must be 0 or 1, not {self.guest_seat!r}")
         sized("match_id", self.match_id, MATCH_ID_SIZE)
         sized("guest_nonce", self.guest_nonce, NONCE_SIZE)
+        if type(self.scoring) is not str or type(self.target) is not int or not 0 <= self.target <= 0xFFFFFFFF:
+            raise RecordError("rules", "the scoring is a text and the target a count of points")
 
     @property
     def fair_deal(self) -> bool:
@@ -123,6 +128,8 @@ class ChannelContext:
             + lp(self.guest_key)
             + _U8.pack(self.guest_seat)
             + lp(self.guest_nonce)
+            + _text(self.scoring)
+            + _U32.pack(self.target)
         )
 
 
@@ -179,8 +186,6 @@ class MatchResult:
     """Everything result_signed names (section 14.6)."""
 
     names: tuple[str, str]
-    scoring: str
-    target: int
     totals: tuple[int, int]
     winner: int | None
     reason: str
@@ -202,8 +207,6 @@ def result_statement(context: ChannelContext, signer: int, result: MatchResult) 
         + _signer(signer)
         + _text(result.names[0])
         + _text(result.names[1])
-        + _text(result.scoring)
-        + _u32("target", result.target)
         + _u32("total of seat 0", result.totals[0])
         + _u32("total of seat 1", result.totals[1])
         + _U8.pack(NO_WINNER if result.winner is None else result.winner)
@@ -312,8 +315,6 @@ class ChannelRecord:
     """The signed record of one channel, checked as it is fed (section 14.4 to 14.8)."""
 
     context: ChannelContext
-    scoring: str
-    target: int
     chain: RunningHash = field(init=False)
     games: list[SignedGame] = field(init=False, default_factory=list)
     result: SignedResult | None = field(init=False, default=None)
@@ -488,7 +489,7 @@ class ChannelRecord:
         elif evidence is not None:
             raise RecordError("abandonment", "evidence of an absence in a match that was not abandoned")
         result = MatchResult(
-            self.names, self.scoring, self.target, (totals[0], totals[1]), winner, reason,
+            self.names, (totals[0], totals[1]), winner, reason,
             tuple(g.link for g in self.games), number, digest,
         )
         self.result = SignedResult(result, account)
@@ -547,16 +548,14 @@ class ChannelRecord:
             raise RecordError(error, f"the {who}'s signature of {owed.what} does not verify under the {who} key")
 
 
-def check_channel(
-    context: ChannelContext, scoring: str, target: int, records: Iterable[tuple[str, bytes]], *, partial: bool = False
-) -> ChannelRecord:
+def check_channel(context: ChannelContext, records: Iterable[tuple[str, bytes]], *, partial: bool = False) -> ChannelRecord:
     """Replay a channel's recorded frame bodies, (sender, body) in order, as a verifier does (section 14.11).
 
     The host's stream messages feed the running hash; the guest's seeds and
     signatures are matched to it; every other message is left to the
     game's own checks.  RecordError names the first thing that does not hold.
     """
-    channel = ChannelRecord(context, scoring, target)
+    channel = ChannelRecord(context)
     channel.replay(records)
     channel.finish(partial=partial)
     return channel

@@ -4,9 +4,9 @@ The deals, plays and scores are replayed as for format 1 (verify.py); the
 signed record (record.py) is replayed from the recorded frame bodies.  Each
 thing the replay finds wrong is then weighed by what covers it:
 
-- under a valid host signature of its game (and of the result, which fixes
-  the scoring and target the replay uses), it is the host's signed word
-  against the rules: a proven cheat;
+- under a valid host signature of its game (whose channel context names the
+  scoring and target the replay uses), or of the result, it is the host's
+  signed word against the rules: a proven cheat;
 - anywhere else it proves nothing about anyone: the record is not proven.
 
 Notes and the header's role are the writer's claims and change nothing here.
@@ -84,10 +84,10 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
     if welcome is None or hello is None or hello.key is None:
         return SignedReport(deals, None, None, Verdict.NOT_PROVEN, "the record holds no hello with the guest's key and no welcome: no signature in it can be checked")
     try:
-        context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce)
+        context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce, welcome.scoring, welcome.target)
     except RecordError as err:
         return SignedReport(deals, None, None, Verdict.NOT_PROVEN, str(err))
-    channel = ChannelRecord(context, welcome.scoring, welcome.target)
+    channel = ChannelRecord(context)
     broken: RecordError | None = None
     cut_short = False
     try:
@@ -119,10 +119,8 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         elif problem.field == "reveal" and problem.game not in dealt:
             # The guest's seed is signed only at the game's checkpoint: with no deal, nothing signed shows that it arrived.
             unproven.append(str(problem))
-        elif covered and result_signed:
-            cheats.append(f"the host signed it: {problem}")
         elif covered:
-            unproven.append(f"{problem} (not proven: the host signs the scoring and target it was played under only with the result)")
+            cheats.append(f"the host signed it: {problem}")
         elif not (partial and cut_short):
             unproven.append(f"{problem} (under no valid host signature)")
     if report.account is not None:

@@ -20,8 +20,9 @@ import pytest
 import trio
 
 from basra_net.client.players import BotPlayer, PlayerLeft
-from basra_net.client.session import EXIT_DEAL_FAILED, HIDDEN_HANDS_OFFERED, ClientSession
-from basra_net.client.verify_file import EXIT_CHEAT, EXIT_VERIFIED, verify_file
+from basra_net.client.session import HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.client.verify_file import verify_file
+from basra_net.exits import EXIT_CHEAT, EXIT_OK
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import hidden_game
 from basra_net.protocol.errors import BAD_DEAL
@@ -123,7 +124,7 @@ async def test_an_honest_hidden_match_verifies_from_both_transcripts(tmp_path, b
     assert guest.exit_code == 0 and guest.state.hidden_hands, guest.reason
     assert len(guest.state.results) >= 2  # both seats have dealt
     for name, (code, last) in verdicts(tmp_path, basra_command).items():
-        assert code == EXIT_VERIFIED, (name, last)
+        assert code == EXIT_OK, (name, last)
 
 
 @pytest.mark.parametrize("case", list(CHEATS))
@@ -158,7 +159,7 @@ async def test_a_host_that_forges_its_own_partys_step_is_caught_and_the_guests_r
 
     monkeypatch.setattr(hidden_game.RefereeGame, "take", forging)
     guest, _ = await play(tmp_path)
-    assert guest.exit_code == EXIT_DEAL_FAILED, guest.reason
+    assert guest.exit_code == EXIT_CHEAT, guest.reason
     lines: list[str] = []
     assert verify_file(tmp_path / "guest.basra", say=lines.append) == EXIT_CHEAT, lines
     assert "seat 0's unmasking of position" in lines[-1] and "(seat 0 cheated)" in lines[-1]

@@ -31,10 +31,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession
+from basra_net.client.session import ClientSession
 from basra_net.client.state import ClientState
 from basra_net.engine import IllegalMove, Match, Move
 from basra_net.engine.scoring import GameScore
+from basra_net.exits import EXIT_FAILURE, EXIT_OK
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
 from basra_net.protocol import messages as wire_messages
@@ -610,8 +611,8 @@ class World:
             return
         self.guest_state.apply(message)
         if isinstance(message, Welcome) and message.version >= 2:
-            context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, NONCE)
-            self.record = ChannelRecord(context, message.scoring, message.target)
+            context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, NONCE, message.scoring, message.target)
+            self.record = ChannelRecord(context)
         if isinstance(message, (Deal, Played, YourTurn)) and account(self.guest_state) != 52:
             self.problems.append(f"seat 1 is told of {account(self.guest_state)} cards after '{message.TYPE}'")
         if isinstance(message, Commit):

@@ -16,13 +16,14 @@ import trio
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
 from basra_net.client import session as session_module
-from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession, Resume
+from basra_net.client.session import ClientSession, Resume
+from basra_net.exits import EXIT_FAILURE, EXIT_OK
+from basra_net.files import data_dir
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.errors import UNKNOWN_TOKEN
 from basra_net.protocol.messages import MatchEnd, Played
 
-from basra_net.client.storage import data_dir
 from basra_net.host.identity import load_or_create_identity
 from basra_net.identity import public_key_bytes
 

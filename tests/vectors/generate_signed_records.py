@@ -75,7 +75,9 @@ FIELDS = {
     "context.match_id": "16 bytes: the match id of welcome",
     "context.guest_seat": "the seat of the channel's player",
     "context.guest_nonce": "32 bytes: the nonce of the hello that took the seat",
-    "context.bytes": "ctx, the 131 bytes every statement carries after its label",
+    "context.scoring": "the scoring preset of welcome",
+    "context.target": "the target score of welcome",
+    "context.bytes": "ctx, the 131 + 4 + len(scoring) + 4 bytes every statement carries after its label",
     "stream": "the running hash of the host's stream to the guest (14.4): session 12.1 with the host's sig messages added",
     "stream.h0": "h_0, the hash before the first stream message",
     "stream.steps": "each stream message in the order the host sent it",
@@ -94,8 +96,6 @@ FIELDS = {
     **{f"game_statements[].{role}.{name}": text for role in ("host", "guest") for name, text in _STATEMENT.items()},
     "result_statement": "result_signed by each signer (14.6), with the fields it repeats from the stream",
     "result_statement.names": "name_0 and name_1, of match_start",
-    "result_statement.scoring": "the scoring of welcome",
-    "result_statement.target": "the target of welcome",
     "result_statement.totals": "total_0 and total_1, of match_end",
     "result_statement.winner": "the winner of match_end (nil: none, signed as ff)",
     "result_statement.reason": "the reason of match_end",
@@ -173,7 +173,8 @@ def build_vectors() -> dict:
     inputs = session["inputs"]
     match_id, nonce = bytes.fromhex(inputs["match_id"]), bytes.fromhex(inputs["client_nonce"])
     guest_seat = 1
-    ctx = u16(2) + lp(match_id) + lp(host_key) + lp(guest_key) + u8(guest_seat) + lp(nonce)
+    scoring, target = inputs["scoring"], inputs["target"]
+    ctx = u16(2) + lp(match_id) + lp(host_key) + lp(guest_key) + u8(guest_seat) + lp(nonce) + lp(scoring.encode()) + u32(target)
     signers = {"host": (0, host), "guest": (1, guest)}
 
     frames = [(f["from"], bytes.fromhex(f["hex"])) for f in session["frames"]]
@@ -216,13 +217,13 @@ def build_vectors() -> dict:
             end = message
             end_count, end_hash = len(steps), h
             result = {
-                "names": names, "scoring": inputs["scoring"], "target": inputs["target"], "totals": end["totals"],
+                "names": names, "totals": end["totals"],
                 "winner": end["winner"], "reason": end["reason"], "end_count": end_count, "end_hash": end_hash.hex(),
             }
             for role, (signer, key) in signers.items():
                 signed = (
                     lp(b"basra-net/v2/result") + ctx + u8(signer)
-                    + lp(names[0].encode()) + lp(names[1].encode()) + lp(inputs["scoring"].encode()) + u32(inputs["target"])
+                    + lp(names[0].encode()) + lp(names[1].encode())
                     + u32(end["totals"][0]) + u32(end["totals"][1]) + u8(0xFF if end["winner"] is None else end["winner"])
                     + lp(end["reason"].encode()) + u32(len(links)) + b"".join(links) + u32(end_count) + lp(end_hash)
                 )
@@ -243,7 +244,10 @@ def build_vectors() -> dict:
             "host_private_seed": HOST_PRIVATE_SEED.hex(), "host_key": host_key.hex(),
             "guest_private_seed": GUEST_PRIVATE_SEED.hex(), "guest_key": guest_key.hex(),
         },
-        "context": {"match_id": match_id.hex(), "guest_seat": guest_seat, "guest_nonce": nonce.hex(), "bytes": ctx.hex()},
+        "context": {
+            "match_id": match_id.hex(), "guest_seat": guest_seat, "guest_nonce": nonce.hex(),
+            "scoring": scoring, "target": target, "bytes": ctx.hex(),
+        },
         "stream": {"h0": h0.hex(), "steps": steps},
         "client_seeds": [{"game": game, "seed": seed.hex()} for game, seed in seeds.items()],
         "game_statements": games,

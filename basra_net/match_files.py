@@ -1,26 +1,19 @@
-"""Files a player keeps: the data directory, transcript files and resume tickets, all readable by their owner only."""
+"""The files a match leaves in the data directory: its transcript, written as the match goes, and the tickets to resume it.
+
+Both sides write transcripts (the host's own seat and a served table too), so this sits below client/ and host/.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
-from ..files import open_private, private_dir, write_private
-from ..protocol import transcript
-from ..protocol.framing import encode_frame
-from ..protocol.messages import Message, to_wire
-
-
-def data_dir() -> Path:
-    """Where basra-net keeps keys and transcripts; BASRA_HOME overrides (tests, portable installs)."""
-    override = os.environ.get("BASRA_HOME")
-    path = Path(override) if override else Path(platformdirs.user_data_dir("basra-net", appauthor=False))
-    return private_dir(path)
+from .files import data_dir, open_private, private_dir, write_private
+from .protocol import transcript
+from .protocol.framing import encode_frame
+from .protocol.messages import Message, to_wire
 
 
 def default_transcript_path(match_id: bytes, role: str) -> Path:
