@@ -473,18 +473,19 @@ class Table:
         if self.transcript is not None:
             self.transcript.record(sender, message, frame)
 
-    def _send(self, seat: int, message: Message, frame: bytes | None = None) -> None:
-        """Send and keep a message; a message both seats are sent comes with the frame encoded for the first."""
+    def _send(self, seat: int, message: Message, encoded: tuple[dict, bytes] | None = None) -> None:
+        """Send and keep a message; a message both seats are sent comes with its wire map and frame, encoded once."""
         entry = self.seats[seat]
         if entry is None:
             return
+        wire, frame = encoded or _encoded(message)
         sending = outgoing(message, frame)
         if seat == 1:
-            self._record(HOST, message, sending[1])
+            self._record(HOST, message, frame)
         if isinstance(message, STREAM_TYPES):
-            entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
+            entry.log.append(frame)  # the frame: about 40% of the memory of the message objects
             entry.deliver(sending)
-            signature = self._signing.sent(entry, sending[1])
+            signature = self._signing.sent(entry, frame, wire)
             if signature is not None:
                 # A checkpoint or the match's end: the host signs it at once, before it asks for anything more.
                 self._send(seat, signature)
@@ -515,9 +516,9 @@ class Table:
 
     def _announce(self, events: list, played_from: tuple[int, bytes | None] | None = None) -> None:
         for to_first, to_second in announcements(events, self.match.turn, hidden=self.hidden, played_from=played_from):
-            frame = encode_frame(to_wire(to_first))
-            self._send(0, to_first, frame)
-            self._send(1, to_second, frame if to_second is to_first else None)  # a deal shows each seat its own hand
+            encoded = _encoded(to_first)
+            self._send(0, to_first, encoded)
+            self._send(1, to_second, encoded if to_second is to_first else None)  # a deal shows each seat its own hand
 
     def _reveal_owed(self) -> None:
         """A game cut off after its commitment went out is revealed, so the record shows the host did not walk away from it."""
@@ -841,6 +842,12 @@ def _due_or_shown(referee: RefereeGame, due: tuple[int, ...], sender: int, messa
 
 # What a seat sends in answer to the match; one that came twice around a resume is not recorded again.
 ANSWERS = (Play, Seed, Sig, HiddenPlay, Lock, Open, Audit)
+
+
+def _encoded(message: Message) -> tuple[dict, bytes]:
+    """A message's wire map and its frame: the signed record reads the map instead of decoding the frame again."""
+    wire = to_wire(message)
+    return wire, encode_frame(wire)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -135,6 +135,9 @@ class ChannelContext:
         )
 
 
+_STEP_PREFIX = lp(_STEP_LABEL)  # the same at every step of the chain
+
+
 class RunningHash:
     """h_0 from the context, then h_n = SHA-256(label || h_(n-1) || u32(n) || lp(frame_n)) per stream frame."""
 
@@ -144,7 +147,7 @@ class RunningHash:
 
     def add(self, frame: bytes) -> bytes:
         self.count += 1
-        self.digest = hashlib.sha256(lp(_STEP_LABEL) + self.digest + _U32.pack(self.count) + lp(frame)).digest()
+        self.digest = hashlib.sha256(_STEP_PREFIX + self.digest + _U32.pack(self.count) + lp(frame)).digest()
         return self.digest
 
 
