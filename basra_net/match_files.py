@@ -9,10 +9,16 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import LocalFileError, data_dir, open_private, private_dir, write_private
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; one player per data directory there
+    fcntl = None  # type: ignore[assignment]
+
+from .files import PRIVATE_FILE_MODE, LocalFileError, data_dir, open_private, private_dir, write_private
 from .protocol import transcript
 from .protocol.framing import encode_frame
 from .protocol.messages import Message, to_wire
@@ -168,12 +174,26 @@ class ResumeTickets:
     def get(self, key: str) -> ResumeTicket | None:
         return self._read().get(key)
 
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[dict[str, ResumeTicket]]:
+        """The tickets, read and written back under a lock: two players sharing the file each keep their own change."""
+        try:
+            descriptor = os.open(self.path.with_name(f"{self.path.name}.lock"), os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        except OSError as err:
+            raise LocalFileError("the resume ticket", self.path, err) from None
+        try:
+            if fcntl is not None:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)  # held for a read and a small write, so a blocking wait is brief
+            tickets = self._read()
+            yield tickets
+            self._write(tickets)
+        finally:
+            os.close(descriptor)  # and with it the lock
+
     def put(self, ticket: ResumeTicket) -> None:
-        tickets = self._read()
-        tickets[ticket.key] = ticket
-        self._write(tickets)
+        with self._changing() as tickets:
+            tickets[ticket.key] = ticket
 
     def drop(self, key: str) -> None:
-        tickets = self._read()
-        if tickets.pop(key, None) is not None:
-            self._write(tickets)
+        with self._changing() as tickets:
+            tickets.pop(key, None)
