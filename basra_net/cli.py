@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     sides = conformance.add_subparsers(dest="side", required=True, metavar="SIDE")
     as_host = sides.add_parser(
         "client", help="run a scripted host for a client to join",
-        description="Run a host that puts the client joining it through scripted cases.",
+        description="Run a host that puts the client joining it through scripted cases, then version-2 matches "
+        "(signed, each deal mode) in which the host's signature, a score or a proof is made wrong on the way.",
         epilog=_examples("basra conformance client --plain --exec 'python examples/minimal_client.py --plain 127.0.0.1 {port}'"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -179,12 +180,21 @@ def build_parser() -> argparse.ArgumentParser:
     as_client = sides.add_parser(
         "host", help="check a host, playing a client against it",
         description="Play a client against a host: refusals, limits, out-of-turn, stale and illegal plays, resume, "
-        "and a whole match verified.",
-        epilog=_examples("basra conformance host 127.0.0.1:5252 --plain"), formatter_class=argparse.RawDescriptionHelpFormatter,
+        "a whole match verified, and in version 2 signed matches of each deal mode with forged signatures and false proofs.",
+        epilog=_examples(
+            "basra conformance host 127.0.0.1:5252 --plain",
+            "basra conformance host 127.0.0.1:5252 --code K7M-2QX --exec 'basra host --auto greedy --hidden-hands --code K7M-2QX --port {port}'",
+        ), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     as_client.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")
     as_client.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
     as_client.add_argument("--code", type=_code, metavar="CODE", help="the host's join code, to check its refusals and lockout")
+    as_client.add_argument("--exec", metavar="COMMAND",
+                           help="start the host under test with this command for each match ({port} is replaced by the address's port); "
+                           "without it, a host that plays one match is checked in version 1 only")
+    as_client.add_argument("--sign-wait", type=float, default=None, metavar="SECONDS",
+                           help="how long the host waits for a countersignature or a step of the hidden deal "
+                           "(PROTOCOL.md 14.8, 15.15: 30); 0 leaves those cases out")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play, score and signature of a transcript, and say what it proves. Exit status: 0 proven, 1 not proven or cut short, 2 not a readable transcript, 3 a cheat proven.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)", "basra verify --partial 20261130-162032-d2a3079e059e-guest.basra   (a record cut short: what holds up to the cut)"), formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("file", type=Path, metavar="FILE")

@@ -32,6 +32,17 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+class LocalFileError(OSError):
+    """A file of the player's own could not be written (the disk is full, the data directory was removed).
+
+    An OSError still, for code that treats every OSError alike; its text says, in one line, which file failed
+    and why, so that a player is never told the network failed when the disk did.
+    """
+
+    def __init__(self, what: str, path: Path, err: OSError) -> None:
+        super().__init__(f"cannot write {what} {path}: {err.strerror or err}")
+
+
 def data_dir() -> Path:
     """Where basra-net keeps keys and transcripts; BASRA_HOME overrides (tests, portable installs)."""
     override = os.environ.get("BASRA_HOME")

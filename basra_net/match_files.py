@@ -5,12 +5,14 @@ Both sides write transcripts (the host's own seat and a served table too), so th
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import data_dir, open_private, private_dir, write_private
+from .files import LocalFileError, data_dir, open_private, private_dir, write_private
 from .protocol import transcript
 from .protocol.framing import encode_frame
 from .protocol.messages import Message, to_wire
@@ -25,9 +27,11 @@ def default_transcript_path(match_id: bytes, role: str) -> Path:
 class TranscriptFile:
     """Appends transcript frames to a file as the match goes.
 
-    Each append is flushed at once so that a crash loses at most the frame
-    being written; appends are a few hundred bytes, so they are written
-    synchronously rather than through a worker thread.
+    Each append goes to the file at once (no buffer) so that a crash loses at
+    most the frame being written; appends are a few hundred bytes, so they are
+    written synchronously rather than through a worker thread.  An append the
+    disk refuses is cut off again, so the file stays whole frames, and none
+    follows it: the file is a readable prefix of the match.
     """
 
     def __init__(self, path: Path, role: str, format: int = transcript.FORMAT) -> None:
@@ -37,16 +41,30 @@ class TranscriptFile:
         # with the first record, and the format may be set until then.
         self.format = format
         self._started = False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open_private(path)  # the first welcome holds the seat's live resume token
+        self._size = 0  # bytes of whole frames in the file
+        self.failed = False  # a write failed: what the file holds stops there
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open_private(path)  # the first welcome holds the seat's live resume token
+        except OSError as err:
+            raise LocalFileError("the transcript", path, err) from None
 
     def _write(self, frame: bytes) -> None:
-        if not self._started:
-            self._started = True
-            self._file.write(transcript.header(self.role, self.format))
-        if frame:
-            self._file.write(frame)
-        self._file.flush()
+        if self.failed:
+            return  # told once: a file that lost a record is not written further, so it stays a clean prefix
+        data = frame if self._started else transcript.header(self.role, self.format) + frame
+        self._started = True
+        descriptor = self._file.fileno()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view):]
+        except OSError as err:
+            self.failed = True
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, self._size)
+            raise LocalFileError("the transcript", self.path, err) from None
+        self._size += len(data)
 
     def record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
         """Record a message; in format 2 its frame (as sent or received) is kept, else it is encoded here."""
@@ -60,8 +78,10 @@ class TranscriptFile:
 
     def close(self) -> None:
         if not self._file.closed:
-            self._write(b"")  # a file with no record still has its header
-        self._file.close()
+            try:
+                self._write(b"")  # a file with no record still has its header
+            finally:
+                self._file.close()
 
 
 RESUME_FILE = "resume.json"
@@ -69,50 +89,91 @@ RESUME_FILE = "resume.json"
 
 @dataclass(frozen=True)
 class ResumeTicket:
-    """What `basra join` keeps to resume a match it was cut off from: the seat's token and its transcript."""
+    """What `basra join` keeps to resume a match it was cut off from: the seat's token and its transcript.
 
+    It is found again by the host it was kept for and the player's name and table: two players sharing a data
+    directory may be cut off from one host at once, and each resumes its own seat.
+    """
+
+    host: str  # the host's address as `basra join` names it
+    name: str | None  # the player's name; None in a ticket of an earlier version, which named no player
+    table: str | None  # the table asked for (`--table`), None for the host's only or default one
     match_id: bytes
+    seat: int
     token: bytes
     transcript: Path
     # Hidden hands: the game in progress and the seat's secret lock for it, as secret as its hand (PROTOCOL.md 15.4).
     lock: tuple[int, bytes] | None = None
 
+    @property
+    def key(self) -> str:
+        return f"{self.host} {self.match_id.hex()} {self.seat}"
+
+    def is_for(self, host: str, name: str, table: str | None) -> bool:
+        return self.host == host and (self.name is None or (self.name, self.table) == (name, table))
+
 
 class ResumeTickets:
-    """The tickets of matches in progress, one per host, in the data directory (written atomically)."""
+    """The tickets of matches in progress, one per host, match and seat, in the data directory (written atomically).
+
+    A file of an earlier version kept one ticket per host, under the host's address alone: its tickets are read
+    as tickets for any player at that host, and written back under their own keys.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def _read(self) -> dict:
+    def _read(self) -> dict[str, ResumeTicket]:
         try:
             entries = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
-        return entries if isinstance(entries, dict) else {}
+        tickets = {}
+        for key, entry in (entries.items() if isinstance(entries, dict) else ()):
+            try:
+                lock = entry.get("lock")
+                ticket = ResumeTicket(
+                    host=entry.get("host", key), name=entry.get("name"), table=entry.get("table"),
+                    match_id=bytes.fromhex(entry["match"]), seat=int(entry.get("seat", 1)), token=bytes.fromhex(entry["token"]),
+                    transcript=Path(entry["transcript"]), lock=(int(lock[0]), bytes.fromhex(lock[1])) if lock is not None else None,
+                )
+            except (AttributeError, TypeError, KeyError, ValueError, IndexError):
+                continue  # not a ticket: resuming from it could not work
+            tickets[ticket.key] = ticket
+        return tickets
 
-    def _write(self, entries: dict) -> None:
-        write_private(self.path, json.dumps(entries, indent=1).encode())
-
-    def get(self, host: str) -> ResumeTicket | None:
-        entry = self._read().get(host)
+    def _write(self, tickets: dict[str, ResumeTicket]) -> None:
+        entries = {
+            key: {
+                "host": t.host, "name": t.name, "table": t.table, "match": t.match_id.hex(), "seat": t.seat,
+                "token": t.token.hex(), "transcript": str(t.transcript),
+                **({"lock": [t.lock[0], t.lock[1].hex()]} if t.lock is not None else {}),
+            }
+            for key, t in tickets.items()
+        }
         try:
-            lock = entry.get("lock") if isinstance(entry, dict) else None
-            return ResumeTicket(
-                bytes.fromhex(entry["match"]), bytes.fromhex(entry["token"]), Path(entry["transcript"]),
-                (int(lock[0]), bytes.fromhex(lock[1])) if lock is not None else None,
-            )
-        except (TypeError, KeyError, ValueError):
-            return None
+            write_private(self.path, json.dumps(entries, indent=1).encode())
+        except OSError as err:
+            raise LocalFileError("the resume ticket", self.path, err) from None
 
-    def put(self, host: str, ticket: ResumeTicket) -> None:
-        entries = self._read()
-        entries[host] = {"match": ticket.match_id.hex(), "token": ticket.token.hex(), "transcript": str(ticket.transcript)}
-        if ticket.lock is not None:
-            entries[host]["lock"] = [ticket.lock[0], ticket.lock[1].hex()]
-        self._write(entries)
+    def find(self, host: str, name: str, table: str | None) -> ResumeTicket | None:
+        """The ticket this player keeps for this host and table: the newest of its own, else one of an earlier version."""
+        fitting = [t for t in self._read().values() if t.is_for(host, name, table)]
+        own = [t for t in fitting if t.name is not None]
+        return (own or fitting or [None])[-1]
 
-    def drop(self, host: str) -> None:
-        entries = self._read()
-        if entries.pop(host, None) is not None:
-            self._write(entries)
+    def any_for(self, host: str) -> bool:
+        return any(t.host == host for t in self._read().values())
+
+    def get(self, key: str) -> ResumeTicket | None:
+        return self._read().get(key)
+
+    def put(self, ticket: ResumeTicket) -> None:
+        tickets = self._read()
+        tickets[ticket.key] = ticket
+        self._write(tickets)
+
+    def drop(self, key: str) -> None:
+        tickets = self._read()
+        if tickets.pop(key, None) is not None:
+            self._write(tickets)

@@ -36,6 +36,24 @@ def random_games(count: int, rng: random.Random) -> tuple[float, int]:
     return time.perf_counter() - start, plays
 
 
+def young_process(count: int, rng: random.Random) -> tuple[float, int, object]:
+    """count games from an empty capture cache, each seat playing its first legal move (as load.py's seats
+    do): a host process's first plays.  Returns (seconds spent listing legal moves, plays, cache info)."""
+    best_takes.cache_clear()
+    listing, plays = 0.0, 0
+    for _ in range(count):
+        deck = list(range(52))
+        rng.shuffle(deck)
+        game = Game(1, deck, 0, EGYPTIAN)
+        while not game.finished:
+            start = time.perf_counter()
+            moves = game.legal_moves()
+            listing += time.perf_counter() - start
+            game.play(game.turn, moves[0])
+            plays += 1
+    return listing, plays, best_takes.cache_info()
+
+
 def slowest_enumeration(count: int, rng: random.Random) -> tuple[float, tuple[int, ...]]:
     """Time legal-move generation at every reachable state met, with a cold cache.
 
@@ -67,6 +85,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    listing, young_plays, cache = young_process(120, rng)
+    print(
+        f"young process (120 games, cold capture cache): {listing / young_plays * 1e6:.1f} µs per legal-move listing; "
+        f"capture search ran {cache.misses:,} times for {young_plays:,} plays ({cache.hits:,} cache hits)"
+    )
     random_games(500, rng)  # warm the capture cache as a long-running bot would
     seconds, plays = random_games(args.games, rng)
     print(f"random-play games: {args.games} in {seconds:.2f} s")

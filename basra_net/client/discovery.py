@@ -341,7 +341,7 @@ def _table_to_join(args: argparse.Namespace) -> FoundTable | int:
         return found
     interactive = args.auto is None and sys.stdin.isatty()
     tickets = ResumeTickets(data_dir() / RESUME_FILE)
-    resumable = frozenset(t.join_argument for t in found if tickets.get(pin_name(t.address, t.port)) is not None)
+    resumable = frozenset(t.join_argument for t in found if tickets.any_for(pin_name(t.address, t.port)))
     decision = decide(found, interactive=interactive, resumable=resumable)
     if isinstance(decision, NoneFound):
         print(f"basra join: {decision.message}", file=sys.stderr)

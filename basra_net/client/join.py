@@ -110,6 +110,7 @@ class JoinSession:
         self._unpinned: str | None = None  # the pin address of a key met for the first time, until it is pinned
         self._fingerprint_told = False
         self._seed_source = {} if make_seed is None else {"make_seed": make_seed}
+        self._ticket_key: str | None = None  # the key of the ticket this seat keeps, once it has one
 
     def _failure(self, reason: str, refusal: str | None = None) -> SessionResult:
         return SessionResult(EXIT_FAILURE, reason, ClientState(self.name), None, refusal)
@@ -124,12 +125,12 @@ class JoinSession:
 
     async def run(self, stop: trio.Event | None = None) -> SessionResult:
         tickets = self._tickets
-        ticket = tickets.get(self._where) if self.resumable else None
+        ticket = tickets.find(self._where, self.name, self.table) if self.resumable else None
         if ticket is not None:
             result = await self._attempt_until_let_in(stop, ticket)
             if result.refusal != UNKNOWN_TOKEN:
                 return result
-            tickets.drop(self._where)
+            tickets.drop(ticket.key)
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
         for _ in range(CODE_TRIES):
             result = await self._attempt_until_let_in(stop, None)
@@ -256,11 +257,12 @@ class JoinSession:
             countersigns=True,  # a player who joins over the network has a signed channel at either seat
             **self._seed_source,
         )
+        self._ticket_key = ticket.key if ticket is not None else None
         result = await session.run(stop)
-        if not result.cut_off:
-            # Over, left or refused: nothing left to resume.  A connection that could
-            # not be had again keeps its ticket, so that running `basra join` again resumes.
-            self._tickets.drop(self._where)
+        if not result.cut_off and self._ticket_key is not None:
+            # Over, left or refused: nothing left to resume.  A connection that could not be had again keeps its
+            # ticket, so that running `basra join` again resumes; another player's ticket is never this one's to drop.
+            self._tickets.drop(self._ticket_key)
         return result
 
     async def _reconnect(self) -> trio.abc.Stream:
@@ -269,10 +271,12 @@ class JoinSession:
 
     def _keep_lock(self, game: int, scalar: bytes) -> None:
         """The seat's lock for a game goes into its ticket before it is used, so `basra join` run again takes the game up."""
-        ticket = self._tickets.get(self._where)
+        ticket = self._tickets.get(self._ticket_key) if self._ticket_key is not None else None
         if ticket is not None:
-            self._tickets.put(self._where, replace(ticket, lock=(game, scalar)))
+            self._tickets.put(replace(ticket, lock=(game, scalar)))
 
     def _keep_ticket(self, welcome: Welcome, transcript: Path | None) -> None:
         if welcome.seat == 1 and transcript is not None:
-            self._tickets.put(self._where, ResumeTicket(welcome.match_id, welcome.token, transcript))
+            ticket = ResumeTicket(self._where, self.name, self.table, welcome.match_id, welcome.seat, welcome.token, transcript)
+            self._tickets.put(ticket)
+            self._ticket_key = ticket.key

@@ -42,6 +42,7 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
+    END_HOLD,
     HIDDEN_DEAL,
     PROTOCOL_VERSIONS,
     Audited,
@@ -84,6 +85,7 @@ from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
 from ..liveness import Liveness
 from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
+from ..files import LocalFileError
 from ..match_files import TranscriptFile, default_transcript_path
 from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
@@ -391,6 +393,16 @@ class ClientSession:
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
+        except LocalFileError as err:
+            # The disk failed, not the network: the seat is not left, so that once the file can be written,
+            # `basra join` run again resumes it from its ticket and its transcript, which holds every record up to here.
+            result = self._result(
+                EXIT_FAILURE,
+                f"stopped: {err} (a file on this computer failed, not the connection); the seat was not left, "
+                "and the transcript holds every record written before",
+            )
+            result.cut_off = not self.connection.over
+            return result
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
             result = self._cut_short(f"connection lost: {err.__class__.__name__}")
             result.cut_off = not self.connection.over
@@ -621,13 +633,13 @@ class ClientSession:
                     await self._read_connection(messages)
                     return
                 except (PeerGone, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                    if not self._worth_resuming(err):
+                    if isinstance(err, LocalFileError) or not self._worth_resuming(err):
                         await messages.send(err)
                         return
                     why = str(err) or err.__class__.__name__
                 try:
                     await self._resume_connection(why)
-                except (PeerGone, ProtocolError) as gone:
+                except (PeerGone, ProtocolError, LocalFileError) as gone:
                     await messages.send(gone)
                     return
 
@@ -675,9 +687,13 @@ class ClientSession:
         """
         welcome = self.connection.welcome
         assert self._reconnect is not None
-        self.state.reconnecting_until = time.monotonic() + RECONNECT_FOR
+        # Once the last game's score decides the match, only the host's hold of the finished table can give its
+        # end: a host restarted from its journal has nothing left to resume (5.8, rule 10).
+        decided = self.state.decided_winner is not None
+        trying_for = END_HOLD if decided else RECONNECT_FOR
+        self.state.reconnecting_until = time.monotonic() + trying_for
         self.player.notice(self.state, f"lost the connection to the host ({why}); reconnecting...")
-        give_up = trio.current_time() + RECONNECT_FOR
+        give_up = trio.current_time() + trying_for
         delay = RECONNECT_FIRST_DELAY
         async with self._send_lock:
             await trio.aclose_forcefully(self.stream)
@@ -707,6 +723,8 @@ class ClientSession:
                     if err.code != BAD_FRAME:
                         raise
                 if trio.current_time() + delay > give_up:
+                    if decided:
+                        raise PeerGone(self._decided_but_unsigned(), resumable=False)
                     raise PeerGone(f"could not reach the host again within {RECONNECT_FOR:.0f} s")
                 await trio.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, RECONNECT_MAX_DELAY)
@@ -720,6 +738,17 @@ class ClientSession:
         self.player.notice(self.state, text)
         if self._transcript is not None:
             self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")
+
+    def _decided_but_unsigned(self) -> str:
+        """The result as this seat counts it, when the host's end of the match never came."""
+        state = self.state
+        winner = state.decided_winner
+        assert winner is not None
+        who = "you won" if winner == state.seat else f"{state.names[winner] or f'seat {winner}'} won"
+        return (
+            f"the match is over as this seat counts it ({who}, {state.totals[0]}-{state.totals[1]}), but the host could not "
+            f"be reached again within {END_HOLD:.0f} s: its end of the match and its signature of the result were not received"
+        )
 
     async def _hello_again_on(self, stream: trio.abc.Stream) -> None:
         if self._hello is None:
@@ -950,6 +979,8 @@ class ClientSession:
         text = "deal verified: the host's seed matches its commitment and every card and score checks out"
         if not check.complete:
             text = "deal verified as far as the game went: the host's seed matches its commitment and every card checks out"
+        if not check.deck:
+            text = "the host's seed matches its commitment; the match ended before this game was dealt"
         if not check.ok:
             text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
             if summary is not None:

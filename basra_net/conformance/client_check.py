@@ -32,6 +32,7 @@ policy; seat 1 is the client's.
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import subprocess
@@ -71,6 +72,7 @@ from ..protocol.messages import (
     YourTurn,
     to_wire,
 )
+from .relayed_table import RELAYED_MATCHES, Offered, judge_relayed, play_relayed
 from .report import CaseFailed, Report
 
 ANSWER_TIMEOUT = 10.0  # seconds a client has to answer what needs no thought (pong, seed, leave)
@@ -688,13 +690,38 @@ MATCHES = (
 )
 
 
+async def check_version_2(door: Door, report: Report, settings: ClientCheckSettings, say: Callable[[str], None]) -> None:
+    """The matches of version 2 at the reference table, the checker on the wire (relayed_table.py)."""
+    offered = Offered()
+    for number, match in enumerate(RELAYED_MATCHES, start=1):
+        reason = offered.not_applicable(match)
+        if reason is not None:
+            report.skipped(match.section, match.name, reason)
+            continue
+        if settings.command is None:
+            say(f"version-2 match {number} of {len(RELAYED_MATCHES)}: connect the client to port {door.port} now")
+
+        def start_client(nursery: trio.Nursery) -> ClientRun | None:
+            if settings.command is None:
+                return None
+            client = ClientRun(shlex.split(settings.command.replace("{port}", str(door.port))))
+            nursery.start_soon(client.run)
+            return client
+
+        async def next_stream() -> trio.abc.Stream:
+            return (await door.next_link(math.inf)).stream
+
+        outcome, client = await play_relayed(door, match, offered, next_stream, start_client)
+        judge_relayed(report, match, outcome, client, offered)
+
+
 async def check_client(settings: ClientCheckSettings, say: Callable[[str], None] = print) -> int:
     report = Report(say)
     door = Door(settings)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(door.serve)
         transport = "TLS" if door.tls is not None else "plain TCP"
-        say(f"basra conformance client: a scripted host on port {port} over {transport}, {len(MATCHES)} matches")
+        say(f"basra conformance client: a scripted host on port {port} over {transport}, {len(MATCHES)} matches, then {len(RELAYED_MATCHES)} of version 2")
         for number, (unfair, section, name) in enumerate(MATCHES, start=1):
             if settings.command is None:
                 say(f"match {number} of {len(MATCHES)}: connect the client to port {port} now")
@@ -703,6 +730,7 @@ async def check_client(settings: ClientCheckSettings, say: Callable[[str], None]
                 judge_exit(report, section, name, client, fair=None if unfair == CUT_AFTER_END else unfair is None)
             else:
                 report.skipped(section, name, "not judged: the match did not run to its end")
+        await check_version_2(door, report, settings, say)
         nursery.cancel_scope.cancel()
     say(report.summary())
     return report.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 import trio
 
@@ -17,7 +18,8 @@ def run_conformance_command(args: argparse.Namespace) -> int:
         except ValueError as err:
             print(f"basra conformance host: {err}")
             return 2
-        return trio.run(check_host, Target(host, port, tls=not args.plain, code=args.code))
+        target = Target(host, port, tls=not args.plain, code=args.code)
+        return trio.run(partial(check_host, target, command=args.exec, sign_wait=args.sign_wait))
     from .client_check import ClientCheckSettings, check_client
 
     settings = ClientCheckSettings(port=args.port, tls=not args.plain, command=args.exec, target=args.target)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import ssl
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Protocol
 
 import msgpack
 import trio
@@ -297,16 +297,7 @@ class Seat:
 
     async def next(self, timeout: float = TURN_TIMEOUT) -> Message:
         """The next message from the host, taken; pings answered."""
-        assert self.wire is not None
-        while True:
-            message = await self.wire.receive(timeout)
-            if isinstance(message, Ended):
-                raise CaseFailed("the host ended the connection in the middle of the match")
-            self.take(message)
-            if isinstance(message, Ping):
-                await self.send(Pong(message.id))
-                continue
-            return message
+        return await next_taken(self, timeout)
 
     async def until_pong(self, ping_id: int, refusal: str) -> None:
         """Read up to the pong for this ping, keeping what came before it for later; an error fails."""
@@ -345,6 +336,28 @@ class Seat:
             raise CaseFailed(f"the host refused a valid message: {message.code}: {message.message}")
 
 
+class TakingSeat(Protocol):
+    wire: Wire | None
+
+    def take(self, message: Message) -> None: ...
+
+    async def send(self, message: Message) -> None: ...
+
+
+async def next_taken(seat: TakingSeat, timeout: float) -> Message:
+    """The seat's next message from the host, through its take; pings answered; the end of the stream fails the case."""
+    assert seat.wire is not None
+    while True:
+        message = await seat.wire.receive(timeout)
+        if isinstance(message, Ended):
+            raise CaseFailed("the host ended the connection in the middle of the match")
+        seat.take(message)
+        if isinstance(message, Ping):
+            await seat.send(Pong(message.id))
+            continue
+        return message
+
+
 async def run_case(report: Report, section: str, name: str, case: Callable[[], Awaitable[str]]) -> bool:
     try:
         detail = await case()
@@ -355,13 +368,15 @@ async def run_case(report: Report, section: str, name: str, case: Callable[[], A
     return True
 
 
-async def check_match(target: Target, report: Report) -> None:
+async def check_match(target: Target, report: Report) -> int | None:
+    """The version-1 match; the seat the host gave the checker's first player, if any."""
     seat = Seat(target, report)
     try:
         await _play_match(seat)
     finally:
         if seat.wire is not None:
             await seat.wire.close()
+    return None if seat.welcome is None else seat.welcome.seat
 
 
 async def _play_match(seat: Seat) -> None:
@@ -581,13 +596,25 @@ async def _first_pending_or(seat: Seat, kind: type) -> Message:
     return await seat.until(kind)
 
 
-async def check_host(target: Target, say: Callable[[str], None] = print) -> int:
+async def check_host(
+    target: Target, say: Callable[[str], None] = print, *, command: str | None = None, sign_wait: float | None = None
+) -> int:
+    """Every case against the host at target; command, when given, starts it afresh for each match ({port} replaced)."""
+    from .signed_match import SIGN_WAIT, HostUnderTest, Version2Checks
+
     report = Report(say)
     transport = "TLS" if target.tls else "plain TCP"
     say(f"basra conformance host: checking {target.host}:{target.port} over {transport}")
-    await check_refusals(target, report)
-    await check_handshake_deadline(target, report)
-    await check_busy(target, report)
-    await check_match(target, report)
+    host = HostUnderTest(target, command)
+    try:
+        async with host.running():
+            await check_refusals(target, report)
+            await check_handshake_deadline(target, report)
+            await check_busy(target, report)
+            host.one_match = await check_match(target, report) == 1
+    except CaseFailed as failed:
+        report.failed("1.2", "the host under test runs", str(failed))
+    else:
+        await Version2Checks(host, report, SIGN_WAIT if sign_wait is None else sign_wait).run()
     say(report.summary())
     return report.exit_code

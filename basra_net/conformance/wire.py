@@ -24,6 +24,7 @@ class Wire:
         self.stream = stream
         self._decoder = FrameDecoder()
         self._ended = False
+        self.last_frame = b""  # the frame of the message receive returned last, as it came: what a signed record hashes
 
     async def send(self, message: Message) -> None:
         await self.send_raw(encode_frame(to_wire(message)))
@@ -41,6 +42,8 @@ class Wire:
                 try:
                     wire = self._decoder.next_message()
                     if wire is not None:
+                        body = self._decoder.last_body
+                        self.last_frame = len(body).to_bytes(4, "big") + body
                         return from_wire(wire)
                 except ProtocolError as err:
                     raise CaseFailed(f"the peer sent what it may not: {err}") from None

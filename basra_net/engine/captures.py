@@ -46,34 +46,58 @@ def _as_counts(parts: tuple[int, ...]) -> tuple[int, ...]:
 _GROUPS = {v: [_as_counts(p) for p in _partitions(v, v)] for v in range(1, 11)}
 
 
+# The search packs a count vector into one int, _FIELD bits per value, so that
+# adding a group is one addition, and "no more of any value than the table
+# holds" one subtraction and one mask: with the top bit of each field set
+# (_TOP_BITS) and at most 7 of a value (a deck has 4), _TOP_BITS + held - used
+# never borrows across fields and keeps each field's top bit exactly when
+# used <= held there.
+_FIELD = 5
+_MASK = (1 << _FIELD) - 1
+_TOP_BITS = sum(1 << (_FIELD * v + _FIELD - 1) for v in range(11))
+
+
+def _packed(counts: tuple[int, ...]) -> int:
+    return sum(n << (_FIELD * v) for v, n in enumerate(counts))
+
+
+def _unpacked(packed: int) -> tuple[int, ...]:
+    return tuple((packed >> (_FIELD * v)) & _MASK for v in range(11))
+
+
 @lru_cache(maxsize=1 << 16)
 def best_takes(total: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """All count vectors of largest size that split into groups summing to total.
 
-    counts[v] is how many table numerals of value v there are (index 0 unused).
-    Returns ((0,)*11,) when nothing can be taken.
+    counts[v] is how many table numerals of value v there are, for v from 1
+    to total (index 0 unused): no larger value can be in a group, so callers
+    leave them out and the cache holds one entry for all tables that differ
+    only there.  Returns ((0,)*11,) when nothing can be taken.
     """
-    groups = [g for g in _GROUPS[total] if all(g[v] <= counts[v] for v in range(1, 11))]
-    reachable = {(0,) * 11}
-    frontier = list(reachable)
+    held = _packed(counts)
+    room = held + _TOP_BITS
+    # Each group that fits the table once, with its size.
+    groups = [(packed, size) for packed, size in _PACKED_GROUPS[total] if (room - packed) & _TOP_BITS == _TOP_BITS]
+    sizes = {0: 0}  # every reachable used vector, packed, with its size
+    frontier = [0]
     while frontier:
         next_frontier = []
         for used in frontier:
-            for g in groups:
-                combined = tuple(u + x for u, x in zip(used, g))
-                if combined not in reachable and all(
-                    combined[v] <= counts[v] for v in range(1, 11)
-                ):
-                    reachable.add(combined)
+            used_size = sizes[used]
+            for group, size in groups:
+                combined = used + group
+                if combined not in sizes and (room - combined) & _TOP_BITS == _TOP_BITS:
+                    sizes[combined] = used_size + size
                     next_frontier.append(combined)
         frontier = next_frontier
-    best = max(sum(u) for u in reachable)
+    best = max(sizes.values())
     if best == 0:
         return (_NOTHING,)
-    return tuple(sorted(u for u in reachable if sum(u) == best))
+    return tuple(sorted(_unpacked(used) for used, size in sizes.items() if size == best))
 
 
 _NOTHING = (0,) * 11
+_PACKED_GROUPS = {v: [(_packed(g), sum(g)) for g in groups] for v, groups in _GROUPS.items()}
 
 
 class NumeralGroups:
@@ -98,7 +122,7 @@ class NumeralGroups:
 
         Each capture is a sorted tuple of cards; [()] when nothing is taken.
         """
-        takes = best_takes(value, self.counts)
+        takes = best_takes(value, self.counts[: value + 1])
         if takes[0] is _NOTHING:
             return [()]
         by_value = self.by_value
@@ -132,7 +156,7 @@ def whole_table_as_some_rank(table: tuple[Card, ...]) -> str | None:
         for v in range(1, 11):
             # A quick necessary condition before the search: the values must
             # add up to a whole number of groups of v.
-            if total % v == 0 and sum(best_takes(v, counts)[0]) == len(table):
+            if total % v == 0 and sum(best_takes(v, counts[: v + 1])[0]) == len(table):
                 return BASRA
     return None
 

@@ -430,11 +430,19 @@ def _unfit(value: Any, level: int = 1) -> str | None:
         items = value.values()
     else:
         return f"holds a {type(value).__name__}, which a journal does not hold"
+    inner_scalars_fit = level < MAX_DEPTH
     for item in items:
+        kind = type(item)
+        # A scalar of an exact type that fits needs no call of its own: a record is mostly such.
+        if inner_scalars_fit and (kind in _PLAIN_SCALARS or (kind is int and _INT_MIN <= item <= _INT_MAX)):
+            continue
         problem = _unfit(item, level + 1)
         if problem is not None:
             return problem
     return None
+
+
+_PLAIN_SCALARS = frozenset({type(None), bool, str, bytes})
 
 
 def _lock(fd: int, path: Path) -> None:

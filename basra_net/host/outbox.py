@@ -81,6 +81,8 @@ class Outbox:
         while held and held[0][0] <= durable:
             self._queue.append(held.popleft()[1])
         self.flush()
+        if self._closed and not held:
+            self._wake_writer()  # closed while frames were held: the writer, idle since, ends the connection now
         return bool(held)
 
     def close(self) -> None:

@@ -44,12 +44,13 @@ class ChannelSigning:
             context = ChannelContext(self._match_id, self._host_key, entry.hello.key, seat, entry.hello.nonce, scoring, target)
             entry.record = ChannelRecord(context)
 
-    def sent(self, entry: Seat, frame: bytes) -> Sig | None:
-        """A stream frame the seat was sent; the host's signature when it completes a checkpoint or the match."""
+    def sent(self, entry: Seat, frame: bytes, wire: dict) -> Sig | None:
+        """A stream frame the seat was sent, with the wire map it was encoded from; the host's signature when it
+        completes a checkpoint or the match."""
         record = entry.record
         if record is None:
             return None
-        record.host_frame(frame)
+        record.host_frame(frame, wire)
         if record.owed_by_host is None:
             return None
         of, game, count = record.owed_by_host

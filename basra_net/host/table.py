@@ -473,18 +473,19 @@ class Table:
         if self.transcript is not None:
             self.transcript.record(sender, message, frame)
 
-    def _send(self, seat: int, message: Message, frame: bytes | None = None) -> None:
-        """Send and keep a message; a message both seats are sent comes with the frame encoded for the first."""
+    def _send(self, seat: int, message: Message, encoded: tuple[dict, bytes] | None = None) -> None:
+        """Send and keep a message; a message both seats are sent comes with its wire map and frame, encoded once."""
         entry = self.seats[seat]
         if entry is None:
             return
+        wire, frame = encoded or _encoded(message)
         sending = outgoing(message, frame)
         if seat == 1:
-            self._record(HOST, message, sending[1])
+            self._record(HOST, message, frame)
         if isinstance(message, STREAM_TYPES):
-            entry.log.append(sending[1])  # the frame: about 40% of the memory of the message objects
+            entry.log.append(frame)  # the frame: about 40% of the memory of the message objects
             entry.deliver(sending)
-            signature = self._signing.sent(entry, sending[1])
+            signature = self._signing.sent(entry, frame, wire)
             if signature is not None:
                 # A checkpoint or the match's end: the host signs it at once, before it asks for anything more.
                 self._send(seat, signature)
@@ -515,12 +516,12 @@ class Table:
 
     def _announce(self, events: list, played_from: tuple[int, bytes | None] | None = None) -> None:
         for to_first, to_second in announcements(events, self.match.turn, hidden=self.hidden, played_from=played_from):
-            frame = encode_frame(to_wire(to_first))
-            self._send(0, to_first, frame)
-            self._send(1, to_second, frame if to_second is to_first else None)  # a deal shows each seat its own hand
+            encoded = _encoded(to_first)
+            self._send(0, to_first, encoded)
+            self._send(1, to_second, encoded if to_second is to_first else None)  # a deal shows each seat its own hand
 
     def _reveal_owed(self) -> None:
-        """A game cut off after its deck was fixed is revealed, so the record shows the host did not walk away from it."""
+        """A game cut off after its commitment went out is revealed, so the record shows the host did not walk away from it."""
         reveal = self._dealer.owed_reveal()
         if reveal is not None:
             self._send(1, reveal)
@@ -635,7 +636,7 @@ class Table:
         host_seed = self._dealer.host_seed(game)
         self._send(1, self._dealer.commit(game, host_seed, guest.hello.nonce))
         seed = await self._next_from(1, Seed, lambda message: message.game == game)
-        self._dealer.seed_in(game, host_seed, seed)
+        self._dealer.seed_in(game, seed)
         if guest.record is not None:
             guest.record.guest_seed(game, seed.seed)
         deck = self.deck_for(game, host_seed, seed.seed)
@@ -777,6 +778,9 @@ class Table:
         """A party's step failed a check: it is told, and the match ends abandoned by it, the step on record."""
         text = _clip(f"{err.__class__.__name__}: {err}", MAX_TEXT)
         self._send(seat, Error(BAD_DEAL, text))
+        entry = self.seats[seat]
+        if entry is not None:
+            entry.disconnect()  # fatal (PROTOCOL.md 8.2): nothing follows the error on that connection
         raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", "left")
 
     # --- a journal replayed after a restart ------------------------------------------------
@@ -808,9 +812,10 @@ class Table:
             table.seating.claimed[seat] = True
             table._take_seat(seat, entry)
             table._record_handshake(seat, entry)
-        for entry in table.seats:
+        for seat, entry in enumerate(table.seats):
             assert entry is not None
             entry.away_until = now + table.grace
+            table._absences.note(seat, "restart")  # the seat's connection ended with the process that stopped
         table._replay.pending.extend(inputs)
         table._replay.live = False
         for record in records:  # the lock each seat of this process kept last, with its steps in that game
@@ -837,6 +842,12 @@ def _due_or_shown(referee: RefereeGame, due: tuple[int, ...], sender: int, messa
 
 # What a seat sends in answer to the match; one that came twice around a resume is not recorded again.
 ANSWERS = (Play, Seed, Sig, HiddenPlay, Lock, Open, Audit)
+
+
+def _encoded(message: Message) -> tuple[dict, bytes]:
+    """A message's wire map and its frame: the signed record reads the map instead of decoding the frame again."""
+    wire = to_wire(message)
+    return wire, encode_frame(wire)
 
 
 def _clip(text: str, limit: int) -> str:

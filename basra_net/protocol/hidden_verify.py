@@ -30,6 +30,8 @@ from .announce import messages_for_seat
 from .hidden_deal import HiddenDealError, Reveal
 from .hidden_game import RefereeGame, kind_of_card
 from .messages import (
+    CATALOGUE,
+    HIDDEN_DEAL,
     Audit,
     Audited,
     Deal,
@@ -252,7 +254,8 @@ def _show(message: Message) -> str:
     return f"{message.TYPE}({', '.join(shown)})"
 
 
-HIDDEN_GAME_MESSAGES = (Shuffle, Lock, Locked, Open, Opened, HiddenTurn, HiddenPlay, Played, Deal, GameEnd, Audit, Audited)
+# A hidden game's record: the hidden deal's own messages, and the deals, plays and scores both deals share.
+HIDDEN_GAME_MESSAGES = (*(kind.message for kind in CATALOGUE if kind.deal_mode == HIDDEN_DEAL), Deal, Played, GameEnd)
 
 
 def replay_games(match_id: bytes, match: Match, seat: int, records: Iterable[tuple[str, Message]], ended: bool) -> list[HiddenGameCheck]:

@@ -55,6 +55,8 @@ _ABSENCE_LABEL = b"basra-net/v2/absence"
 
 # The host's account of an absence: each event's name on the wire and its byte in the signed statement.
 ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
+# The events that make a seat away: its connection ended, or the host's process did, and the host restarted.
+AWAY_EVENTS = frozenset({"away", "restart"})
 ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld"})
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
@@ -133,6 +135,9 @@ class ChannelContext:
         )
 
 
+_STEP_PREFIX = lp(_STEP_LABEL)  # the same at every step of the chain
+
+
 class RunningHash:
     """h_0 from the context, then h_n = SHA-256(label || h_(n-1) || u32(n) || lp(frame_n)) per stream frame."""
 
@@ -142,7 +147,7 @@ class RunningHash:
 
     def add(self, frame: bytes) -> bytes:
         self.count += 1
-        self.digest = hashlib.sha256(lp(_STEP_LABEL) + self.digest + _U32.pack(self.count) + lp(frame)).digest()
+        self.digest = hashlib.sha256(_STEP_PREFIX + self.digest + _U32.pack(self.count) + lp(frame)).digest()
         return self.digest
 
 
@@ -321,6 +326,7 @@ class ChannelRecord:
     _owed: _Owed | None = field(init=False, default=None)  # the statement whose host signature is due next
     _countersign: _Owed | None = field(init=False, default=None)  # the statement the guest may countersign
     _awaiting_seed: int | None = field(init=False, default=None)  # the game whose commitment was the last stream message
+    _dealt: int | None = field(init=False, default=None)  # the last game with a deal in the stream
 
     def __post_init__(self) -> None:
         self.chain = RunningHash(self.context)
@@ -363,8 +369,12 @@ class ChannelRecord:
                 raise RecordError("match_start", "names must be two texts")
             self.names = (names[0], names[1])
             self.hidden = message.get("deal") == HIDDEN_DEAL
+        elif kind == "deal":
+            self._dealt = message.get("game")
         elif kind == ("audited" if self.hidden else "reveal" if self.context.fair_deal else "game_end"):
-            self._checkpoint(message, number, digest)
+            # A game the match ended between its commitment and its deal is revealed (7.3) but has nothing to sign.
+            if kind != "reveal" or message.get("game") == self._dealt:
+                self._checkpoint(message, number, digest)
         elif kind == "match_end":
             self._match_end(message, number, digest)
         elif kind == "sig":
@@ -568,7 +578,7 @@ def account_contradictions(account: AbsenceAccount) -> list[str]:
             break
     away: AbsenceEvent | None = None
     for event in events:
-        if event.kind == "away":
+        if event.kind in AWAY_EVENTS:
             away = event
         elif event.kind == "back":
             if away is None:

@@ -16,7 +16,10 @@ from basra_net.conformance.host_check import Target, check_host
 from basra_net.host.limits import CodeAttempts, HandshakeGate
 from basra_net.host.lobby import Lobby
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
+from basra_net.host.signing import ChannelSigning
 from basra_net.host.table import Table
+from basra_net.protocol.hidden_deal import DealChecker
+from basra_net.protocol.record import RecordError
 
 from .processes import basra_command, free_port, wait_for_line
 
@@ -61,23 +64,51 @@ SCRIPTED = [
 ]
 
 
-def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess) -> None:
+RELAYED = [
+    "version 2, commit-reveal deal: the signed match runs to its end",
+    "version 2, hidden hands: the signed match runs to its end",
+    "a host sig that does not verify: the client stops",
+    "a game_end whose totals are not the play's: the client stops",
+    "an opened whose unmasking proof does not verify: the client stops",
+]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4]]
+
+
+def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
     found = verdicts(result.stdout)
     assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
-    for name in SCRIPTED:
+    for name in SCRIPTED + [n for n in RELAYED if n not in not_applicable]:
         assert any(name in line for line in found["PASS"]), f"{name}: {result.stdout}"
+    for name in not_applicable:
+        assert any(name in line and why in line for line in found["SKIP"]), f"{name}: {result.stdout}"
     # The cases that wait for the cards pass or say they did not arise; none is left out.
-    assert len(found["PASS"]) + len(found["SKIP"]) == len(SCRIPTED) + 6
+    assert len(found["PASS"]) + len(found["SKIP"]) == len(SCRIPTED) + 6 + len(RELAYED)
 
 
 @pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
 def test_the_reference_client_passes_every_case(basra_env, plain):
-    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", *(["--plain"] if plain else [])))
+    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", "--hidden-hands", *(["--plain"] if plain else [])))
     assert_all_scripted_cases_pass(check_client(basra_env, join, plain=plain))
 
 
-def test_the_minimal_client_passes_every_case(basra_env):
-    assert_all_scripted_cases_pass(check_client(basra_env, f"{sys.executable} {MINIMAL_CLIENT} 127.0.0.1 {{port}}", plain=False))
+def test_a_client_without_hidden_hands_has_those_cases_reported_not_applicable(basra_env):
+    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", "--plain"))
+    assert_all_scripted_cases_pass(
+        check_client(basra_env, join, plain=True), not_applicable=HIDDEN_RELAYED, why="does not offer hidden hands"
+    )
+
+
+def test_the_minimal_client_passes_every_case_of_version_1_and_has_version_2_reported_not_applicable(basra_env):
+    result = check_client(basra_env, f"{sys.executable} {MINIMAL_CLIENT} 127.0.0.1 {{port}}", plain=False)
+    assert_all_scripted_cases_pass(result, not_applicable=RELAYED, why="offers version 1 only")
+
+
+def test_a_client_that_countersigns_an_unchecked_host_signature_fails_that_case(basra_env):
+    join = f"{sys.executable} {HERE / 'broken_join.py'} trusting_signatures join 127.0.0.1:{{port}} --auto greedy --plain"
+    result = check_client(basra_env, join, plain=True)
+    failed = verdicts(result.stdout)["FAIL"]
+    assert result.returncode == 1, result.stdout
+    assert len(failed) == 1 and "a host sig that does not verify" in failed[0] and "countersigned game 1" in failed[0], result.stdout
 
 
 @pytest.mark.parametrize(
@@ -101,31 +132,79 @@ def test_a_broken_client_fails_the_case_that_names_its_flaw(basra_env, flaw, fai
 # --- the host checker ------------------------------------------------------------------------------
 
 
-def test_the_reference_host_passes_every_case(basra_env):
+VERSION_2 = [
+    "a version-2 hello (key, deals) is welcomed in version 2",
+    "a forged countersignature is refused with bad_signature",
+    "a signed match with the commit-reveal deal, every signature and deal verified",
+    "a hidden_play from a position not dealt to the seat: illegal_move",
+    "a signed match with hidden hands, every step, play and signature verified",
+    "a locked list with an entry that is no point of the group: bad_deal",
+    "an unmasking whose proof does not verify: bad_deal",
+    "an unmasking carrying the proof of another position: bad_deal",
+    "a seat that never countersigns: the match ends abandoned, the account ending unsigned",
+    "a party that withholds a step of the deal: the match ends abandoned, the account ending withheld",
+]
+HIDDEN_ONLY = VERSION_2[3:8]
+
+
+def check_host_command(env: dict, port: int, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        basra_command("conformance", "host", f"127.0.0.1:{port}", *extra),
+        env=env, capture_output=True, text=True, timeout=CHECK_TIMEOUT,
+    )
+
+
+def host_command(*options: str) -> str:
+    """`basra host` as the checker runs it for each match, on the port it is given."""
+    return " ".join(basra_command("host", "--auto", "greedy", "--code", CODE, "--port", "{port}", "--target", "30", "--no-announce", *options))
+
+
+def test_the_reference_host_passes_every_case_of_both_versions_and_both_deal_modes(basra_env):
+    result = check_host_command(basra_env, free_port(), "--code", CODE.lower(), "--exec", host_command("--hidden-hands"))
+    found = verdicts(result.stdout)
+    assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
+    assert len(found["PASS"]) == 24 + len(VERSION_2)
+    assert "a whole match verified" in found["PASS"][23]
+    for name in VERSION_2:
+        assert any(name in line for line in found["PASS"]), f"{name}: {result.stdout}"
+    for event in ("unsigned", "withheld"):
+        assert any(f"the host's account ending with {event}" in line for line in found["PASS"]), result.stdout
+
+
+def test_a_host_without_hidden_hands_has_those_cases_reported_not_applicable(basra_env):
+    result = check_host_command(basra_env, free_port(), "--code", CODE, "--sign-wait", "0", "--exec", host_command())
+    found = verdicts(result.stdout)
+    assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
+    for name in HIDDEN_ONLY:
+        assert any(name in line and "not applicable" in line for line in found["SKIP"]), f"{name}: {result.stdout}"
+    assert any(VERSION_2[2] in line for line in found["PASS"]), result.stdout
+    assert any("never countersigns" in line and "--sign-wait 0" in line for line in found["SKIP"]), result.stdout
+
+
+def test_a_one_match_host_without_exec_is_checked_in_version_1_and_says_what_it_left_out(basra_env):
     port = free_port()
     host = subprocess.Popen(
-        basra_command("host", "--auto", "greedy", "--code", CODE, "--port", str(port), "--target", "30"),
+        basra_command("host", "--auto", "greedy", "--code", CODE, "--port", str(port), "--target", "30", "--no-announce"),
         env=basra_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
         wait_for_line(host, "listening")
-        result = subprocess.run(
-            basra_command("conformance", "host", f"127.0.0.1:{port}", "--code", CODE.lower()),
-            env=basra_env, capture_output=True, text=True, timeout=CHECK_TIMEOUT,
-        )
+        result = check_host_command(basra_env, port, "--code", CODE.lower())
     finally:
         host.kill()
         host.wait()
     found = verdicts(result.stdout)
-    assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
+    assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
     assert len(found["PASS"]) == 24
     assert "a whole match verified" in found["PASS"][-1]
+    assert len(found["SKIP"]) == len(VERSION_2) and all("give --exec" in line for line in found["SKIP"]), result.stdout
 
 
 SERVED = [
     "a new player is seated: welcome: version 1, seat 0 (both seats remote)",
     "a second player sits at the first one's table",
     "two remote seats play a whole match, verified",
+    *VERSION_2[:-2],
 ]
 
 
@@ -137,17 +216,16 @@ def test_a_server_whose_seats_are_both_remote_passes_every_case(basra_env):
     )
     try:
         wait_for_line(server, "listening")
-        result = subprocess.run(
-            basra_command("conformance", "host", f"127.0.0.1:{port}", "--code", "K7M-2QXZ9"),
-            env=basra_env, capture_output=True, text=True, timeout=CHECK_TIMEOUT,
-        )
+        # The countersignature's wait is checked against `basra host` above: not twice.
+        result = check_host_command(basra_env, port, "--code", "K7M-2QXZ9", "--sign-wait", "0")
     finally:
         server.kill()
         server.wait()
     found = verdicts(result.stdout)
-    assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
+    assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
+    assert len(found["SKIP"]) == 2 and all("--sign-wait 0" in line for line in found["SKIP"]), result.stdout
     for name in SERVED:
-        assert any(name in line for line in found["PASS"]), result.stdout
+        assert any(name in line for line in found["PASS"]), f"{name}: {result.stdout}"
 
 
 async def test_a_server_that_seats_the_second_player_at_another_table_fails_the_second_seat_case(data_home, monkeypatch):
@@ -238,3 +316,49 @@ def test_readmes_conformance_commands_are_ones_the_command_line_takes():
     for command in commands:
         args = build_parser().parse_args(shlex.split(command))
         assert args.command == "conformance" and args.side in ("client", "host")
+
+
+async def check_broken_server(monkeypatch_flaw=None) -> list[str]:
+    """The host checker against an in-process `basra serve` (an open table over TLS) with a flaw; its FAIL lines."""
+    lines: list[str] = []
+    settings = ServeSettings(bind="127.0.0.1", port=0, target=30, code=None, tls=True)
+    with trio.fail_after(CHECK_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(partial(run_serve, settings, say=lambda line: None))
+            code = await check_host(Target("127.0.0.1", port, tls=True, code=None), say=lines.append, sign_wait=0)
+            nursery.cancel_scope.cancel()
+    assert code == 1, lines
+    return [line for line in lines if line.startswith("FAIL")]
+
+
+async def test_a_host_that_takes_a_forged_countersignature_fails_that_case(data_home, monkeypatch):
+    honest = ChannelSigning.countersignature
+
+    def trusting(entry, message):
+        try:
+            return honest(entry, message)
+        except RecordError:
+            return True
+
+    monkeypatch.setattr(ChannelSigning, "countersignature", staticmethod(trusting))
+    failed = await check_broken_server()
+    assert len(failed) == 1 and "a forged countersignature is refused with bad_signature" in failed[0], failed
+
+
+async def test_a_referee_that_takes_unmaskings_without_their_proofs_fails_the_proof_cases(data_home, monkeypatch):
+    honest = DealChecker.unmasking
+
+    def unproven(self, unmasking):
+        if self.own_seat is not None:  # a party's record: checked as it should be
+            return honest(self, unmasking)
+        self.own_seat = unmasking.seat  # the referee's: its proof taken as a party's own, unchecked
+        try:
+            return honest(self, unmasking)
+        finally:
+            self.own_seat = None
+
+    monkeypatch.setattr(DealChecker, "unmasking", unproven)
+    failed = await check_broken_server()
+    assert len(failed) == 2, failed
+    assert "an unmasking whose proof does not verify: bad_deal" in failed[0], failed
+    assert "an unmasking carrying the proof of another position: bad_deal" in failed[1], failed

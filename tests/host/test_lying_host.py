@@ -92,10 +92,15 @@ class WrongScoreUnsignedTable(WrongScoreTable):
         entry.deliver = lambda sending: None if isinstance(sending[0], Sig) else deliver(sending)
 
 
-async def join_lying_host(table_class: type[Table], tmp_path, basra_command, monkeypatch):
-    """Run the lying table in-process on loopback and the real `basra join --auto` against it."""
+async def join_lying_host(table_class: type[Table], tmp_path, basra_command, monkeypatch, *, grace=None, **join_options):
+    """Run the lying table in-process on loopback and the real `basra join --auto` against it.
+
+    grace, when given, is the host's; join_options go to the join's process (its preexec_fn, say).
+    """
     monkeypatch.setattr(server, "Table", table_class)
     settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=60, transcript=tmp_path / "host.basra")
+    if grace is not None:
+        settings = replace(settings, grace=grace)
     guest_transcript = tmp_path / "guest.basra"
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
@@ -105,7 +110,7 @@ async def join_lying_host(table_class: type[Table], tmp_path, basra_command, mon
             join = await trio.run_process(
                 [*basra_command, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--name", "Omar",
                  "--transcript", str(guest_transcript)],
-                capture_stdout=True, capture_stderr=True, check=False,
+                capture_stdout=True, capture_stderr=True, check=False, **join_options,
             )
         verify = await trio.run_process(
             [*basra_command, "verify", str(guest_transcript)], capture_stdout=True, capture_stderr=True, check=False

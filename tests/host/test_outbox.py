@@ -172,3 +172,45 @@ async def test_a_flush_writes_straight_to_the_socket_and_leaves_what_it_cannot_t
             received.extend(await _read_all(peer, 65536, 0))
     assert received == [pings[0]] + [big] * (OUTBOX_SIZE - 1)
     assert counted.sends  # the writer finished what the socket did not take at once
+
+
+class _Journal:
+    """A journal whose last record is not on disk until the test says so."""
+
+    def __init__(self) -> None:
+        self.position = 1
+        self.watching: list = []
+
+    def unsynced(self) -> int:
+        return self.position
+
+    def watch(self, outbox) -> None:
+        self.watching.append(outbox)
+
+
+async def test_an_outbox_closed_while_its_last_frame_waits_for_the_journal_sends_it_then_ends_the_connection():
+    """A fatal error held until its record is durable, then the close: the error goes out, and the end of the stream follows at once."""
+    from basra_net.host.outbox import Outbox
+
+    host_sock, peer_sock = trio.socket.socketpair()
+    host_end, peer = trio.SocketStream(host_sock), trio.SocketStream(peer_sock)
+    connection = _seated()
+    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
+    journal = _Journal()
+    outbox.hold_until_durable(journal)
+    refusal = Error("bad_signature", "the guest's signature does not verify")
+
+    async def write() -> None:
+        await _write_outbox(host_end, connection, outbox, trio.CancelScope(), [])
+        await host_end.aclose()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write)
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.send_nowait(outgoing(refusal))
+            outbox.close()  # the seat is cut off before the journal has the record the error follows from
+            await trio.testing.wait_all_tasks_blocked()
+            journal.position = 0
+            assert journal.watching == [outbox] and not outbox.release(1)
+            assert await _read_all(peer, 65536, 0) == [refusal]  # the end of the stream came, within the deadline

@@ -437,6 +437,47 @@ def test_the_quick_decoding_agrees_with_the_strict_reader_on_damaged_bodies(data
         assert quick == strict
 
 
+# Maps as a sender may pack them, keys repeated or not: what msgpack.packb of a dict can never produce.
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False),
+    st.sampled_from(["type", "play", "card", "AS", "request", "captures", ""]), st.binary(max_size=4),
+)
+_keys = st.one_of(st.sampled_from(["type", "request", "card", "captures", "x"]), st.integers(0, 3), st.binary(max_size=2))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.lists(st.tuples(_keys, inner), max_size=3).map(lambda pairs: _Pairs(pairs))
+), max_leaves=12)
+
+
+class _Pairs(list):
+    """A map's entries in order, repeats kept."""
+
+
+def _pack_value(packer: msgpack.Packer, value) -> bytes:
+    if isinstance(value, _Pairs):
+        return packer.pack_map_header(len(value)) + b"".join(_pack_value(packer, k) + _pack_value(packer, v) for k, v in value)
+    if isinstance(value, list):
+        return packer.pack_array_header(len(value)) + b"".join(_pack_value(packer, v) for v in value)
+    return packer.pack(value)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.tuples(_keys, _values), max_size=6), st.sampled_from(["play", "seed", 7]))
+def test_the_quick_decoding_agrees_with_the_strict_reader_on_maps_with_repeated_keys_and_any_values(pairs, kind):
+    body = _pack_value(msgpack.Packer(use_bin_type=True), _Pairs([("type", kind), *pairs]))
+    quick, strict = _both_ways(body)
+    if isinstance(strict, ProtocolError):
+        assert quick is None
+    else:
+        assert quick is None or quick == strict
+        assert decode_body(body) == strict
+
+
+def test_a_play_with_its_card_given_twice_is_refused():
+    body = b"\x84\xa4type\xa4play\xa7request\x01\xa4card\xa2AS\xa4card\xa2KS"
+    with pytest.raises(ProtocolError, match="duplicate map key 'card'"):
+        decode_body(body)
+
+
 def test_an_array_longer_than_the_limit_is_refused_from_its_header():
     assert decode_body(msgpack.packb({"type": "x", "v": [0] * MAX_ARRAY_LEN}))["v"] == [0] * MAX_ARRAY_LEN
     with pytest.raises(ProtocolError) as info:

@@ -11,7 +11,7 @@ from basra_net.engine.events import Move
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol.errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from basra_net.protocol import messages
-from basra_net.protocol.framing import FrameDecoder, encode_frame
+from basra_net.protocol.framing import FrameDecoder, decode_body, encode_frame
 from basra_net.protocol.text import is_name, is_printable
 from basra_net.protocol.messages import (
     MAX_MOVES,
@@ -165,6 +165,15 @@ def test_every_message_round_trips_through_its_wire_map(message):
     wire = to_wire(message)
     assert wire["type"] == message.TYPE
     assert same_message(from_wire(wire), message)
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_message)
+def test_a_wire_map_is_exactly_what_its_frame_decodes_to(message):
+    # The host's signed record reads the wire map a frame was encoded from instead of decoding the frame:
+    # the two must be equal, lists as lists and absent fields absent.
+    wire = to_wire(message)
+    assert decode_body(encode_frame(wire)[4:]) == wire
 
 
 @settings(max_examples=100, deadline=None)

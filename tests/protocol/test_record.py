@@ -347,6 +347,7 @@ def test_malformed_stream_input_is_refused(real_match):
         channel.host_frame(b"\x00\x00\x00\x01\xc1")
     with pytest.raises(RecordError, match="seed"):
         channel.guest_seed(1, b"short")
+    channel.host_frame(encode_frame({"type": "deal", "game": 2}))
     with pytest.raises(RecordError, match="checkpoint: game 2 ends where game 1 was due"):
         channel.host_frame(encode_frame({"type": "reveal", "game": 2}))
 
@@ -354,8 +355,21 @@ def test_malformed_stream_input_is_refused(real_match):
 def test_a_game_whose_seed_is_unknown_cannot_be_signed(real_match):
     context, welcome, _, _ = real_match
     channel = ChannelRecord(context)
+    channel.host_frame(encode_frame({"type": "deal", "game": 1}))
     with pytest.raises(RecordError, match="game 1 ends with no seed from the guest"):
         channel.host_frame(encode_frame({"type": "reveal", "game": 1}))
+
+
+def test_the_reveal_of_a_game_never_dealt_is_no_checkpoint(real_match):
+    # The match ended between the commitment and the deal (7.3): the guest's seed may have crossed the end.
+    context, _, _, _ = real_match
+    for seed in (None, bytes(32)):
+        channel = ChannelRecord(context)
+        channel.host_frame(encode_frame({"type": "commit", "game": 1}))
+        if seed is not None:
+            channel.guest_seed(1, seed)
+        channel.host_frame(encode_frame({"type": "reveal", "game": 1}))
+        assert channel.games == [] and channel.owed_by_host is None
 
 
 def account(*events, grace=120) -> AbsenceAccount:
@@ -370,6 +384,18 @@ def test_an_honest_account_holds_together():
     # the seat resumed only after the match ended: the match_end (51) came in the replay of a welcome with sent 51
     assert disputed_abandonment(HONEST_ABSENCE, end_number=51, welcome_sent=51, left=False, countersigned=True) is None
     assert disputed_abandonment(account(("left", 0, 9)), end_number=10, welcome_sent=0, left=True, countersigned=True) is None
+
+
+def test_an_account_that_starts_with_the_hosts_restart_holds_together():
+    # `basra host --resume`: every seat is away from the restart, whose sent is 0 (the stopped process's count is lost).
+    restarted = account(("restart", 0, 0), ("resume", 5_000, 40), ("back", 5_000, 40), ("away", 9_000, 45), ("grace_over", 129_000, 46))
+    never_back = account(("restart", 0, 0), ("grace_over", 120_000, 40))
+    for held in (restarted, never_back):
+        assert account_contradictions(held) == []
+        assert disputed_abandonment(held, end_number=47, welcome_sent=47, left=False, countersigned=True) is None
+    assert account_contradictions(account(("restart", 0, 0), ("grace_over", 60_000, 40))) == [
+        "the account shows a wait of 60 seconds for a grace period of 120 seconds"
+    ]
 
 
 @pytest.mark.parametrize(

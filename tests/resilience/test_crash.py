@@ -55,16 +55,22 @@ def plays(path: Path) -> list:
     return [m for _, m in transcript.parse(path.read_bytes()).records if isinstance(m, Played)]
 
 
-def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes(tmp_path, env):
+def host_killed_in_game_2(tmp_path: Path, env, grace: str) -> tuple[list[str], subprocess.Popen, Path, Path]:
+    """A host and a join over loopback, the host killed once game 2 is dealt: its arguments, the join, both transcripts."""
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60"]
+    common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", grace]
     host = start_basra(env, "host", *common, "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
     join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
     wait_for_line(host, "game 2 dealt")
     host.send_signal(signal.SIGKILL)
     host.wait()
+    return common, join, host_file, guest_file
+
+
+def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes(tmp_path, env):
+    common, join, host_file, guest_file = host_killed_in_game_2(tmp_path, env, "60")
     commits_before = [m for _, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, Commit)]
 
     again = start_basra(env, "host", "--resume", *common)
@@ -235,3 +241,21 @@ def test_a_hidden_hands_join_killed_mid_game_runs_again_with_its_lock_from_the_t
     assert plays(guest_file) == plays(host_file)
     last_game = max(m.game for m in plays(guest_file))
     assert f"game {last_game}: deal verified" in join_out, join_out
+
+
+def test_a_host_resumed_from_its_journal_whose_guest_never_returns_gives_an_account_that_holds(tmp_path, env):
+    """Killed host, resumed; the guest is gone for good: the match ends abandoned, and the host's signed account of the
+    absence starts with its own restart, so it does not contradict itself (no away before the grace ran out)."""
+    common, join, host_file, _ = host_killed_in_game_2(tmp_path, env, "2")
+    join.send_signal(signal.SIGKILL)
+    join.wait()
+
+    code, out = finish(start_basra(env, "host", "--resume", *common))
+    assert code == 1 and "Omar did not come back within" in out, out
+    parsed = transcript.parse(host_file.read_bytes())
+    end = next(m for _, m in parsed.records if m.TYPE == "match_end")
+    assert end.reason == "abandoned" and [kind for kind, _, _ in end.evidence.events] == ["restart", "grace_over"]
+    checked = subprocess.run(basra_command("verify", "--partial", str(host_file)), env=env, capture_output=True, text=True, timeout=60)
+    shown = checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "CHEAT" not in shown and "contradicts" not in shown, shown
+    assert "restart" in shown and "ASSERTED BY THE HOST" in shown, shown

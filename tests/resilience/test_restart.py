@@ -108,7 +108,9 @@ async def test_a_join_run_again_after_it_stopped_on_the_match_end_takes_the_end_
             first = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, resumable=False).run()
             assert first.exit_code == EXIT_OK and proxy.cuts_made == 1
             welcome = transcript.parse(guest_file.read_bytes()).records[1][1]
-            ResumeTickets(data_dir() / RESUME_FILE).put(f"127.0.0.1:{proxy_port}", ResumeTicket(welcome.match_id, welcome.token, guest_file))
+            ResumeTickets(data_dir() / RESUME_FILE).put(
+                ResumeTicket(f"127.0.0.1:{proxy_port}", "Omar", None, welcome.match_id, 1, welcome.token, guest_file)
+            )
             started = trio.current_time()
             again = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), None, plain=True).run()
             took = trio.current_time() - started

@@ -42,8 +42,12 @@ from basra_net.host.table import Table
 from basra_net.protocol import messages, shuffle, transcript
 from basra_net.protocol.connection import ClientConnection
 from basra_net.protocol.framing import decode_body, encode_frame
+from basra_net.protocol.hidden_game import PartyGame
 from basra_net.protocol.pake import GuestCodeExchange
 from basra_net.protocol.messages import (
+    HIDDEN_DEAL,
+    Audit,
+    Audited,
     Away,
     Back,
     Chat,
@@ -52,9 +56,15 @@ from basra_net.protocol.messages import (
     Error,
     GameEnd,
     Hello,
+    HiddenPlay,
+    HiddenTurn,
     Leave,
+    Lock,
+    Locked,
     MatchEnd,
     Message,
+    Open,
+    Opened,
     PROTOCOL_VERSIONS,
     Pake,
     PakeConfirm,
@@ -64,6 +74,7 @@ from basra_net.protocol.messages import (
     Played,
     Reveal,
     Seed,
+    Shuffle,
     Sig,
     Welcome,
     YourTurn,
@@ -107,6 +118,22 @@ def fixed_entropy(label: bytes):
     return entropy
 
 
+def entropy_stream(label: bytes):
+    """entropy_S of PROTOCOL.md 14.12 read on: each draw takes the next bytes of the stream (a party's secret, each proof's randomness)."""
+    drawn = 0
+
+    def entropy(count: int) -> bytes:
+        nonlocal drawn
+        stream = fixed_entropy(label)(drawn + count)
+        drawn += count
+        return stream[-count:]
+
+    return entropy
+
+
+PARTY_ENTROPY = (b"basra-net/v2/example/seat-0", b"basra-net/v2/example/seat-1")  # the hidden deal's randomness of each party
+
+
 @dataclass(frozen=True)
 class Script:
     """One session: the fixed inputs and what the guest does."""
@@ -123,6 +150,7 @@ class Script:
     tokens: tuple[bytes, bytes] = (bytes(16), bytes(16))  # the resume tokens of seat 0 and seat 1
     versions: tuple[int, ...] = PROTOCOL_VERSIONS
     code: str | None = None  # the table's join code: the guest proves it by the code exchange (14.9)
+    deals: tuple[str, ...] | None = None  # the deal modes both seats offer (15.15); None: the commit-reveal deal alone
     illegal_first_play: bool = False  # answer the first your_turn with a move the rules forbid
     leave_at_first_turn: bool = False
     ping_before_seed: bool = False  # check that the host is there, as after a silence (5.7)
@@ -188,6 +216,19 @@ SCRIPTS = (
         resume_nonce=counting(0x50),
         shown_opening=17,  # up to the guest's first play after both seats resumed ...
         shown_at_end=4,  # ... and from the game's end
+    ),
+    Script(
+        name="hidden-hands",
+        section="12.5",
+        title="hidden hands",
+        match_id=counting(0x50, 16),
+        client_nonce=counting(0x60),
+        host_seeds=(),
+        client_seeds=(),
+        tokens=(counting(0xF0, 16), counting(0x10, 16)),
+        deals=(HIDDEN_DEAL, "commit"),
+        shown_opening=17,  # up to the guest's first play ...
+        shown_at_end=13,  # ... and from its last request to the end
     ),
 )
 
@@ -266,6 +307,8 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
     welcome: Welcome | None = None
     record: ChannelRecord | None = None  # version 2: the channel's signed record (PROTOCOL.md 14)
 
+    party: PartyGame | None = None  # the hidden deal: the guest's party in the game under way (15.15)
+
     async def send(message: Message) -> None:
         data = connection.send(message)
         session.add(GUEST, message, data)
@@ -279,7 +322,10 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
             script.code, guest_key=GUEST_KEY, guest_nonce=script.client_nonce, host_key=public_key(HOST_PRIVATE_SEED),
             entropy=fixed_entropy(b"basra-net/v2/pake-vector/guest"),
         )
-    await send(Hello(script.versions, GUEST_NAME, script.client_nonce, key=GUEST_KEY, pake=exchange.start() if exchange else None))
+    await send(
+        Hello(script.versions, GUEST_NAME, script.client_nonce, key=GUEST_KEY, pake=exchange.start() if exchange else None, deals=script.deals)
+    )
+    guest_entropy = entropy_stream(PARTY_ENTROPY[1])
     while (received := await receive(reader, connection)) is not None:
         message, data = received
         tag = "replayed" if messages.kind_of(message).stream and connection.received <= connection.replay_until else ""
@@ -347,6 +393,17 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
                     session.add(GUEST, repeat, data, "resent")
                     await stream.send_all(data)
             first_turn = False
+        elif isinstance(message, Shuffle):
+            party = PartyGame(welcome.match_id, message.game, message.dealer, welcome.seat, random=guest_entropy)
+            for step in party.begin():
+                await send(step)
+        elif isinstance(message, (Locked, Opened, Played, GameEnd, Audited)) and party is not None:
+            for step in party.take(message):
+                await send(step)
+        elif isinstance(message, Deal) and party is not None:
+            party.deal(message)  # the table dealt is the one the reveals show
+        elif isinstance(message, HiddenTurn):
+            await send(party.play(message.request, message.options, first_move(party.turn(message))))
         elif isinstance(message, Chat):
             await send(Chat(reaction="thanks"))
         elif isinstance(message, Away):
@@ -362,10 +419,22 @@ async def run_host_player(connect, script: Script, seat_0_may_return: trio.Event
     stream = await connect()
     connection = ClientConnection()
     reader = FrameReader(stream)
-    await stream.send_all(connection.send(Hello(PROTOCOL_VERSIONS, HOST_NAME, bytes(32), key=HOST_PLAYER_KEY)))
+    await stream.send_all(connection.send(Hello(PROTOCOL_VERSIONS, HOST_NAME, bytes(32), key=HOST_PLAYER_KEY, deals=script.deals)))
     first_turn = True
+    party: PartyGame | None = None
+    host_entropy = entropy_stream(PARTY_ENTROPY[0])
     while (received := await receive(reader, connection)) is not None:
         message, _ = received
+        steps: list[Message] = []
+        if isinstance(message, Shuffle):
+            party = PartyGame(connection.welcome.match_id, message.game, message.dealer, 0, random=host_entropy)
+            steps = party.begin()
+        elif isinstance(message, (Locked, Opened, Played, GameEnd, Audited)) and party is not None:
+            steps = party.take(message)
+        elif isinstance(message, HiddenTurn):
+            steps = [party.play(message.request, message.options, first_move(party.turn(message)))]
+        for step in steps:
+            await stream.send_all(connection.send(step))
         if isinstance(message, YourTurn):
             if first_turn and script.resume_nonce is not None:
                 # The connection breaks with the request unanswered; seat 0 comes back later.
@@ -457,11 +526,16 @@ def session_json(session: Session) -> dict:
         "client_nonce": script.client_nonce.hex(),
         "host_seeds": [s.hex() for s in script.host_seeds[:used]],
         "client_seeds": [s.hex() for s in script.client_seeds[:used]],
-        "tokens": [t.hex() for t in script.tokens] if used else [],
+        "tokens": [t.hex() for t in script.tokens] if any(isinstance(f.message, Welcome) for f in session.frames) else [],
         "scoring": script.scoring,
         "target": script.target,
         "names": [HOST_NAME, GUEST_NAME],
-        "moves": "each seat plays the first move listed in each your_turn"
+        "moves": (
+            "each seat plays the first move its hand allows in each hidden_turn: its first card still held, in the order dealt, "
+            "with the first option listed for that card's kind"
+            if script.deals is not None
+            else "each seat plays the first move listed in each your_turn"
+        )
         + ("; the guest first answers with a forbidden move" if script.illegal_first_play else "")
         + ("; the guest leaves at its first your_turn" if script.leave_at_first_turn else "")
         + ("; the guest pings the host before it sends its seed" if script.ping_before_seed else "")
@@ -477,6 +551,9 @@ def session_json(session: Session) -> dict:
         inputs["resume_nonce"] = script.resume_nonce.hex()
     if script.code is not None:
         inputs["code"] = script.code
+    if script.deals is not None:
+        inputs["deals"] = list(script.deals)
+        inputs["party_entropy"] = [label.decode() for label in PARTY_ENTROPY]
     return {
         "name": script.name,
         "section": script.section,
@@ -509,6 +586,8 @@ FIELDS = {
     "sessions[].inputs.target": "the points that win the match",
     "sessions[].inputs.names": "the names of seat 0 and seat 1",
     "sessions[].inputs.moves": "how both seats chose their moves, in words",
+    "sessions[].inputs.deals": "only with hidden hands: the deal modes both seats offer in their hello, the preferred first (15.15)",
+    "sessions[].inputs.party_entropy": "only with hidden hands: S of entropy_S (14.12) for seat 0 and seat 1; each party draws its secret scalar and each proof's randomness from it in turn, reading on",
     "sessions[].inputs.resume_nonce": "32 bytes, hex, only in a session that resumes: the nonce of the resume's hello",
     "sessions[].frames": "every frame of the seat-1 connection (of its connections, when it resumed) in the order sent; a hello after the first starts a new connection",
     "sessions[].frames[].n": "the frame's position in its session, from 1",
@@ -626,6 +705,8 @@ def describe(frame: Frame, session: Session) -> str:
         said = f"offers protocol versions {list(m.versions)}, names the player and sends a fresh 32-byte nonce"
         if m.key is not None:
             said += " and the guest's identity key (14.2)"
+        if m.deals is not None:
+            said += f"; it offers the deal modes {', '.join(f'`{d}`' for d in m.deals)}, the preferred first (15.15)"
         if m.pake is not None:
             said += (
                 f"; in place of the join code `{script.code}`, the first message of the code exchange (14.9, step 1): "
@@ -658,7 +739,44 @@ def describe(frame: Frame, session: Session) -> str:
             f"and {m.sent} stream messages sent before it (a new seat)."
         )
     if m.TYPE == "match_start":
+        if m.deal is not None:
+            return f"both seats are taken; the names, seat 0 first; both offered it, so the match deals `{m.deal}` (15.15)."
         return "both seats are taken; the names, seat 0 first."
+    if isinstance(m, Shuffle):
+        return f"game {m.game} begins with the hidden deal; seat {m.dealer} deals and locks the deck first (15.15, step 1)."
+    if isinstance(m, Locked):
+        return (
+            f"seat {m.seat}'s public point and its locked list of game {m.game}, checked by the host and relayed "
+            "(15.5, 15.11); the guest checks every point of it too."
+        )
+    if isinstance(m, Lock):
+        return (
+            "the guest's public point for the game, and the deck: each entry of seat 0's list locked again under the "
+            "guest's secret scalar, and the whole permuted (15.5; 15.15, step 3). It sends its unmaskings at once."
+        )
+    if isinstance(m, (Open, Opened)):
+        who = "the guest" if isinstance(m, Open) else f"seat {m.seat}, relayed"
+        parts = [
+            f"{what}{'s' * (len(steps) > 1)} of position{'s' * (len(steps) > 1)} " + ", ".join(str(p) for p, _ in steps)
+            for what, steps in (("unmasking", m.unmaskings), ("reveal", m.reveals))
+            if steps
+        ]
+        return f"{who}: " + " and ".join(parts) + ", each a point and its proof (15.7); every proof is checked on arrival (15.11)."
+    if isinstance(m, HiddenTurn):
+        return (
+            f"request {m.request}: the options of each of the fourteen kinds of card on this table, whatever the guest holds "
+            "(15.9); the guest picks a card of its hand and one option of its kind."
+        )
+    if isinstance(m, HiddenPlay):
+        reveal = "and its reveal (15.7)" if m.reveal is not None else "(face up already: no reveal)"
+        return f"answers request {m.request}: kind {m.kind}, option {m.option}, the card dealt at position {m.position} {reveal}."
+    if isinstance(m, Audit):
+        return f"the guest's secret scalar of game {m.game}, now that every card is public (15.10)."
+    if isinstance(m, Audited):
+        return (
+            f"seat {m.seat}'s scalar of game {m.game}, relayed once both are in: the guest audits seat {m.seat}'s list (15.10); "
+            "this is the game's checkpoint on the guest's channel (14.4)."
+        )
     if isinstance(m, Commit):
         same = " (the values of 9.11)" if script.match_id == SCRIPTS[0].match_id else ""
         return f"the commitment to the host seed of game {m.game} and its signature{same}."
@@ -666,6 +784,12 @@ def describe(frame: Frame, session: Session) -> str:
         return f"the guest's seed for game {m.game}, sent only after the commit signature checked out."
     if isinstance(m, Deal):
         extra = f"; {cards(m.moved)} went from the first table to the bottom of the stock" if m.moved else ""
+        if script.deals is not None:
+            return (
+                f"hand {m.hand_no} of game {m.game}, dealer seat {m.dealer}, with `hand` empty: the guest knows its cards from "
+                f"the unmaskings; table {cards(m.table)}, as the reveals showed; {m.stock_left} cards left in the stock{extra}; "
+                f"seat {m.turn} plays first."
+            )
         return (
             f"hand {m.hand_no} of game {m.game}, dealer seat {m.dealer}: the guest holds {cards(m.hand)}; "
             f"table {cards(m.table)}; {m.stock_left} cards left in the stock{extra}; seat {m.turn} plays first."
@@ -693,6 +817,12 @@ def describe(frame: Frame, session: Session) -> str:
         )
     if isinstance(m, Played):
         nxt = "the game is over" if m.turn is None else f"seat {m.turn} acts next"
+        if m.position is not None:
+            proof = "with its reveal, which the other party checks" if m.reveal is not None else "face up already"
+            return (
+                f"seat {m.seat} played {card_name(m.card)} from position {m.position} ({proof}), taking {cards(m.captures)} "
+                f"({m.kind}); table {cards(m.table)}; {nxt}."
+            )
         return (
             f"seat {m.seat} played {card_name(m.card)} taking {cards(m.captures)} ({m.kind}); "
             f"table {cards(m.table)}; {nxt}."
@@ -770,11 +900,10 @@ def session_markdown(session: Session) -> str:
     parts: list[str] = []
     for item in shown_frames(session):
         if isinstance(item, tuple):
-            what = (
-                "the rest of hands 2 to 6, in the same pattern"
-                if session.script.name == "complete-match"
-                else "the rest of the game, as in 12.1"
-            )
+            what = {
+                "complete-match": "the rest of hands 2 to 6, in the same pattern",
+                "hidden-hands": "the rest of the game: the plays, and before each of hands 2 to 6 both parties' unmaskings of the other's cards",
+            }.get(session.script.name, "the rest of the game, as in 12.1")
             parts.append(
                 f"*Frames {item[0]} to {item[1]} are left out here: {what}. "
                 f"All {len(session.frames)} frames are in `tests/vectors/example_session.json`.*\n"

@@ -36,7 +36,7 @@ HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326
 GUEST_PRIVATE_SEED = bytes.fromhex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")
 
 STREAM_TYPES = {"match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "sig", "match_end"}
-ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6, "withheld": 7}
+ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6, "withheld": 7, "restart": 8}
 ABSENCE = {
     "absent_seat": 1,
     "grace": 120,

@@ -1,0 +1,319 @@
+"""`basra conformance client`, version 2: the reference table, with the checker on the wire to the client.
+
+A match of version 2 is too much to script by hand (signed channels, the
+running hash, every step of the hidden deal), and a scripted copy would
+prove only that it agrees with itself.  So these matches are played by the
+reference host's own table (its seat 0 a bot), and the checker sits on the
+connection to the client: it reads every frame both ways, and in an unfair
+match it changes one frame of the host's on its way, as a cheating host
+would send it:
+
+- a host `sig` whose signature does not verify (6.23, 14.8);
+- a `game_end` whose totals are not the play's (9.10, 15.16);
+- an `opened` whose unmasking proof does not verify (15.11, 15.15).
+
+A conforming client stops at each (6.23): it sends nothing more for the
+match (above all, no countersignature of what it did not check), closes the
+connection and does not resume; its program tells its player, which the
+checker judges by its exit status when it runs it (`--exec`).  The honest
+matches, one per deal mode, must run to their end with every host
+signature countersigned.  A client that offers version 1 only, or no hidden
+hands, has the cases it cannot be in reported as not applicable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import trio
+
+from ..client.players import BotPlayer
+from ..client.session import DEAL_MODES_OFFERED, HIDDEN_HANDS_OFFERED, ClientSession
+from ..host.seat_link import serve_connection
+from ..host.server import _local_seat
+from ..host.table import Table
+from ..protocol.errors import ProtocolError
+from ..protocol.framing import decode_body, encode_frame
+from ..protocol.messages import HIDDEN_DEAL, GameEnd, Hello, Message, Opened, Sig, from_wire, to_wire
+from ..protocol.record import Status
+from .report import CaseFailed, Report
+
+MATCH_TIMEOUT = 300.0  # seconds a match of version 2 may take in all
+EXIT_TIMEOUT = 30.0  # seconds a client run by --exec has to exit once its match is decided
+CONNECT_TIMEOUT = 120.0  # seconds to wait for the client to ask for a seat
+STOP_TIMEOUT = 15.0  # seconds a client has to close its connection once it should stop
+V2_TARGET = 30  # a short match: the cases are about signatures and proofs, not situations of play
+
+Change = Callable[[Message], Message | None]  # the host's message as the cheat sends it; None: unchanged
+
+
+def _flip_signature(message: Message) -> Message | None:
+    if isinstance(message, Sig):
+        return replace(message, signature=bytes([message.signature[0] ^ 1]) + message.signature[1:])
+    return None
+
+
+def _false_totals(message: Message) -> Message | None:
+    if isinstance(message, GameEnd):
+        return replace(message, totals=(message.totals[0] + 1, message.totals[1]))
+    return None
+
+
+def _false_unmasking(message: Message) -> Message | None:
+    if isinstance(message, Opened) and message.unmaskings:
+        position, data = message.unmaskings[0]
+        wrong = data[:64] + bytes([data[64] ^ 1]) + data[65:]  # the low byte of s, the proof's response
+        return replace(message, unmaskings=((position, wrong), *message.unmaskings[1:]))
+    return None
+
+
+def _frames(buffer: bytearray) -> list[bytes]:
+    """Cut the whole frames off the front of buffer."""
+    frames = []
+    while len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
+        end = 4 + int.from_bytes(buffer[:4], "big")
+        frames.append(bytes(buffer[:end]))
+        del buffer[:end]
+    return frames
+
+
+def _message(frame: bytes) -> Message | None:
+    try:
+        return from_wire(decode_body(frame[4:]))
+    except ProtocolError:
+        return None  # the host's own checks answer what cannot be read
+
+
+class WatchedStream(trio.abc.Stream):
+    """The client's connection as the host's table uses it, with the checker reading every frame both ways.
+
+    ``change`` alters the first host message it applies to, once; what
+    follows from the client is kept in ``after_change``.
+    """
+
+    def __init__(self, stream: trio.abc.Stream, change: Change | None) -> None:
+        self.stream = stream
+        self.change = change
+        self.changed: Message | None = None
+        self.hello: Hello | None = None
+        self.from_client: list[Message] = []
+        self.after_change: list[Message] = []
+        self.closed_by_client = trio.Event()
+        self._out = bytearray()
+        self._in = bytearray()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self._out += data
+        frames = []
+        for frame in _frames(self._out):
+            message = _message(frame) if self.change is not None and self.changed is None else None
+            altered = self.change(message) if message is not None else None
+            if altered is not None:
+                self.changed = altered
+                frame = encode_frame(to_wire(altered))
+            frames.append(frame)
+        if frames:
+            await self.stream.send_all(b"".join(frames))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            data = await self.stream.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.closed_by_client.set()  # over TLS, a client that closes without close_notify
+            raise
+        if not data:
+            self.closed_by_client.set()
+        self._in += data
+        for frame in _frames(self._in):
+            message = _message(frame)
+            if message is None:
+                continue
+            if isinstance(message, Hello) and self.hello is None:
+                self.hello = message
+            self.from_client.append(message)
+            if self.changed is not None:
+                self.after_change.append(message)
+        return data
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+@dataclass(frozen=True)
+class RelayedMatch:
+    """One match of version 2 the checker watches: its case, the deal mode it needs, the change it makes."""
+
+    section: str
+    name: str
+    hidden: bool
+    change: Change | None
+
+    @property
+    def honest(self) -> bool:
+        return self.change is None
+
+
+RELAYED_MATCHES = (
+    RelayedMatch("14.5, 14.6, 9.10", "version 2, commit-reveal deal: the signed match runs to its end, every host signature countersigned", False, None),
+    RelayedMatch("15.15, 15.16, 14.4", "version 2, hidden hands: the signed match runs to its end, every step taken and checked", True, None),
+    RelayedMatch("6.23, 14.8", "a host sig that does not verify: the client stops, and countersigns nothing", False, _flip_signature),
+    RelayedMatch("9.10, 14.11", "a game_end whose totals are not the play's: the client stops", False, _false_totals),
+    RelayedMatch("15.11, 15.15", "an opened whose unmasking proof does not verify: the client stops", True, _false_unmasking),
+)
+
+
+@dataclass
+class Offered:
+    """What the client's first hello offered, once seen: whether version 2 and hidden hands apply."""
+
+    version_2: bool | None = None
+    hidden: bool | None = None
+
+    def not_applicable(self, match: RelayedMatch) -> str | None:
+        if self.version_2 is False:
+            return "not applicable: the client offers version 1 only"
+        if match.hidden and self.hidden is False:
+            return "not applicable: the client does not offer hidden hands (its hello's deals)"
+        return None
+
+
+@dataclass
+class RelayedOutcome:
+    watched: WatchedStream | None = None
+    table: Table | None = None
+    failure: str | None = None
+
+
+async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream, run_client) -> tuple[RelayedOutcome, object]:
+    """One match at the reference table: seat 0 a bot, seat 1 the client's connection as the checker watches it.
+
+    Every connection that comes is served (a late one of an earlier match's client is refused by the
+    table); the one judged is the first whose hello asks for a new seat.
+    """
+    table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}))
+    outcome = RelayedOutcome(table=table)
+    connections: list[WatchedStream] = []
+    client = None
+    async with trio.open_nursery() as nursery:
+        if run_client is not None:
+            client = run_client(nursery)
+        bot = ClientSession(
+            _local_seat(nursery, table, 0), "Conformance", BotPlayer("greedy"), keep_transcript=False, countersigns=False,
+            deal_modes=HIDDEN_HANDS_OFFERED if match.hidden else DEAL_MODES_OFFERED,
+        )
+        nursery.start_soon(table.run)
+        nursery.start_soon(bot.run)
+
+        async def serve_each() -> None:
+            while True:
+                try:
+                    stream = await next_stream()
+                except CaseFailed:
+                    continue  # a TLS handshake that failed: the next connection may be the client's
+                watched = WatchedStream(stream, match.change)
+                connections.append(watched)
+                nursery.start_soon(serve_connection, watched, table)
+
+        nursery.start_soon(serve_each)
+        with trio.move_on_after(MATCH_TIMEOUT) as waited:
+            await _until_decided(outcome, match, offered, connections, client)
+        if waited.cancelled_caught:
+            outcome.failure = f"the match was not decided within {MATCH_TIMEOUT:g} s"
+        if client is not None:
+            with trio.move_on_after(EXIT_TIMEOUT):
+                await client.exited.wait()
+        nursery.cancel_scope.cancel()
+    return outcome, client
+
+
+async def _until_decided(outcome: RelayedOutcome, match: RelayedMatch, offered: Offered, connections: list[WatchedStream], client) -> None:
+    table = outcome.table
+    assert table is not None
+    with trio.move_on_after(CONNECT_TIMEOUT):
+        while outcome.watched is None:
+            outcome.watched = next((c for c in connections if c.hello is not None and c.hello.token is None), None)
+            if client is not None and client.exited.is_set():
+                outcome.failure = f"the client exited without asking for a seat: {client.told()}"
+                return
+            await trio.sleep(0.05)
+    watched = outcome.watched
+    if watched is None:
+        outcome.failure = f"no client asked for a seat within {CONNECT_TIMEOUT:g} s"
+        return
+    assert watched.hello is not None
+    offered.version_2 = 2 in watched.hello.versions
+    offered.hidden = HIDDEN_DEAL in (watched.hello.deals or ())
+    if match.honest or offered.not_applicable(match) is not None:
+        # Not applicable: the table plays on in the version or mode the client offered, so that it ends as a match does.
+        async with trio.open_nursery() as waiting:
+            waiting.start_soon(_cancel_when_set, table.finished, waiting.cancel_scope)
+            if client is not None:
+                waiting.start_soon(_cancel_when_set, client.exited, waiting.cancel_scope)
+        return
+    while watched.changed is None and not table.finished.is_set():
+        await trio.sleep(0.05)
+    with trio.move_on_after(STOP_TIMEOUT):
+        await watched.closed_by_client.wait()
+
+
+async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, client, offered: Offered) -> None:
+    """The verdict on one watched match: on the wire, then by the client's exit status when the checker ran it."""
+    section, name = match.section, match.name
+    reason = offered.not_applicable(match)
+    if reason is not None:
+        report.skipped(section, name, reason)
+        return
+    if outcome.failure is not None:
+        report.failed(section, name, outcome.failure)
+        return
+    try:
+        wire = _honest_on_the_wire(outcome) if match.honest else _stopped_on_the_wire(outcome)
+    except CaseFailed as failed:
+        report.failed(section, name, str(failed))
+        return
+    if client is None:
+        report.passed(section, name, f"{wire}; what the client told its player is not on the wire (--exec)")
+    elif client.result is None:
+        report.failed(section, name, f"{wire}, but {client.told()}")
+    elif (client.result.returncode == 0) == match.honest:
+        report.passed(section, name, f"{wire}; {client.told()}")
+    else:
+        expected = "exit status 0" if match.honest else "a non-zero exit status"
+        report.failed(section, name, f"{wire}, but expected {expected}, got {client.told()}")
+
+
+def _honest_on_the_wire(outcome: RelayedOutcome) -> str:
+    table = outcome.table
+    assert table is not None
+    if table.result is None:
+        raise CaseFailed("the match did not end")
+    entry = table.seats[1]
+    record = entry.record if entry is not None else None
+    if record is None:
+        raise CaseFailed("the client's channel is not signed: its hello of version 2 carried no key")
+    if record.result is None or record.result.guest is not Status.VALID or not record.countersigned:
+        raise CaseFailed("the client did not countersign every game and the result the host signed")
+    return f"{len(record.games)} games and the result, each countersigned; totals {table.result.totals[0]}-{table.result.totals[1]}"
+
+
+def _stopped_on_the_wire(outcome: RelayedOutcome) -> str:
+    watched = outcome.watched
+    assert watched is not None
+    if watched.changed is None:
+        raise CaseFailed("the match ended before the frame the checker changes came")
+    what = f"the changed '{watched.changed.TYPE}'"
+    countersigned = [m for m in watched.after_change if isinstance(m, Sig)]
+    if countersigned:
+        raise CaseFailed(f"after {what} the client countersigned {countersigned[0].of} {countersigned[0].game}")
+    if not watched.closed_by_client.is_set():
+        raise CaseFailed(f"after {what} the client did not close its connection within {STOP_TIMEOUT:g} s")
+    return f"after {what} the client countersigned nothing and closed its connection"

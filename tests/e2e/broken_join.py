@@ -1,0 +1,29 @@
+"""`basra join` with one flaw of version 2, for `basra conformance client` to catch and name.
+
+    python broken_join.py FLAW [basra's arguments]
+
+FLAW is one of: trusting_signatures (takes the host's signature of a game
+or the result without checking it, and countersigns all the same).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from basra_net.cli import main
+from basra_net.protocol.record import ChannelRecord, RecordError
+
+flaw = sys.argv.pop(1)
+if flaw == "trusting_signatures":
+    honest_host_sig = ChannelRecord._host_sig
+
+    def trusting(self, message):
+        try:
+            honest_host_sig(self, message)
+        except RecordError:
+            self._countersign, self._owed = self._owed, None  # as if it had verified
+
+    ChannelRecord._host_sig = trusting
+else:
+    raise SystemExit(f"unknown flaw {flaw}")
+sys.exit(main(sys.argv[1:]))
