@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import trio
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.client.session import ClientSession
 from basra_net.engine.cards import Card
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.protocol import hidden_game
@@ -124,13 +124,13 @@ def assert_blind_to(spy: Spy, seats: tuple[int, ...]) -> None:
 async def test_the_host_learns_none_of_the_guests_cards_before_each_is_played(tmp_path, monkeypatch):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))
     spy = Spy(monkeypatch, host_seat=0)
-    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=101, tls=False, hidden_hands=True)
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=101, tls=False)
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
             port = await nursery.start(
                 lambda task_status: run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
             stream = await trio.open_tcp_stream("127.0.0.1", port)
-            guest = await ClientSession(stream, "Omar", BotPlayer("greedy"), deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True).run()
+            guest = await ClientSession(stream, "Omar", BotPlayer("greedy"), countersigns=True).run()
     assert guest.exit_code == 0 and guest.state.hidden_hands, guest.reason
     assert len(spy.games) >= 2
     assert_blind_to(spy, seats=(1,))
@@ -154,7 +154,7 @@ async def test_the_server_learns_neither_seats_cards_before_each_is_played(tmp_p
 
                     async def play(name=name) -> None:
                         stream = await trio.open_tcp_stream("127.0.0.1", port)
-                        session = ClientSession(stream, name, BotPlayer("greedy"), deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True)
+                        session = ClientSession(stream, name, BotPlayer("greedy"), countersigns=True)
                         results.append(await session.run())
 
                     players.start_soon(play)

@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from basra_net.client.players import BotPlayer, PlayerLeft
-from basra_net.client.session import EXIT_DEAL_FAILED, HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.client.session import EXIT_DEAL_FAILED, ClientSession
 from basra_net.client.verify_file import EXIT_CHEAT, EXIT_VERIFIED, verify_file
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import hidden_game
@@ -62,7 +62,7 @@ class HostileParty(ClientSession):
 async def play(tmp_path: Path, *, guest_class=ClientSession, target: int = 1, **guest_options):
     """A `basra host` with hidden hands and a bot, and one guest: the guest's result and the host's outcome."""
     settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=target, transcript=tmp_path / "host.basra",
-                            tls=False, grace=1, hidden_hands=True)
+                            tls=False, grace=1)
     outcomes: list = []
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
@@ -73,7 +73,7 @@ async def play(tmp_path: Path, *, guest_class=ClientSession, target: int = 1, **
             port = await nursery.start(host)
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             guest = guest_class(stream, "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra",
-                                keep_transcript=True, deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True, **guest_options)
+                                keep_transcript=True, countersigns=True, **guest_options)
             result = await guest.run()
     return result, outcomes[0]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import COMMIT_DEAL, EXIT_DEAL_FAILED, HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.client.session import COMMIT_DEAL, EXIT_DEAL_FAILED, DEAL_MODES_OFFERED, ClientSession
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.protocol import hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
@@ -26,7 +26,6 @@ TEST_DEADLINE = 120
 async def start_host(nursery: trio.Nursery, tmp_path: Path, outcomes: list) -> int:
     settings = HostSettings(
         port=0, bind="127.0.0.1", name="Hoda", target=101, transcript=tmp_path / "host.basra", tls=False, grace=2,
-        hidden_hands=True,
     )
 
     async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -35,7 +34,7 @@ async def start_host(nursery: trio.Nursery, tmp_path: Path, outcomes: list) -> i
     return await nursery.start(host)
 
 
-async def join(port: int, name: str, path: Path | None, deal_modes=HIDDEN_HANDS_OFFERED, player=None):
+async def join(port: int, name: str, path: Path | None, deal_modes=DEAL_MODES_OFFERED, player=None):
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     session = ClientSession(
         stream, name, player or BotPlayer("greedy"), transcript_path=path, keep_transcript=path is not None,

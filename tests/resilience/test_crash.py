@@ -174,10 +174,10 @@ def test_a_hidden_hands_host_killed_mid_game_takes_its_lock_up_again_from_the_jo
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60"]
-    host = start_basra(env, "host", *common, "--hidden-hands", "--target", "101", "--transcript", str(host_file))
+    host = start_basra(env, "host", *common, "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
     join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
-                       "--hidden-hands", "--transcript", str(guest_file))
+                       "--transcript", str(guest_file))
     wait_for_line(host, moment)
     host.send_signal(signal.SIGKILL)
     host.wait()
@@ -198,7 +198,7 @@ def test_a_hidden_hands_host_killed_mid_game_takes_its_lock_up_again_from_the_jo
 
 def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_locks(tmp_path, env):
     host_file = tmp_path / "host.basra"
-    host = start_basra(env, "host", "--auto", "greedy", "--bot", "greedy", "--hidden-hands", "--target", "201",
+    host = start_basra(env, "host", "--auto", "greedy", "--bot", "greedy", "--target", "201",
                        "--transcript", str(host_file))
     wait_for_line(host, "game 2 dealt")
     host.send_signal(signal.SIGKILL)
@@ -216,9 +216,9 @@ def test_a_hidden_hands_join_killed_mid_game_runs_again_with_its_lock_from_the_t
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     host = start_basra(env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60",
-                       "--hidden-hands", "--target", "101", "--transcript", str(host_file))
+                       "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
-    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--hidden-hands",
+    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
                  "--transcript", str(guest_file))
     first = start_basra(env, *join_args)
     wait_for_line(host, "game 2 dealt")
