@@ -55,13 +55,14 @@ def plays(path: Path) -> list:
     return [m for _, m in transcript.parse(path.read_bytes()).records if isinstance(m, Played)]
 
 
-def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes(tmp_path, env):
+def test_a_host_killed_mid_game_of_the_commit_reveal_deal_resumes_from_its_journal_and_the_match_completes(tmp_path, env):
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60"]
     host = start_basra(env, "host", *common, "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
-    join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
+    join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--deal", "commit-reveal",
+                       "--transcript", str(guest_file))
     wait_for_line(host, "game 2 dealt")
     host.send_signal(signal.SIGKILL)
     host.wait()
