@@ -78,7 +78,7 @@ class ServerLines:
 def test_basra_serve_killed_mid_game_at_three_tables_resumes_every_match_to_its_end(tmp_path):
     port = str(free_port())
     server_env = _env(tmp_path / "server")
-    serving = ("serve", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60", "--target", "1501", "--no-announce")
+    serving = ("serve", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60", "--target", "501", "--no-announce")
     server = start_basra(server_env, *serving)
     wait_for_line(server, "Journal:")
     lines = ServerLines(server)
