@@ -11,12 +11,8 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .exits import EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_LEFT, EXIT_USAGE
 from .options import BOT_LEVELS, DEAL_CHOICES, DEFAULT_BOT, DEFAULT_DEAL, DEFAULT_PORT, DEFAULT_SCORING, GRACE, SCORING_PRESETS
-
-EXIT_USAGE = 2
-EXIT_CRASH = 1
-EXIT_INTERRUPTED = 130  # a copy of client.session.EXIT_LEFT: Ctrl-C, as shells report an interrupt
-EXIT_BROKEN_PIPE = 141  # the reader of our output went away (`| head`), as shells report SIGPIPE
 
 
 def _positive(text: str) -> int:
@@ -220,19 +216,19 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except KeyboardInterrupt:
         print(f"basra {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_LEFT
     except Exception as err:  # a bug: one line for the user, the traceback kept in a file for a report
         if _only_broken_pipes(err) and _stdout_reader_gone():
             return _quiet_exit_for_a_closed_stdout()
         from .crash import write_crash_report
 
         print(f"basra {args.command}: {write_crash_report(err, argv if argv is not None else sys.argv[1:])}", file=sys.stderr)
-        return EXIT_CRASH
+        return EXIT_FAILURE
     except BaseExceptionGroup as group:  # a Ctrl-C that reached a task of trio's, with nothing else wrong
         if group.split(KeyboardInterrupt)[1] is not None:
             raise
         print(f"basra {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_LEFT
 
 
 def _only_broken_pipes(err: Exception) -> bool:

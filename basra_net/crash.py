@@ -44,7 +44,7 @@ def _first_line(err: BaseException) -> str:
 def _report_folders() -> list[Path]:
     folders = []
     try:
-        from .client.storage import data_dir
+        from .files import data_dir
 
         folders.append(data_dir() / "crashes")
     except Exception:  # the data directory itself may be what is broken

@@ -1,4 +1,4 @@
-"""Files a player keeps in the data directory, readable by their owner only.
+"""The data directory, and the files a player keeps in it, readable by their owner only.
 
 Transcripts hold live resume tokens, the pins decide whom a player trusts,
 and the identity keys make signatures a player's own; so the data directory
@@ -14,6 +14,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+import platformdirs
+
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
@@ -28,6 +30,24 @@ def private_dir(path: Path) -> Path:
     path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
     _tighten(path, PRIVATE_DIR_MODE)
     return path
+
+
+class LocalFileError(OSError):
+    """A file of the player's own could not be written (the disk is full, the data directory was removed).
+
+    An OSError still, for code that treats every OSError alike; its text says, in one line, which file failed
+    and why, so that a player is never told the network failed when the disk did.
+    """
+
+    def __init__(self, what: str, path: Path, err: OSError) -> None:
+        super().__init__(f"cannot write {what} {path}: {err.strerror or err}")
+
+
+def data_dir() -> Path:
+    """Where basra-net keeps keys and transcripts; BASRA_HOME overrides (tests, portable installs)."""
+    override = os.environ.get("BASRA_HOME")
+    path = Path(override) if override else Path(platformdirs.user_data_dir("basra-net", appauthor=False))
+    return private_dir(path)
 
 
 def open_private(path: Path) -> BinaryIO:

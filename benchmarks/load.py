@@ -596,8 +596,8 @@ async def host_match(stream: trio.abc.Stream, table: HostTable, index: int, run:
                 elif kind == "welcome":
                     seat = message["seat"]
                     if message["version"] >= 2:
-                        context = ChannelContext(message["match"], message["host_key"], GUEST_KEY, seat, hello.nonce)
-                        channel = ChannelRecord(context, message["scoring"], message["target"])
+                        context = ChannelContext(message["match"], message["host_key"], GUEST_KEY, seat, hello.nonce, message["scoring"], message["target"])
+                        channel = ChannelRecord(context)
                     run.phase("connected, waiting for welcome", "waiting for the other seat")
                     if run.in_window(now):
                         run.welcome_waits.append(now - opened)

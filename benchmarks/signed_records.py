@@ -51,7 +51,7 @@ def main() -> None:
     guest = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(keys["guest_private_seed"]))
     context = record.ChannelContext(
         bytes.fromhex(ctx["match_id"]), bytes.fromhex(keys["host_key"]), bytes.fromhex(keys["guest_key"]),
-        ctx["guest_seat"], bytes.fromhex(ctx["guest_nonce"]),
+        ctx["guest_seat"], bytes.fromhex(ctx["guest_nonce"]), ctx["scoring"], ctx["target"],
     )
     frames = [bytes.fromhex(step["frame"]) for step in VECTORS["stream"]["steps"]]
 
@@ -69,9 +69,9 @@ def main() -> None:
         assert verify_signature(context.guest_key, guest_signature, countersigned)
 
     # The channel as a verifier reads it: the guest's seed, the host's stream, the guest's countersignatures.
-    seed = {"type": "seed", "game": 1, "seed": bytes.fromhex(VECTORS["client_seeds"]["1"])}
+    seed = {"type": "seed", "game": 1, "seed": bytes.fromhex(VECTORS["client_seeds"][0]["seed"])}
     records = []
-    guest_side = record.ChannelRecord(context, "egyptian", VECTORS["result_statement"]["target"])
+    guest_side = record.ChannelRecord(context)
     for frame in frames:
         message = guest_side.host_frame(frame)
         records.append(("host", frame[4:]))
@@ -82,7 +82,7 @@ def main() -> None:
             records.append(("guest", encode_frame(guest_side.countersignature(guest))[4:]))
 
     def check_whole_channel() -> None:
-        record.check_channel(context, "egyptian", VECTORS["result_statement"]["target"], records)
+        record.check_channel(context, records)
 
     def code_exchange() -> None:
         nonce = bytes.fromhex(ctx["guest_nonce"])

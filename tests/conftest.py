@@ -16,9 +16,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession, SessionResult
-from basra_net.client.storage import TranscriptFile
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table, TableResult
+from basra_net.match_files import TranscriptFile
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ def channel_of(path: Path, *, partial: bool = False) -> ChannelRecord:
     parsed = transcript.parse(path.read_bytes())
     assert parsed.format == transcript.SIGNED_FORMAT
     hello, welcome = parsed.records[0][1], parsed.records[1][1]
-    context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce)
-    return check_channel(context, welcome.scoring, welcome.target, parsed.bodies, partial=partial)
+    context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce, welcome.scoring, welcome.target)
+    return check_channel(context, parsed.bodies, partial=partial)
 
 
 def signed_by_both(channel: ChannelRecord) -> bool:

@@ -8,7 +8,7 @@ import tempfile
 import pytest
 
 from basra_net import cli, options
-from basra_net.client import session, verify_file
+from basra_net.client import verify_file
 
 
 def test_the_options_offered_are_the_engine_s_presets_and_the_parser_loads_nothing_heavy():
@@ -58,10 +58,6 @@ def test_version(basra_command):
 
     done = subprocess.run([*basra_command, "--version"], capture_output=True, text=True, timeout=30)
     assert done.stdout.strip() == f"basra {__version__}"
-
-
-def test_the_interrupted_status_is_the_one_a_player_leaving_gets():
-    assert cli.EXIT_INTERRUPTED == session.EXIT_LEFT
 
 
 def test_an_unexpected_exception_is_one_line_and_a_crash_report_with_the_traceback(tmp_path, monkeypatch, capsys):

@@ -125,7 +125,7 @@ def forget_host(host: str, port: int) -> int:
     from ..protocol.fingerprint import key_fingerprint
     from .address import pin_name
     from .pinning import KNOWN_HOSTS_FILE, KnownHosts, resolved_pin_addresses
-    from .storage import data_dir
+    from ..files import data_dir
 
     name = pin_name(host, port)
     pins = KnownHosts(data_dir() / KNOWN_HOSTS_FILE)

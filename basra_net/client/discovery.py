@@ -27,12 +27,13 @@ from typing import AsyncIterator, Callable
 
 import trio
 
+from ..files import data_dir
+from ..match_files import RESUME_FILE, ResumeTickets
 from ..protocol.dnssd import SERVICE_TYPE, Announcement, parse_txt
 from ..protocol.messages import PROTOCOL_VERSIONS
 from ..options import DEFAULT_PORT
 from .address import pin_name
 from .session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
-from .storage import RESUME_FILE, ResumeTickets, data_dir
 
 BROWSE_SECONDS = 2.0
 RESOLVE_MS = 1500  # how long to ask for a service's records when the browse answer did not carry them

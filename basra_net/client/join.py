@@ -17,6 +17,8 @@ from typing import Awaitable, Callable
 
 import trio
 
+from ..files import data_dir
+from ..match_files import RESUME_FILE, ResumeTicket, ResumeTickets
 from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
 from ..protocol.errors import BUSY, CODE_REQUIRED, TRY_AGAIN_CODES, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
@@ -48,7 +50,6 @@ from .session import (
     SessionResult,
 )
 from .state import ClientState
-from .storage import RESUME_FILE, ResumeTicket, ResumeTickets, data_dir
 
 CONNECT_TIMEOUT = 10.0
 CODE_TRIES = 3

@@ -16,13 +16,14 @@ from pathlib import Path
 
 from ..engine.game import Game
 from ..engine.scoring import PRESETS
+from ..exits import EXIT_OK, EXIT_UNREADABLE
 from ..protocol import transcript
 from ..protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome
 from ..protocol.verify import HOST
 from .narration import describe
 from .screen import CardStyle
 from .state import ClientState
-from .verify_file import EXIT_UNREADABLE, EXIT_VERIFIED, read_transcript, verdict_in_words
+from .verify_file import read_transcript, verdict_in_words
 
 SHOWN = (Welcome, MatchStart, Deal, Played, GameEnd, MatchEnd)  # the messages a step stops at
 HAND_SIZE = 4
@@ -115,4 +116,4 @@ def replay_file(path: Path) -> int:
         print(f"basra replay: {path} holds no match to show", file=sys.stderr)
         return EXIT_UNREADABLE
     ReplayApp(replay, path.name).run()
-    return EXIT_VERIFIED
+    return EXIT_OK

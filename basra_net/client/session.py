@@ -15,6 +15,8 @@ host's own seat after the host restarted).
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import random
 import time
@@ -40,6 +42,7 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
+    END_HOLD,
     HIDDEN_DEAL,
     PROTOCOL_VERSIONS,
     Audited,
@@ -79,15 +82,13 @@ from ..protocol.messages import (
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
-from .liveness import Liveness
+from ..liveness import Liveness
 from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
-from .storage import TranscriptFile, default_transcript_path
+from ..files import LocalFileError
+from ..match_files import TranscriptFile, default_transcript_path
+from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_DEAL_FAILED = 3
-EXIT_LEFT = 130  # the player chose to leave (Ctrl-C or quit), as shells report an interrupt
 RECEIVE_SIZE = 65536
 INBOUND_BUFFER = 256  # host messages waiting while the player thinks (a hand brings about a dozen)
 RECONNECT_FOR = 180.0  # seconds to keep trying to reach the host again (its grace is 120 s by default)
@@ -95,6 +96,9 @@ RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RE
 RECONNECT_MAX_DELAY = 5.0
 RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
 HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
+# Seconds a seat that caught a cheat at a game's checkpoint waits for the host's signature of that game, which
+# follows at once from an honest program: with it the transcript proves the cheat (PROTOCOL.md 14.11).
+CAUGHT_SIGNATURE_WAIT = 5.0
 # The deal modes a session offers (PROTOCOL.md 15.15): hidden hands, which the host takes when the other
 # seat offers them too, else the commit-reveal deal; or, by choice (`--deal commit-reveal`), that deal alone.
 DEAL_MODES_OFFERED = (HIDDEN_DEAL, COMMIT_DEAL)
@@ -275,10 +279,12 @@ class ClientSession:
         if welcome.version < 2 or not signed:
             return
         try:
-            context = ChannelContext(welcome.match_id, welcome.host_key, self._guest_key, welcome.seat, nonce)
+            context = ChannelContext(
+                welcome.match_id, welcome.host_key, self._guest_key, welcome.seat, nonce, welcome.scoring, welcome.target
+            )
         except RecordError as err:
             raise ProtocolError(BAD_MESSAGE, f"the welcome cannot start a signed record: {err}") from None
-        self.record = ChannelRecord(context, welcome.scoring, welcome.target)
+        self.record = ChannelRecord(context)
 
     def _keep_on_record(self, sender: str, message: Message, frame: bytes) -> None:
         """Feed the signed record; what it proves wrong stops the match (PROTOCOL.md 14.8)."""
@@ -385,10 +391,20 @@ class ClientSession:
             await self._try_send_raw(self.connection.send_error(redeal))
             text = f"game {redeal.game}: the host offered a new commitment for a deal this seat's seed had already fixed"
             self._fail_deal(redeal.game, text, note="abandoned_deal")
-            return self._result(EXIT_DEAL_FAILED, text)
+            return self._result(EXIT_CHEAT, text)
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             return self._cut_short(f"the host broke the protocol: {err}")
+        except LocalFileError as err:
+            # The disk failed, not the network: the seat is not left, so that once the file can be written,
+            # `basra join` run again resumes it from its ticket and its transcript, which holds every record up to here.
+            result = self._result(
+                EXIT_FAILURE,
+                f"stopped: {err} (a file on this computer failed, not the connection); the seat was not left, "
+                "and the transcript holds every record written before",
+            )
+            result.cut_off = not self.connection.over
+            return result
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
             result = self._cut_short(f"connection lost: {err.__class__.__name__}")
             result.cut_off = not self.connection.over
@@ -396,7 +412,7 @@ class ClientSession:
         except DealRefused as refused:
             self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
-            return self._result(EXIT_DEAL_FAILED, str(refused))
+            return self._result(EXIT_CHEAT, str(refused))
         except PlayerLeft as left:
             await self.leave(str(left))
             return self._result(EXIT_LEFT, str(left))
@@ -405,12 +421,15 @@ class ClientSession:
                 self._transcript.close()
             await trio.aclose_forcefully(self.stream)
         if self.deal_failures:
-            return self._result(EXIT_DEAL_FAILED, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
+            return self._result(EXIT_CHEAT, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
-                return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} left")
+                how = "withheld a step of the deal" if self._abandoned_as == "withheld" else "left"
+                return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} {how}")
             if self._abandoned_as == "unsigned":
                 return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not countersign a game in time")
+            if self._abandoned_as == "withheld":
+                return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not send a step of the deal in time")
             return self._result(EXIT_FAILURE, "the match was abandoned: this seat was away longer than the host would wait")
         return self._result(EXIT_OK, reason)
 
@@ -437,7 +456,7 @@ class ClientSession:
         abandoned = [p for p in self.verifier.finish() if p.field == "reveal"]
         self._record_problems(abandoned)
         if abandoned:
-            return self._result(EXIT_DEAL_FAILED, f"{reason}; {abandoned[0]}")
+            return self._result(EXIT_CHEAT, f"{reason}; {abandoned[0]}")
         return self._result(EXIT_FAILURE, reason)
 
     def _record_problems(self, problems: list[Discrepancy]) -> None:
@@ -500,16 +519,29 @@ class ClientSession:
         messages, inbound = trio.open_memory_channel[object](INBOUND_BUFFER)
         outcome: str | None = None
         failure: Exception | None = None
+        caught: CheatProven | None = None  # a cheat caught at a checkpoint, held until the host signs that game
+        give_up_waiting = math.inf
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._read, messages.clone())
             nursery.start_soon(self._pass_actions, messages)
             nursery.start_soon(self.player.act, self.state, self._controls)
             try:
-                async for item in inbound:
+                while True:
+                    item = None
+                    with trio.move_on_at(give_up_waiting):
+                        try:
+                            item = await inbound.receive()
+                        except trio.EndOfChannel:
+                            break
+                    if caught is not None and not isinstance(item, tuple):
+                        raise caught  # no signature in time, or the connection or the player ended the wait
                     if isinstance(item, Exception):
                         raise item
                     if isinstance(item, (Choice, Say, Quit)):
                         await self._act(item)
+                        continue
+                    if caught is not None:
+                        self._take_signature_of_caught(item[0], _frame(item[1]), caught)
                         continue
                     if isinstance(item, ConnectionClosed):
                         if self.connection.over:
@@ -521,7 +553,13 @@ class ClientSession:
                             break
                         raise PeerGone("the host closed the connection before the match ended")
                     message, body = item
-                    outcome = await self._handle(message, _frame(body))
+                    try:
+                        outcome = await self._handle(message, _frame(body))
+                    except CheatProven as cheat:
+                        if not self._signature_owed_for(cheat.game):
+                            raise
+                        caught, give_up_waiting = cheat, trio.current_time() + CAUGHT_SIGNATURE_WAIT
+                        continue
                     if outcome is not None:
                         break
             except Exception as err:  # re-raised below, outside the nursery, so callers see it bare
@@ -531,6 +569,25 @@ class ClientSession:
             raise failure
         assert outcome is not None  # the reader's last item is always the end or a failure
         return outcome
+
+    def _signature_owed_for(self, game: int | None) -> bool:
+        """Whether the host's signature of the game a cheat was caught in is due next on the signed record."""
+        owed = self.record.owed_by_host if self.record is not None else None
+        return owed is not None and owed[:2] == ("game", game)
+
+    def _take_signature_of_caught(self, message: Message, frame: bytes, caught: CheatProven) -> None:
+        """While a caught cheat waits for the host's signature of its game: that signature goes on record, then the cheat stops the match.
+
+        It is not countersigned.  A bad signature is recorded as sent, for `basra verify` to show; any other stream
+        message ends the wait at once, unrecorded (the record shows the stream went on unsigned).
+        """
+        if isinstance(message, Sig):
+            self._record(HOST, message, frame)
+            with contextlib.suppress(CheatProven):
+                self._keep_on_record(HOST, message, frame)
+            raise caught
+        if kind_of(message).stream:
+            raise caught
 
     async def _pass_actions(self, messages: trio.MemorySendChannel) -> None:
         async with messages:
@@ -578,13 +635,13 @@ class ClientSession:
                     await self._read_connection(messages)
                     return
                 except (PeerGone, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                    if not self._worth_resuming(err):
+                    if isinstance(err, LocalFileError) or not self._worth_resuming(err):
                         await messages.send(err)
                         return
                     why = str(err) or err.__class__.__name__
                 try:
                     await self._resume_connection(why)
-                except (PeerGone, ProtocolError) as gone:
+                except (PeerGone, ProtocolError, LocalFileError) as gone:
                     await messages.send(gone)
                     return
 
@@ -632,9 +689,13 @@ class ClientSession:
         """
         welcome = self.connection.welcome
         assert self._reconnect is not None
-        self.state.reconnecting_until = time.monotonic() + RECONNECT_FOR
+        # Once the last game's score decides the match, only the host's hold of the finished table can give its
+        # end: a host restarted from its journal has nothing left to resume (5.8, rule 10).
+        decided = self.state.decided_winner is not None
+        trying_for = END_HOLD if decided else RECONNECT_FOR
+        self.state.reconnecting_until = time.monotonic() + trying_for
         self.player.notice(self.state, f"lost the connection to the host ({why}); reconnecting...")
-        give_up = trio.current_time() + RECONNECT_FOR
+        give_up = trio.current_time() + trying_for
         delay = RECONNECT_FIRST_DELAY
         async with self._send_lock:
             await trio.aclose_forcefully(self.stream)
@@ -664,6 +725,8 @@ class ClientSession:
                     if err.code != BAD_FRAME:
                         raise
                 if trio.current_time() + delay > give_up:
+                    if decided:
+                        raise PeerGone(self._decided_but_unsigned(), resumable=False)
                     raise PeerGone(f"could not reach the host again within {RECONNECT_FOR:.0f} s")
                 await trio.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, RECONNECT_MAX_DELAY)
@@ -677,6 +740,17 @@ class ClientSession:
         self.player.notice(self.state, text)
         if self._transcript is not None:
             self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")
+
+    def _decided_but_unsigned(self) -> str:
+        """The result as this seat counts it, when the host's end of the match never came."""
+        state = self.state
+        winner = state.decided_winner
+        assert winner is not None
+        who = "you won" if winner == state.seat else f"{state.names[winner] or f'seat {winner}'} won"
+        return (
+            f"the match is over as this seat counts it ({who}, {state.totals[0]}-{state.totals[1]}), but the host could not "
+            f"be reached again within {END_HOLD:.0f} s: its end of the match and its signature of the result were not received"
+        )
 
     async def _hello_again_on(self, stream: trio.abc.Stream) -> None:
         if self._hello is None:
@@ -795,6 +869,8 @@ class ClientSession:
             elif isinstance(message, Deal):
                 return self._party.deal(message)
             elif isinstance(message, HiddenTurn):
+                if self._party.corrupted:  # sent before the host saw this seat's evidence: the audit is owed, not a play
+                    return message
                 self._hidden_turn = message
                 return YourTurn(message.request, self._party.turn(message))
             elif isinstance(message, (Locked, Opened, Played, GameEnd, Audited)):
@@ -884,6 +960,7 @@ class ClientSession:
             welcome_sent=self.connection.replay_until,
             left=self._left,
             countersigned=record.countersigned,
+            stepped=self._party is None or not self._party.owes,
         )
         if why is not None:
             raise CheatProven(f"{DISPUTED_ABANDONMENT}: {why}")
@@ -904,6 +981,8 @@ class ClientSession:
         text = "deal verified: the host's seed matches its commitment and every card and score checks out"
         if not check.complete:
             text = "deal verified as far as the game went: the host's seed matches its commitment and every card checks out"
+        if not check.deck:
+            text = "the host's seed matches its commitment; the match ended before this game was dealt"
         if not check.ok:
             text = "DEAL CHECK FAILED: " + "; ".join(str(p) for p in check.discrepancies)
             if summary is not None:

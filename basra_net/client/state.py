@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..engine import Move, SeatView
+from ..engine.match import match_winner
 from ..engine.scoring import GameScore
 from ..protocol.messages import HIDDEN_DEAL, Away, Back, Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
 
@@ -60,6 +61,11 @@ class ClientState:
     away: dict[int, float] = field(default_factory=dict)  # seat -> when (time.monotonic) the host stops waiting
     reconnecting_until: float | None = None  # this seat's own connection is being sought again until then
     chat: deque[tuple[int, Chat]] = field(default_factory=lambda: deque(maxlen=KEEP_CHAT))  # (who said it, what), oldest first
+
+    @property
+    def decided_winner(self) -> int | None:
+        """The seat the totals of the last game ended make the match's winner, before or without its `match_end`."""
+        return match_winner(self.totals, self.target) if self.target else None
 
     @property
     def opponent(self) -> int:

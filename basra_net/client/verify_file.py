@@ -7,17 +7,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..engine.cards import card_name
+from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK, EXIT_UNREADABLE
 from ..protocol import shuffle, transcript
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.record import Status
 from ..protocol.signed_verify import SignedReport, Verdict, verify_signed
 
-EXIT_VERIFIED = 0
-EXIT_FAILED = 1
-EXIT_UNREADABLE = 2
-EXIT_CHEAT = 3  # the record proves who cheated
 MAX_TRANSCRIPT = 64 * 1024 * 1024  # far beyond any real match; bounds the work a hostile file can cause
-VERDICT_EXITS = {Verdict.PROVEN: EXIT_VERIFIED, Verdict.NOT_PROVEN: EXIT_FAILED, Verdict.CHEAT: EXIT_CHEAT}
+VERDICT_EXITS = {Verdict.PROVEN: EXIT_OK, Verdict.NOT_PROVEN: EXIT_FAILURE, Verdict.CHEAT: EXIT_CHEAT}
 
 
 def read_transcript(path: Path) -> transcript.Transcript:
@@ -70,7 +67,7 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
             say(f"  also: {extra}")
         first = report.problems[0]
         say(f"{'CHEATED' if first.culprit is not None else 'FAILED'}: {first}")
-        return EXIT_CHEAT if first.culprit is not None else EXIT_FAILED
+        return EXIT_CHEAT if first.culprit is not None else EXIT_FAILURE
     end = verifier.match_end
     if end is not None:
         winner = "nobody" if end.winner is None else f"seat {end.winner}"
@@ -82,7 +79,7 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
         say(f"{path}: hidden hands: all {proofs} proofs, both locked decks of every game, every play and score check out")
     else:
         say(f"{path}: every signature, commitment, deal, play and score checks out")
-    return EXIT_VERIFIED
+    return EXIT_OK
 
 
 def _deal_mode(verifier) -> str:
@@ -163,7 +160,8 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
 def _say_abandonment(report: SignedReport, say: Callable[[str], None]) -> None:
     account = report.account
     assert account is not None
-    say(f"abandonment: ASSERTED BY THE HOST, not proven: seat {account.absent_seat} abandoned the match "
+    how = "withheld a step of the deal it owed, and so abandoned" if account.events[-1].kind == "withheld" else "abandoned"
+    say(f"abandonment: ASSERTED BY THE HOST, not proven: seat {account.absent_seat} {how} the match "
         f"(grace period {account.grace} s); the host's signature of its account is valid")
     for event in account.events:
         say(f"  {_time(event.time_ms)}  {event.kind:<10}  after {event.sent} stream messages")

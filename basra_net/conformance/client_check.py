@@ -40,10 +40,10 @@ from typing import Callable
 
 import trio
 
-from ..client.storage import data_dir
 from ..engine import Match, Move
 from ..engine.cards import card_name, parse_card
 from ..engine.events import Event, GameEnded, Played as PlayedEvent
+from ..files import data_dir
 from ..host.certificate import server_tls_context
 from ..host.identity import load_or_create_identity, public_key_bytes
 from ..host.seat_link import close_gracefully

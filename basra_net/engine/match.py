@@ -11,6 +11,12 @@ from .scoring import PRESETS, GameScore
 DEFAULT_TARGET = 101
 
 
+def match_winner(totals: tuple[int, int], target: int) -> int | None:
+    """The seat these totals make the match's winner: at least the target and more than the other (RULES.md, rule 11)."""
+    high = max(totals)
+    return totals.index(high) if high >= target and totals[0] != totals[1] else None
+
+
 class Match:
     """The public face of the rules engine.
 
@@ -89,9 +95,8 @@ class Match:
         for seat in (0, 1):
             self.totals[seat] += scores[seat].total
         events: list[Event] = [GameEnded(self.game.number, scores, (self.totals[0], self.totals[1]))]
-        high = max(self.totals)
-        if high >= self.target and self.totals[0] != self.totals[1]:
-            self.winner = self.totals.index(high)
+        self.winner = match_winner((self.totals[0], self.totals[1]), self.target)
+        if self.winner is not None:
             events.append(MatchEnded(self.winner, (self.totals[0], self.totals[1])))
         return events
 

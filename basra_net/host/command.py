@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from ..client.command import run_seat_on_screen, run_until_interrupted, wants_screen
+from ..exits import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
 if TYPE_CHECKING:
     from ..client.players import Player
@@ -87,11 +88,7 @@ def run_host_command(args: argparse.Namespace) -> int:
         if not isinstance(err, (CannotListen, CannotResume)):
             raise
         print(f"basra host: {err}", file=sys.stderr)
-        from ..client.session import EXIT_FAILURE
-
         return EXIT_FAILURE
-    from ..client.session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
-
     if outcome is None:
         print("basra host: interrupted", file=sys.stderr)
         return EXIT_LEFT
@@ -108,7 +105,6 @@ def run_host_command(args: argparse.Namespace) -> int:
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
-    from ..client.session import EXIT_FAILURE, EXIT_OK
     from .journal import JournalError
     from .server import CannotListen, ServeSettings, run_serve
 

@@ -24,7 +24,7 @@ from typing import Callable
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ..client.storage import TranscriptFile, default_transcript_path
+from ..match_files import TranscriptFile, default_transcript_path
 from ..protocol.messages import Hello
 from ..options import GRACE
 from .identity import public_key_bytes

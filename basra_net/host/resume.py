@@ -13,12 +13,12 @@ import time
 
 import trio
 
-from ..protocol.messages import Away
+from ..protocol.messages import END_HOLD, Away
 from ..protocol.record import MAX_ABSENCE_EVENTS, AbsenceEvent
 from .outbox import Outbox
 from .seats import Seat, Seating, outgoing
 
-END_LINGER = 10.0  # seconds a seat has to answer the match's end, or to resume for it
+END_LINGER = END_HOLD  # seconds a seat has to answer the match's end, or to resume for it
 
 
 class Absences:

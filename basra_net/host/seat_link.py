@@ -14,6 +14,7 @@ from typing import Awaitable, Callable, Protocol
 
 import trio
 
+from ..liveness import Liveness
 from ..protocol.connection import ConnectionClosed, HostConnection
 from ..protocol.errors import (
     BAD_RESUME,
@@ -27,7 +28,6 @@ from ..protocol.errors import (
     ProtocolError,
 )
 from ..protocol.messages import PROTOCOL_VERSIONS, Chat, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
-from ..client.liveness import Liveness
 from .admission import Admission
 from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, FIRST_BYTES_TIMEOUT, ChatRate, MessageRate
 from .outbox import Outbox

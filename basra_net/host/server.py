@@ -14,11 +14,11 @@ from typing import Awaitable, Callable
 
 import trio
 
+from ..files import data_dir, private_dir
+from ..match_files import TranscriptFile, default_transcript_path
 from ..options import DEFAULT_PORT, GRACE
 from ..client.players import BotPlayer, Player
 from ..client.session import DEAL_MODES_OFFERED, ClientSession, Resume, SessionResult
-from ..client.storage import TranscriptFile, data_dir, default_transcript_path
-from ..files import private_dir
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
 from .announce import announce_host_table, announce_lobby

@@ -26,6 +26,7 @@ from ..protocol.record import (
 from .seats import Seat
 
 SIGN_WAIT = 30.0  # seconds of connected time a seat has to countersign a game (PROTOCOL.md 14.8)
+STEP_WAIT = SIGN_WAIT  # and a party has to send a step of the hidden deal it owes, under the same rule (15.15)
 
 
 class ChannelSigning:
@@ -40,8 +41,8 @@ class ChannelSigning:
     def open(self, seat: int, entry: Seat, scoring: str, target: int) -> None:
         """Start the seat's record, if the seat has a channel to sign: version 2, over the network."""
         if entry.version >= 2 and seat not in self._local_seats and entry.hello.key is not None:
-            context = ChannelContext(self._match_id, self._host_key, entry.hello.key, seat, entry.hello.nonce)
-            entry.record = ChannelRecord(context, scoring, target)
+            context = ChannelContext(self._match_id, self._host_key, entry.hello.key, seat, entry.hello.nonce, scoring, target)
+            entry.record = ChannelRecord(context)
 
     def sent(self, entry: Seat, frame: bytes) -> Sig | None:
         """A stream frame the seat was sent; the host's signature when it completes a checkpoint or the match."""
@@ -84,4 +85,4 @@ class ChannelSigning:
         return AbsenceEvidence(account.grace, tuple((e.kind, e.time_ms, e.sent) for e in account.events), signature)
 
 
-__all__ = ["SIGN_WAIT", "ChannelSigning", "RecordError"]
+__all__ = ["SIGN_WAIT", "STEP_WAIT", "ChannelSigning", "RecordError"]

@@ -29,14 +29,15 @@ import enum
 import math
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ..client.storage import TranscriptFile
 from ..engine import Dealt, GameEnded, IllegalMove, Match, MatchEnded, Move, TableTaken
+from ..match_files import TranscriptFile
 from ..options import GRACE
 from ..protocol import shuffle
 from ..protocol.announce import announcements
@@ -49,6 +50,7 @@ from ..protocol.messages import (
     MAX_TEXT,
     STREAM_TYPES,
     Audit,
+    Audited,
     HiddenPlay,
     HiddenTurn,
     Lock,
@@ -79,10 +81,10 @@ from .outbox import Outbox
 from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_record, sig_record
 from .resume import END_LINGER, Absences
 from .seats import Seat, Seating, outgoing
-from .signing import SIGN_WAIT, ChannelSigning, RecordError
+from .signing import SIGN_WAIT, STEP_WAIT, ChannelSigning, RecordError
 
 __all__ = [
-    "END_LINGER", "GRACE", "SIGN_WAIT", "Journal", "JournalMismatch", "MatchAbandoned", "Seat", "SeatJoined", "SeatLost",
+    "END_LINGER", "GRACE", "SIGN_WAIT", "STEP_WAIT", "Journal", "JournalMismatch", "MatchAbandoned", "Seat", "SeatJoined", "SeatLost",
     "Table", "TableResult", "outgoing",
 ]
 
@@ -114,6 +116,18 @@ class MatchAbandoned(Exception):
         self.seat = seat
         self.reason = reason
         self.event = event
+
+
+@dataclass(frozen=True)
+class Owing:
+    """A wait for what a seat owes: so many seconds of its connected time, the clock stopped while it is away
+    (PROTOCOL.md 14.8, 15.15); then the match ends abandoned by it, the host's account of the absence ending
+    with ``event``."""
+
+    seats: tuple[int, ...]  # the seats that owe it, whose clocks run
+    seconds: float
+    event: str  # "unsigned" or "withheld"
+    unsent: Callable[[int], str]  # what the late seat did not send, in words
 
 
 @dataclass
@@ -391,21 +405,20 @@ class Table:
             self._replay.write({"type": "free", "seat": seat})
             self.on_event(f"seat {seat} is free again")
 
-    async def _next_from(
-        self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True, patience: float | None = None
-    ) -> Message:
-        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match.
-
-        With ``patience``, the seat must answer within that many seconds of connected time (the wait starts
-        again when it resumes); one that does not abandons the match as unsigned (PROTOCOL.md 14.8).
-        """
-        _, message = await self._next_from_any((seat,), kind, lambda sender, message: accept(message), patience)
+    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
+        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
+        _, message = await self._next_from_any((seat,), kind, lambda sender, message: accept(message))
         return message
 
     async def _next_from_any(
-        self, seats: tuple[int, ...], kind: type | tuple[type, ...], accept: Callable[[int, Any], bool], patience: float | None = None
+        self, seats: tuple[int, ...], kind: type | tuple[type, ...], accept: Callable[[int, Any], bool], patience: Owing | None = None
     ) -> tuple[int, Message]:
-        """The next message of this kind (or these kinds) from any of these seats that ``accept`` takes, and its sender; as ``_next_from``."""
+        """The next message of this kind (or these kinds) from any of these seats that ``accept`` takes, and its sender.
+
+        A Leave or a lapsed seat abandons the match.  With ``patience``, what is awaited is owed: each seat
+        that owes it must send it within that many seconds of connected time (the wait starts again when it
+        resumes), and the first that does not abandons the match (PROTOCOL.md 14.8, 15.15).
+        """
         replayed = self._replay.next()
         if replayed is not None:
             sender, message = replayed
@@ -431,15 +444,16 @@ class Table:
                 if patience is not None:
                     # The first of the seats whose connected time runs out; an away seat's clock is stopped.
                     self._answer_by, late = min(
-                        (max(waiting_from, entry.connected_at) + patience if entry.outbox is not None else math.inf, seat)
-                        for seat in seats
+                        (max(waiting_from, entry.connected_at) + patience.seconds if entry.outbox is not None else math.inf, seat)
+                        for seat in patience.seats
                         if (entry := self.seats[seat]) is not None
                     )
                 message = await self._take_input(taking)
                 if message is not None:
                     return taken_from[-1], message
-                if trio.current_time() >= self._answer_by:
-                    raise MatchAbandoned(late, f"{self.seating.name(late)} did not countersign within {patience:.0f} s", "unsigned")
+                if patience is not None and trio.current_time() >= self._answer_by:
+                    why = f"{self.seating.name(late)} {patience.unsent(late)} within {patience.seconds:g} s"
+                    raise MatchAbandoned(late, why, patience.event)
         finally:
             self._answer_by = math.inf
 
@@ -449,7 +463,7 @@ class Table:
         Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
         """
         while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
-            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, SIGN_WAIT)
+            seat, sig = await self._next_from_any(owed, Sig, self._countersignature, Owing(owed, SIGN_WAIT, "unsigned", lambda seat: "did not countersign"))
             self._replay.write(sig_record(seat, sig))
 
     def _countersignature(self, seat: int, message: object) -> bool:
@@ -516,7 +530,7 @@ class Table:
             self._send(1, to_second, frame if to_second is to_first else None)  # a deal shows each seat its own hand
 
     def _reveal_owed(self) -> None:
-        """A game cut off after its deck was fixed is revealed, so the record shows the host did not walk away from it."""
+        """A game cut off after its commitment went out is revealed, so the record shows the host did not walk away from it."""
         reveal = self._dealer.owed_reveal()
         if reveal is not None:
             self._send(1, reveal)
@@ -631,7 +645,7 @@ class Table:
         host_seed = self._dealer.host_seed(game)
         self._send(1, self._dealer.commit(game, host_seed, guest.hello.nonce))
         seed = await self._next_from(1, Seed, lambda message: message.game == game)
-        self._dealer.seed_in(game, host_seed, seed)
+        self._dealer.seed_in(game, seed)
         if guest.record is not None:
             guest.record.guest_seed(game, seed.seed)
         deck = self.deck_for(game, host_seed, seed.seed)
@@ -716,18 +730,26 @@ class Table:
 
         The audit's relays are held and returned, for _audited."""
         held = []  # the audit scalars go out once both are in (_audited)
-        while referee.due:
-            seat, message = await self._next_from_any(referee.due, (Lock, Open, Audit), lambda sender, message: referee.fresh(message))
-            try:
-                relay = referee.take(seat, message)
-            except HiddenDealError as err:
-                self._deal_fault(seat, err)
-            self._replay.write({"type": "step", "seat": seat, "message": to_wire(message)})
+        while due := referee.due:
+            owing = Owing(due, STEP_WAIT, "withheld", lambda seat: f"did not send {referee.owed(seat)} for game {referee.game}")
+            seat, message = await self._next_from_any((0, 1), (Lock, Open, Audit), partial(_due_or_shown, referee, due), owing)
+            relay = self._take_step(referee, seat, message)
             if isinstance(message, Audit):
                 held.append((1 - seat, relay))
             else:
                 self._send(1 - seat, relay)
         return sorted(held)
+
+    def _take_step(self, referee: RefereeGame, seat: int, message: Lock | Open | Audit) -> Message:
+        """Check a party's step and journal it: its relay; a step that fails ends the match (_deal_fault)."""
+        try:
+            relay = referee.take(seat, message)
+        except HiddenDealError as err:
+            if isinstance(message, Audit):  # a false scalar goes to the other party all the same: its record then proves it
+                self._send(1 - seat, Audited(message.game, seat, message.scalar))
+            self._deal_fault(seat, err)
+        self._replay.write({"type": "step", "seat": seat, "message": to_wire(message)})
+        return relay
 
     async def _audited(self, held: list) -> None:
         """Each seat's `audited`, its game's checkpoint (PROTOCOL.md 14.4): the host signs it at once, and the
@@ -745,7 +767,16 @@ class Table:
             request = self._request
             entry.open_request = request
             self._send(seat, HiddenTurn(request, referee.options()))
-            play = await self._next_from(seat, HiddenPlay, lambda message: message.request == request)
+            sender, play = await self._next_from_any(
+                (0, 1), (HiddenPlay, Open),
+                lambda sender, message: message.request == request and sender == seat if isinstance(message, HiddenPlay) else referee.fresh(message),
+            )
+            if isinstance(play, Open):
+                # A party shows a card of its new hand that is no card (15.7): the audit is owed at once, and
+                # names the party that corrupted the deck, whose step then fails and ends the match.
+                self._send(1 - sender, self._take_step(referee, sender, play))
+                await self._deal_steps(referee)
+                raise AssertionError("the audit of a corrupted deck always ends the match")
             self._replay.write({"type": "step", "seat": seat, "message": to_wire(play)})
             entry.open_request, entry.answered = None, request
             try:
@@ -802,6 +833,12 @@ class Table:
                 steps = tuple(m for s, m in inputs if s == seat and isinstance(m, (Lock, Open, Audit)) and m.game == game)
                 table.kept_locks[seat] = KeptLock(game, record["scalar"], steps)
         return table
+
+
+def _due_or_shown(referee: RefereeGame, due: tuple[int, ...], sender: int, message: Message) -> bool:
+    """A step to take now: one of a seat that owes a step, or an `open` from either, which may show a card of the
+    sender's that is no card (PROTOCOL.md 15.7) whatever the other party owes; one not owed is a fault."""
+    return referee.fresh(message) and (sender in due or isinstance(message, Open))
 
 
 # What a seat sends in answer to the match; one that came twice around a resume is not recorded again.

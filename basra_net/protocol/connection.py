@@ -25,6 +25,7 @@ from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCO
 from .shuffle import is_weak_public_key
 from .messages import (
     CLIENT,
+    COMMIT_DEAL,
     HIDDEN_DEAL,
     HOST,
     Audit,
@@ -442,7 +443,7 @@ class ClientConnection(_Connection):
             return
         if not self.match_started:
             raise _unexpected(message, "cannot come before 'match_start'")
-        if isinstance(message, (Commit, Reveal, YourTurn) if self.hidden else (Shuffle, Locked, Opened, Audited, HiddenTurn)):
+        if kind_of(message).deal_mode not in (None, HIDDEN_DEAL if self.hidden else COMMIT_DEAL):
             raise _unexpected(message, "belongs to the other deal mode than this match's")
         if isinstance(message, (Shuffle, Deal, HiddenTurn)):
             self.unconfirmed_steps.clear()
@@ -498,8 +499,10 @@ class ClientConnection(_Connection):
         elif isinstance(message, Reveal):
             if self.reveal_due == message.game:
                 self.reveal_due = None
-            elif self.game_live and message.game == self.game and self.seat == 1:
-                # The reveal of a game cut off: the match is being abandoned.
+            elif self.seat == 1 and (
+                self.game_live and message.game == self.game or not self.game_live and message.game == self.commit_for == self.game + 1
+            ):
+                # The reveal of a game cut off, dealt or only committed to: the match is being abandoned.
                 self.game_live = False
                 self.open_request = None
                 self.cut_off = True

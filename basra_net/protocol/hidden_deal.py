@@ -628,16 +628,20 @@ class DealChecker:
         except KeyError:
             raise OutOfTurn(f"position {position} is not unmasked yet") from None
 
-    def reveal(self, reveal: Reveal) -> Card:
+    def reveal(self, reveal: Reveal, played: bool = False) -> Card:
         """Check a reveal and return its card; a face-up position also advances the deal order."""
-        card = self.revealed_card(reveal)
+        card = self.revealed_card(reveal, played)
         if self.order.holder(reveal.position) is TABLE:
             self.order.turned_up(reveal.position, card)
         self._cards[reveal.position] = card
         return card
 
-    def revealed_card(self, reveal: Reveal) -> Card:
-        """The card a reveal proves, checked as reveal() checks it, without recording it."""
+    def revealed_card(self, reveal: Reveal, played: bool = False) -> Card:
+        """The card a reveal proves, checked as reveal() checks it, without recording it.
+
+        A proven point that is no card's is a corrupted deck, whose culprit the audit names; but a
+        party shows such a card as soon as it learns it (15.7), so one played instead is its player's fault.
+        """
         p, seat = reveal.position, reveal.seat
         if seat != self.order.revealer(p):
             raise OutOfTurn(f"seat {seat} does not reveal position {p}", seat)
@@ -650,6 +654,10 @@ class DealChecker:
         if seat != self.own_seat and not verify(statement, reveal.proof):
             raise WrongReveal(f"game {self.context.game}: seat {seat}'s reveal of position {p} does not verify", seat)
         card = reveal.card
+        if card is None and played:
+            raise NotACard(
+                f"game {self.context.game}: seat {seat} played position {p}, which holds no card, instead of showing it when dealt", seat
+            )
         if card is None:
             raise NotACard(f"game {self.context.game}: position {p} holds no card (the audit shows who put it there)")
         return card

@@ -86,13 +86,28 @@ class Owed:
     def __bool__(self) -> bool:
         return self.lock or bool(self.unmask) or bool(self.reveal) or self.audit
 
+    def __str__(self) -> str:
+        parts = []
+        if self.lock:
+            parts.append("its locked list")
+        if self.unmask:
+            parts.append(f"its unmasking of position{'s' * (len(self.unmask) > 1)} {', '.join(map(str, self.unmask))}")
+        if self.reveal:
+            parts.append(f"its reveal of table position{'s' * (len(self.reveal) > 1)} {', '.join(map(str, self.reveal))}")
+        if self.audit:
+            parts.append("its audit scalar")
+        return " and ".join(parts)
 
-def _owed(checker: DealChecker, seat: int, over: bool, audited: set[int]) -> Owed:
-    """What seat owes in the game checker records, by the deal order of 15.8."""
+
+def _owed(checker: DealChecker, seat: int, audit_due: bool, audited: set[int]) -> Owed:
+    """What seat owes in the game checker records, by the deal order of 15.8.
+
+    audit_due: the game's 48 plays are made, or a card turned out to be no card (15.10): both scalars are owed.
+    """
     order = checker.order
     if len(checker.locked) < 2:
         return Owed(lock=seat == (order.dealer, order.non_dealer)[len(checker.locked)])
-    if over:
+    if audit_due:
         return Owed(audit=seat not in audited)
     wanted = order.face_up_wanted()
     if checker.hand_no == 1:
@@ -141,6 +156,7 @@ class RefereeGame:
         self._audits: dict[int, bytes] = {}
         self._taken: set[Message] = set()  # every step taken, so that one sent again after a resume is known
         self.audited = False
+        self.corrupted: NotACard | None = None  # a proven reveal of no card: the audit is owed at once (15.10)
 
     @property
     def game(self) -> int:
@@ -156,15 +172,17 @@ class RefereeGame:
         return self.started and self.match.game is not None and self.match.game.finished
 
     def owed(self, seat: int) -> Owed:
-        return _owed(self.checker, seat, self.over, set(self._audits))
+        return _owed(self.checker, seat, self.over or self.corrupted is not None, set(self._audits))
 
     @property
     def due(self) -> tuple[int, ...]:
         return tuple(seat for seat in (0, 1) if self.owed(seat))
 
     def fresh(self, message: Message) -> bool:
-        """A step of this game not taken already: a party sends its steps again after a resume."""
-        return getattr(message, "game", None) == self.game and message not in self._taken
+        """A step of this game to take: not taken already (a party sends its steps again after a resume), and
+        not an `open` that crossed the reveal of a card that is no card, after which the deal stops (15.10)."""
+        crossed = self.corrupted is not None and isinstance(message, Open)
+        return getattr(message, "game", None) == self.game and message not in self._taken and not crossed
 
     def take(self, seat: int, message: Lock | Open | Audit) -> Message:
         """Check one party step; the message relaying it to the other seat."""
@@ -191,22 +209,32 @@ class RefereeGame:
             self.checker.audit_party(seat, message.scalar)
             self._audits[seat] = message.scalar
             self.audited = len(self._audits) == 2
+            if self.audited and self.corrupted is not None:  # both layers check out: no proof can have passed
+                raise NotACard(f"{self.corrupted}, which the audit does not explain")
             return Audited(self.game, seat, message.scalar)
         raise TypeError(f"not a step of the deal: {message.TYPE}")
 
     def _open(self, seat: int, message: Open, owed: Owed) -> None:
         if not message.unmaskings and not message.reveals:
-            raise OutOfTurn(f"seat {seat} opened nothing")
+            raise OutOfTurn(f"seat {seat} opened nothing", seat)
         for position, _ in message.unmaskings:
             if position not in owed.unmask:
-                raise OutOfTurn(f"seat {seat} does not owe the unmasking of position {position} now")
-        for position, _ in message.reveals:
-            if position not in owed.reveal:
-                raise OutOfTurn(f"seat {seat} does not owe the reveal of position {position} now")
+                raise OutOfTurn(f"seat {seat} does not owe the unmasking of position {position} now", seat)
         for step in _steps(message.unmaskings, seat, Unmasking):
             self.checker.unmasking(step)
         for step in _steps(message.reveals, seat, Reveal):
-            self.checker.reveal(step)
+            # A reveal not owed may be of the sender's own card, shown as the evidence of a corrupted deck (15.7).
+            evidence = step.position not in owed.reveal
+            not_owed = OutOfTurn(f"seat {seat} does not owe the reveal of position {step.position} now", seat)
+            if evidence and (self.corrupted is not None or self.checker.order.holder(step.position) != seat):
+                raise not_owed
+            try:
+                self.checker.revealed_card(step) if evidence else self.checker.reveal(step)
+            except NotACard as corrupted:
+                self.corrupted = corrupted
+                continue
+            if evidence:  # a card of its own shown early: only one that is no card may be
+                raise not_owed
 
     def start(self) -> list:
         """Deal the game's first hand once the table is face up: stand-ins for every card not seen."""
@@ -244,14 +272,14 @@ class RefereeGame:
         reveal = None if moved else Reveal.from_bytes(p, seat, message.reveal)
         card = self.checker.card_at(p) if reveal is None else reveal.card
         if card is None:
-            self.checker.reveal(reveal)  # a proof that fails, or a proven point that is no card: raised here
+            self.checker.reveal(reveal, played=True)  # a proof that fails, or a proven point that is no card: raised here
         options = kind_options(game)[message.kind]
         if kind_of_card(card) != message.kind:
             raise IllegalMove(IllegalMove.WRONG_CAPTURE, f"{card_name(card)} is not of the kind named")
         if message.option >= len(options):
             raise IllegalMove(IllegalMove.WRONG_CAPTURE, f"there is no option {message.option} for that kind of card")
         if reveal is not None:
-            self.checker.reveal(reveal)
+            self.checker.reveal(reveal, played=True)
         self._place(p, card)
         self._played.add(p)
         events = self.match.play(seat, Move(card, options[message.option].captures))
@@ -297,6 +325,9 @@ class PartyGame:
     _plays: int = field(init=False, default=0)
     _over: bool = field(init=False, default=False)
     _audited: set[int] = field(init=False, default_factory=set)
+    # A card that is no card (15.7, 15.10): the audit is owed at once, after this seat's own such card is shown.
+    corrupted: bool = field(init=False, default=False)
+    _evidence: Reveal | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         context = GameContext(self.match_id, self.game)
@@ -326,7 +357,7 @@ class PartyGame:
                 if self.checker.order.holder(step.position) == self.seat:
                     self._learn(step.position)
             for step in _steps(message.reveals, message.seat, Reveal):
-                self.checker.reveal(step)
+                self._checked_reveal(step)
         elif isinstance(message, Played) and message.game == self.game:
             self._played(message)
         elif isinstance(message, GameEnd) and message.game == self.game:
@@ -339,9 +370,23 @@ class PartyGame:
     def _learn(self, position: int) -> None:
         reveal = self.party.reveal(position, self.checker.unmasked(position))
         if reveal.card is None:
-            raise NotACard(f"game {self.game}: the card dealt to this seat at position {position} is no card")
+            self.corrupted = True
+            self._evidence = self._evidence or reveal  # shown at once: the audit then says who corrupted the deck
+            return
         self._reveals[position] = reveal
         self.own_cards[position] = reveal.card
+
+    def _checked_reveal(self, reveal: Reveal) -> None:
+        """A reveal checked into the record; one that proves no card sets the audit due (15.10)."""
+        try:
+            self.checker.reveal(reveal)
+        except NotACard:
+            self.corrupted = True
+
+    @property
+    def owes(self) -> Owed:
+        """What this seat owes now, as the referee reckons it: nothing once every step due is sent."""
+        return _owed(self.checker, self.seat, self._over or self.corrupted, self._audited)
 
     def _played(self, played: Played) -> None:
         p = played.position
@@ -352,7 +397,7 @@ class PartyGame:
                 self.checker.reveal(self._reveals.pop(p))
             self.own_cards.pop(p, None)
         elif played.reveal is not None:
-            card = self.checker.reveal(Reveal.from_bytes(p, played.seat, played.reveal))
+            card = self.checker.reveal(Reveal.from_bytes(p, played.seat, played.reveal), played=True)
             if card != played.card:
                 raise NotACard(f"game {self.game}: the play names {card_name(played.card)}, its reveal {card_name(card)}")
         elif self.checker.card_at(p) != played.card:
@@ -366,9 +411,12 @@ class PartyGame:
                         self.own_cards[p] = self.checker.card_at(p)
 
     def _owed_steps(self) -> list[Message]:
-        owed = _owed(self.checker, self.seat, self._over, self._audited)
+        owed = self.owes
         if owed and self.sent_before:
             return [self._again(self.sent_before.pop(0)), *self._owed_steps()]
+        if self._evidence is not None:
+            shown, self._evidence = self._evidence, None
+            return [Open(self.game, (), ((shown.position, shown.to_bytes()),)), *self._owed_steps()]
         if owed.lock:
             deck = self.party.lock_deck(self.checker.locked[0] if self.checker.locked else card_points())
             self.checker.public_point(self.seat, self.party.public)
@@ -384,13 +432,14 @@ class PartyGame:
         for step in unmaskings:
             self.checker.unmasking(step)
         for step in reveals:
-            self.checker.reveal(step)
+            self._checked_reveal(step)  # one that proves no card is sent all the same: it is the evidence
         return [
             Open(
                 self.game,
                 tuple((s.position, s.to_bytes()) for s in unmaskings),
                 tuple((s.position, s.to_bytes()) for s in reveals),
-            )
+            ),
+            *self._owed_steps(),  # the audit, when a reveal showed no card
         ]
 
     def _again(self, step: Message) -> Message:
@@ -402,7 +451,10 @@ class PartyGame:
             for unmasking in _steps(step.unmaskings, self.seat, Unmasking):
                 self.checker.unmasking(unmasking)
             for reveal in _steps(step.reveals, self.seat, Reveal):
-                self.checker.reveal(reveal)
+                if self.checker.order.holder(reveal.position) == self.seat:
+                    self._evidence = None  # this seat's own card that is no card, shown as the evidence
+                else:
+                    self._checked_reveal(reveal)
         elif isinstance(step, Audit):
             self._audited.add(self.seat)
         return step

@@ -12,7 +12,7 @@ What the referee announced (`deal`, `played`, `game_end`, each
 
 A failure says who is at fault as far as the record proves it: the party
 whose step fails (HiddenDealError.seat); for a card that is no card's, the
-party the audit names, if the record holds both scalars; the host, for
+party the audit that follows at once names (15.10); the host, for
 announcements that differ from the replay; and, for a game the match ended
 in with a step of the deal still owed, the party that withheld it (an
 abandoned deal, the steps before it being the evidence).
@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from ..engine import IllegalMove, Match
 from ..engine.cards import card_name
 from .announce import messages_for_seat
-from .hidden_deal import HiddenDealError, NotACard, Reveal
+from .hidden_deal import HiddenDealError, Reveal
 from .hidden_game import RefereeGame, kind_of_card
 from .messages import (
+    CATALOGUE,
+    HIDDEN_DEAL,
     Audit,
     Audited,
     Deal,
@@ -47,6 +49,7 @@ from .messages import (
 )
 
 OWN, REFEREE = "guest", "host"  # a transcript's senders: the seat that kept it, and the host
+ABANDONED_DEAL = "an abandoned deal"  # the check a game fails when the match ended with a step of its deal owed
 
 
 @dataclass(frozen=True)
@@ -74,19 +77,6 @@ def _seat(seat: int | None) -> str | None:
     return None if seat is None else f"seat {seat}"
 
 
-def _owed_words(owed) -> str:
-    parts = []
-    if owed.lock:
-        parts.append("its locked list")
-    if owed.unmask:
-        parts.append(f"its unmasking of position{'s' * (len(owed.unmask) > 1)} {', '.join(map(str, owed.unmask))}")
-    if owed.reveal:
-        parts.append(f"its reveal of table position{'s' * (len(owed.reveal) > 1)} {', '.join(map(str, owed.reveal))}")
-    if owed.audit:
-        parts.append("its audit scalar")
-    return " and ".join(parts)
-
-
 class HiddenGameReplay:
     """One game of a hidden-hands match, fed a seat's records in order; the match is replayed as it goes.
 
@@ -102,8 +92,6 @@ class HiddenGameReplay:
         self.result = HiddenGameCheck(shuffle.game)
         self._expected: deque[Message] = deque()  # announcements the replay has made and the record has not shown yet
         self._own_play: HiddenPlay | None = None
-        self._corrupted: NotACard | None = None
-        self._scalars: dict[int, bytes] = {}
         if not match.awaiting_deal:
             self._fail("shuffle", "a new game after the last one ended", f"game {shuffle.game} during a game", "the host")
             return
@@ -129,13 +117,8 @@ class HiddenGameReplay:
     def observe(self, sender: str, message: Message) -> None:
         if self.failed:
             return
-        if self._corrupted is not None:
-            self._collect_audit(sender, message)  # the rules stop at a card that is no card; the audit says whose
-            return
         try:
             self._step(sender, message)
-        except NotACard as error:
-            self._corrupted = error
         except HiddenDealError as error:
             self._fail("the deal", "every step to check", str(error), _seat(error.seat))
         except IllegalMove as error:
@@ -144,9 +127,11 @@ class HiddenGameReplay:
     def _step(self, sender: str, message: Message) -> None:
         referee = self.referee
         if sender == OWN and isinstance(message, (Lock, Open, Audit)):
+            if not referee.fresh(message):
+                return  # it crossed a card shown to be no card, and the host did not take it (15.10)
             self._count(message)
             referee.take(self.seat, message)
-            self._note_scalar(self.seat, message)
+            self._note_audit(message)
         elif sender == REFEREE and isinstance(message, (Locked, Opened, Audited)):
             if message.seat == self.seat:
                 self._fail(message.TYPE, "a step of the other party", f"a step of seat {message.seat}, this seat", "the host")
@@ -154,10 +139,10 @@ class HiddenGameReplay:
             step = _as_party_step(message)
             self._count(step)
             referee.take(message.seat, step)
-            self._note_scalar(message.seat, step)
+            self._note_audit(step)
         elif sender == REFEREE and isinstance(message, Deal) and message.hand_no == 1 and not referee.started:
             if referee.due:
-                owed = "; ".join(f"seat {s} owes {_owed_words(referee.owed(s))}" for s in referee.due)
+                owed = "; ".join(f"seat {s} owes {referee.owed(s)}" for s in referee.due)
                 self._fail("deal", "the first hand dealt once the deal's steps are in", f"a deal while {owed}", "the host")
                 return
             self._announce(referee.start())
@@ -199,7 +184,7 @@ class HiddenGameReplay:
         if play.reveal is not None:
             self.result.proofs += 1
             # The proof first: a reveal that fails is its party's fault, whatever the play claims.
-            card = self.referee.checker.revealed_card(Reveal.from_bytes(play.position, played.seat, play.reveal))
+            card = self.referee.checker.revealed_card(Reveal.from_bytes(play.position, played.seat, play.reveal), played=True)
             if card != played.card:
                 self._fail(f"play by seat {played.seat}", f"{card_name(card)}, the card its reveal proves",
                            card_name(played.card), "the host")
@@ -225,56 +210,27 @@ class HiddenGameReplay:
         if isinstance(step, Open):
             self.result.proofs += len(step.unmaskings) + len(step.reveals)
 
-    def _note_scalar(self, seat: int, step) -> None:
-        if isinstance(step, Audit):
-            self._scalars[seat] = step.scalar
-            if self.referee.audited:
-                self.result.complete = True
-                self.result.deck = self.referee.checker.deck_order()
-
-    def _collect_audit(self, sender: str, message: Message) -> None:
-        if sender == OWN and isinstance(message, Audit):
-            self._scalars[self.seat] = message.scalar
-        elif sender == REFEREE and isinstance(message, Audited) and message.seat != self.seat:
-            self._scalars[message.seat] = message.scalar
+    def _note_audit(self, step) -> None:
+        if isinstance(step, Audit) and self.referee.audited:
+            self.result.complete = True
+            self.result.deck = self.referee.checker.deck_order()
 
     # --- the end of the game's records -------------------------------------------------------
 
     def finish(self, ended: bool, gone: int | None = None) -> HiddenGameCheck:
         if self.failed or self.result.complete:
             return self.result
-        if self._corrupted is not None:
-            self._attribute_corruption()
-            return self.result
-        if self.referee.over:
-            # The scalars published so far: each is checked on its own, before blaming one that did not come.
-            for seat, scalar in sorted(self._scalars.items()):
-                try:
-                    self.referee.checker.audit_party(seat, scalar)
-                except HiddenDealError as error:
-                    self._fail("the audit", "each scalar behind its public point, over a permutation", str(error), _seat(error.seat))
-                    return self.result
         owed = {seat: self.referee.owed(seat) for seat in (0, 1)}
         withheld = [seat for seat in (0, 1) if owed[seat]]
         if gone in withheld:  # the other may have been about to send its step when this one went
             withheld = [gone]
         if ended and withheld:
-            self._fail("an abandoned deal", "every step of the deal until the match ended",
-                       "; ".join(f"seat {seat} withheld {_owed_words(owed[seat])}" for seat in withheld),
+            self._fail(ABANDONED_DEAL, "every step of the deal until the match ended",
+                       "; ".join(f"seat {seat} withheld {owed[seat]}" for seat in withheld),
                        " and ".join(f"seat {seat}" for seat in withheld))
+        elif self.referee.corrupted is not None:
+            self._fail("the deal", "a card at every position", f"{self.referee.corrupted}; the record holds no audit to say whose", None)
         return self.result
-
-    def _attribute_corruption(self) -> None:
-        error = self._corrupted
-        if len(self._scalars) < 2:
-            self._fail("the deal", "a card at every position", f"{error}; the record holds no audit to say whose", None)
-            return
-        try:
-            self.referee.checker.audit(self._scalars)
-        except HiddenDealError as audit:
-            self._fail("the deal", "a card at every position", f"{error}; the audit: {audit}", _seat(audit.seat))
-            return
-        self._fail("the deal", "a card at every position", f"{error}, which the audit does not explain", None)
 
 
 def _as_party_step(relayed: Locked | Opened | Audited) -> Lock | Open | Audit:
@@ -298,7 +254,8 @@ def _show(message: Message) -> str:
     return f"{message.TYPE}({', '.join(shown)})"
 
 
-HIDDEN_GAME_MESSAGES = (Shuffle, Lock, Locked, Open, Opened, HiddenTurn, HiddenPlay, Played, Deal, GameEnd, Audit, Audited)
+# A hidden game's record: the hidden deal's own messages, and the deals, plays and scores both deals share.
+HIDDEN_GAME_MESSAGES = (*(kind.message for kind in CATALOGUE if kind.deal_mode == HIDDEN_DEAL), Deal, Played, GameEnd)
 
 
 def replay_games(match_id: bytes, match: Match, seat: int, records: Iterable[tuple[str, Message]], ended: bool) -> list[HiddenGameCheck]:

@@ -27,6 +27,7 @@ MAX_TEXT = 512
 MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
 MATCH_END_REASONS = ("target", "abandoned")
+END_HOLD = 10.0  # seconds a host holds a finished table for a seat that has not answered its end (5.8, rule 10)
 SIGNED_THINGS = ("game", "result")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
 # The deal modes (PROTOCOL.md 15.15): the hidden-hands deal of section 15, and the commit-reveal deal of
@@ -345,7 +346,7 @@ class AbsenceEvidence:
 
 MAX_ABSENCE_EVENTS = 256
 # The events of the host's account of an absence, in the order of their bytes in the signed statement (14.6).
-ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned")
+ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned", "withheld")
 
 
 @dataclass(frozen=True)
@@ -845,11 +846,11 @@ CATALOGUE: tuple[Kind, ...] = (
     _stream(
         Commit,
         (("game", "game", GAME), ("commitment", "commitment", Bin(32)), ("signature", "signature", Bin(64))),
-        "host → seat 1", "before each game", "6.6",
+        "host → seat 1", "before each game", "6.6", deal_mode=COMMIT_DEAL,
     ),
     Kind(
         Seed, (("game", "game", GAME), ("seed", "seed", Bin(32))),
-        _CLIENTS, "seat 1 → host", "answer to `commit`", "6.7", Phase.MATCH,
+        _CLIENTS, "seat 1 → host", "answer to `commit`", "6.7", Phase.MATCH, deal_mode=COMMIT_DEAL,
     ),
     _stream(
         Deal,
@@ -867,12 +868,12 @@ CATALOGUE: tuple[Kind, ...] = (
     ),
     _stream(
         YourTurn, (("request", "request", REQUEST), ("moves", "moves", Moves(MAX_MOVES))),
-        "host → the seat to act", "before each play", "6.9",
+        "host → the seat to act", "before each play", "6.9", deal_mode=COMMIT_DEAL,
     ),
     Kind(
         Play,
         (("request", "request", REQUEST), ("card", "card", CardField()), ("captures", "captures", _CAPTURES)),
-        _CLIENTS, "client → host", "answer to `your_turn`", "6.10", Phase.MATCH,
+        _CLIENTS, "client → host", "answer to `your_turn`", "6.10", Phase.MATCH, deal_mode=COMMIT_DEAL,
     ),
     Kind(
         Played,
@@ -904,7 +905,7 @@ CATALOGUE: tuple[Kind, ...] = (
     _stream(
         Reveal,
         (("game", "game", GAME), ("seed", "seed", Bin(32)), ("signature", "signature", Bin(64))),
-        "host → seat 1", "after each `game_end`", "6.13",
+        "host → seat 1", "after each `game_end`", "6.13", deal_mode=COMMIT_DEAL,
     ),
     _stream(
         MatchEnd,

@@ -2,7 +2,8 @@
 
 The host's stream to a seat is hashed frame by frame into one SHA-256 chain
 that starts from the channel's context (version, match, both identity keys,
-the seat, the nonce the fair deal is bound to).  At each game's checkpoint
+the seat, the nonce the fair deal is bound to, the scoring and target the
+match is played under).  At each game's checkpoint
 and after `match_end` the host signs a statement naming the chain's value,
 and the guest countersigns the same statement.  Changing, adding, removing or
 re-ordering any frame, or moving a game to another match, changes every
@@ -54,7 +55,7 @@ _ABSENCE_LABEL = b"basra-net/v2/absence"
 
 # The host's account of an absence: each event's name on the wire and its byte in the signed statement.
 ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
-ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned"})
+ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld"})
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 
@@ -93,6 +94,8 @@ class ChannelContext:
     guest_key: bytes
     guest_seat: int
     guest_nonce: bytes
+    scoring: str  # the scoring preset of `welcome`
+    target: int  # the target score of `welcome`
 
     def __post_init__(self) -> None:
         for name, key in (("host key", self.host_key), ("guest key", self.guest_key)):
@@ -106,6 +109,8 @@ class ChannelContext:
             raise RecordError("seat", f"the guest's seat must be 0 or 1, not {self.guest_seat!r}")
         sized("match_id", self.match_id, MATCH_ID_SIZE)
         sized("guest_nonce", self.guest_nonce, NONCE_SIZE)
+        if type(self.scoring) is not str or type(self.target) is not int or not 0 <= self.target <= 0xFFFFFFFF:
+            raise RecordError("rules", "the scoring is a text and the target a count of points")
 
     @property
     def fair_deal(self) -> bool:
@@ -123,6 +128,8 @@ class ChannelContext:
             + lp(self.guest_key)
             + _U8.pack(self.guest_seat)
             + lp(self.guest_nonce)
+            + _text(self.scoring)
+            + _U32.pack(self.target)
         )
 
 
@@ -176,8 +183,6 @@ class MatchResult:
     """Everything result_signed names (section 14.6)."""
 
     names: tuple[str, str]
-    scoring: str
-    target: int
     totals: tuple[int, int]
     winner: int | None
     reason: str
@@ -199,8 +204,6 @@ def result_statement(context: ChannelContext, signer: int, result: MatchResult) 
         + _signer(signer)
         + _text(result.names[0])
         + _text(result.names[1])
-        + _text(result.scoring)
-        + _u32("target", result.target)
         + _u32("total of seat 0", result.totals[0])
         + _u32("total of seat 1", result.totals[1])
         + _U8.pack(NO_WINNER if result.winner is None else result.winner)
@@ -309,8 +312,6 @@ class ChannelRecord:
     """The signed record of one channel, checked as it is fed (section 14.4 to 14.8)."""
 
     context: ChannelContext
-    scoring: str
-    target: int
     chain: RunningHash = field(init=False)
     games: list[SignedGame] = field(init=False, default_factory=list)
     result: SignedResult | None = field(init=False, default=None)
@@ -320,6 +321,7 @@ class ChannelRecord:
     _owed: _Owed | None = field(init=False, default=None)  # the statement whose host signature is due next
     _countersign: _Owed | None = field(init=False, default=None)  # the statement the guest may countersign
     _awaiting_seed: int | None = field(init=False, default=None)  # the game whose commitment was the last stream message
+    _dealt: int | None = field(init=False, default=None)  # the last game with a deal in the stream
 
     def __post_init__(self) -> None:
         self.chain = RunningHash(self.context)
@@ -362,8 +364,12 @@ class ChannelRecord:
                 raise RecordError("match_start", "names must be two texts")
             self.names = (names[0], names[1])
             self.hidden = message.get("deal") == HIDDEN_DEAL
+        elif kind == "deal":
+            self._dealt = message.get("game")
         elif kind == ("audited" if self.hidden else "reveal" if self.context.fair_deal else "game_end"):
-            self._checkpoint(message, number, digest)
+            # A game the match ended between its commitment and its deal is revealed (7.3) but has nothing to sign.
+            if kind != "reveal" or message.get("game") == self._dealt:
+                self._checkpoint(message, number, digest)
         elif kind == "match_end":
             self._match_end(message, number, digest)
         elif kind == "sig":
@@ -485,7 +491,7 @@ class ChannelRecord:
         elif evidence is not None:
             raise RecordError("abandonment", "evidence of an absence in a match that was not abandoned")
         result = MatchResult(
-            self.names, self.scoring, self.target, (totals[0], totals[1]), winner, reason,
+            self.names, (totals[0], totals[1]), winner, reason,
             tuple(g.link for g in self.games), number, digest,
         )
         self.result = SignedResult(result, account)
@@ -544,16 +550,14 @@ class ChannelRecord:
             raise RecordError(error, f"the {who}'s signature of {owed.what} does not verify under the {who} key")
 
 
-def check_channel(
-    context: ChannelContext, scoring: str, target: int, records: Iterable[tuple[str, bytes]], *, partial: bool = False
-) -> ChannelRecord:
+def check_channel(context: ChannelContext, records: Iterable[tuple[str, bytes]], *, partial: bool = False) -> ChannelRecord:
     """Replay a channel's recorded frame bodies, (sender, body) in order, as a verifier does (section 14.11).
 
     The host's stream messages feed the running hash; the guest's seeds and
     signatures are matched to it; every other message is left to the
     game's own checks.  RecordError names the first thing that does not hold.
     """
-    channel = ChannelRecord(context, scoring, target)
+    channel = ChannelRecord(context)
     channel.replay(records)
     channel.finish(partial=partial)
     return channel
@@ -586,13 +590,14 @@ def account_contradictions(account: AbsenceAccount) -> list[str]:
 
 
 def disputed_abandonment(
-    account: AbsenceAccount, *, end_number: int, welcome_sent: int, left: bool, countersigned: bool
+    account: AbsenceAccount, *, end_number: int, welcome_sent: int, left: bool, countersigned: bool, stepped: bool = True
 ) -> str | None:
     """Why the seat told it abandoned knows otherwise, or None when the host's account may be true (section 14.8).
 
     The seat knows the stream number of the `match_end` (end_number), the
     `sent` of the `welcome` of the connection that brought it (welcome_sent),
-    whether it sent `leave`, and whether it sent every countersignature owed.
+    whether it sent `leave`, whether it sent every countersignature owed, and
+    whether it sent every step of the hidden deal owed (stepped; section 15.15).
     A `match_end` that came live on a connection (end_number > welcome_sent)
     was sent to a seat that was there.
     """
@@ -606,4 +611,6 @@ def disputed_abandonment(
         return "the host says this seat was away past its grace period, and said so on a connection the seat held"
     if ending == "unsigned" and countersigned:
         return "the host says this seat did not countersign, and it did"
+    if ending == "withheld" and stepped:
+        return "the host says this seat withheld a step of the deal, and it sent every step it owed"
     return None

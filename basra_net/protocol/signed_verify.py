@@ -4,9 +4,9 @@ The deals, plays and scores are replayed as for format 1 (verify.py); the
 signed record (record.py) is replayed from the recorded frame bodies.  Each
 thing the replay finds wrong is then weighed by what covers it:
 
-- under a valid host signature of its game (and of the result, which fixes
-  the scoring and target the replay uses), it is the host's signed word
-  against the rules: a proven cheat;
+- under a valid host signature of its game (whose channel context names the
+  scoring and target the replay uses), or of the result, it is the host's
+  signed word against the rules: a proven cheat;
 - anywhere else it proves nothing about anyone: the record is not proven.
 
 Notes and the header's role are the writer's claims and change nothing here.
@@ -24,7 +24,8 @@ from .messages import Deal, Hello, Leave
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
 from .transcript import Transcript, VerifyReport
 from .transcript import verify as verify_deals
-from .verify import GUEST, HOST, GameCheck
+from .hidden_verify import ABANDONED_DEAL
+from .verify import GUEST, HOST, Discrepancy, GameCheck
 
 # How the reference client begins the note of an abandonment it disputes (its word: shown, never weighed).
 DISPUTED_ABANDONMENT = "disputed abandonment"
@@ -84,10 +85,10 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
     if welcome is None or hello is None or hello.key is None:
         return SignedReport(deals, None, None, Verdict.NOT_PROVEN, "the record holds no hello with the guest's key and no welcome: no signature in it can be checked")
     try:
-        context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce)
+        context = ChannelContext(welcome.match_id, welcome.host_key, hello.key, welcome.seat, hello.nonce, welcome.scoring, welcome.target)
     except RecordError as err:
         return SignedReport(deals, None, None, Verdict.NOT_PROVEN, str(err))
-    channel = ChannelRecord(context, welcome.scoring, welcome.target)
+    channel = ChannelRecord(context)
     broken: RecordError | None = None
     cut_short = False
     try:
@@ -119,10 +120,8 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         elif problem.field == "reveal" and problem.game not in dealt:
             # The guest's seed is signed only at the game's checkpoint: with no deal, nothing signed shows that it arrived.
             unproven.append(str(problem))
-        elif covered and result_signed:
-            cheats.append(f"the host signed it: {problem}")
         elif covered:
-            unproven.append(f"{problem} (not proven: the host signs the scoring and target it was played under only with the result)")
+            cheats.append(f"the host signed it: {problem}")
         elif not (partial and cut_short):
             unproven.append(f"{problem} (under no valid host signature)")
     if report.account is not None:
@@ -131,7 +130,7 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
             report.dispute = f"the host's signed account contradicts itself: {contradictions[0]}"
             cheats.append(report.dispute)
         else:
-            report.dispute = _disputed_by_the_record(parsed, context, channel, report.account)
+            report.dispute = _disputed_by_the_record(parsed, context, channel, report.account, deals.problems)
         report.disputed_in_notes = [note.text for note in parsed.notes if DISPUTED_ABANDONMENT in note.text]
     missing = _missing_countersignatures(channel, cut_at_the_end=partial and cut_short)
 
@@ -175,7 +174,9 @@ def _missing_countersignatures(channel: ChannelRecord, *, cut_at_the_end: bool) 
     return missing
 
 
-def _disputed_by_the_record(parsed: Transcript, context: ChannelContext, channel: ChannelRecord, account: AbsenceAccount) -> str | None:
+def _disputed_by_the_record(
+    parsed: Transcript, context: ChannelContext, channel: ChannelRecord, account: AbsenceAccount, problems: list[Discrepancy]
+) -> str | None:
     """What the seat's own records (which it does not sign) say against the host's account, or None.
 
     Away past the grace period is not judged here: whether the `match_end`
@@ -189,6 +190,9 @@ def _disputed_by_the_record(parsed: Transcript, context: ChannelContext, channel
         return f"the host says seat {account.absent_seat} left, and the record holds no leave from it (the seat's word)"
     if ending == "unsigned" and channel.games and all(g.guest is Status.VALID for g in channel.games):
         return f"the host says seat {account.absent_seat} did not countersign, and the record holds its every countersignature (the seat's word)"
+    withheld = f"seat {account.absent_seat} withheld"
+    if ending == "withheld" and not any(p.field == ABANDONED_DEAL and withheld in p.found for p in problems):
+        return f"the host says seat {account.absent_seat} withheld a step of the deal, and the record holds every step it owed (the seat's word)"
     return None
 
 

@@ -105,7 +105,7 @@ class FairDeal:
     host_key: bytes
     nonce: bytes
     commit: Commit
-    client_seed: bytes
+    client_seed: bytes | None  # None for a game revealed before its deal: only the commitment is checked
     reveal: Reveal
 
 
@@ -117,7 +117,7 @@ def check_fair_deal(check: GameCheck, deal: FairDeal) -> None:
     another function of this shape for another kind of deal.
     """
     game, reveal, commit = check.game, deal.reveal, deal.commit
-    check.commitment, check.host_seed, check.client_seed = commit.commitment, reveal.seed, deal.client_seed
+    check.commitment, check.host_seed, check.client_seed = commit.commitment, reveal.seed, deal.client_seed or b""
     if not shuffle.verify_signature(deal.host_key, commit.signature, shuffle.commit_signed_bytes(deal.match_id, game, commit.commitment)):
         check.discrepancies.append(Discrepancy(game, "commit signature", "valid under the host key", "invalid"))
     if not shuffle.verify_signature(deal.host_key, reveal.signature, shuffle.reveal_signed_bytes(deal.match_id, game, reveal.seed)):
@@ -125,7 +125,7 @@ def check_fair_deal(check: GameCheck, deal: FairDeal) -> None:
     recomputed = shuffle.commitment(deal.match_id, game, deal.nonce, reveal.seed)
     if recomputed != commit.commitment:
         check.discrepancies.append(Discrepancy(game, "commitment", commit.commitment.hex(), f"{recomputed.hex()} from the revealed seed"))
-    if not check.discrepancies:
+    if not check.discrepancies and deal.client_seed is not None:
         check.deck_key = shuffle.deck_key(deal.match_id, game, reveal.seed, deal.client_seed)
         check.deck = shuffle.shuffled_deck(deal.match_id, game, reveal.seed, deal.client_seed)
 
@@ -261,7 +261,7 @@ class MatchVerifier:
         if end is None and self.left is not None and self.left[0] == GUEST:
             return "the guest left the match before the host revealed its seed, so this record cannot show the deal"
         if end is not None and end.reason == "abandoned" and end.winner == 0:
-            # A host reveals a game cut off when it took the seed (section 7.3); the seed may have been lost with the connection.
+            # A host reveals a game cut off after its commitment (section 7.3), into a stream the absent seat may never have taken.
             return "the host ended the match as abandoned by the guest (away past the grace period, or gone) before any reveal"
         return None
 
@@ -269,8 +269,7 @@ class MatchVerifier:
         """Who left a fixed deal unrevealed, as far as the record shows it."""
         end = self.match_end
         if end is not None and end.reason == "abandoned" and end.winner == 1:
-            # The host's own seat left: it may have done so before this seat's seed reached it.
-            return "none: the host left the match after this seat's seed went out, without revealing it (an abandoned fixed deal, unless the seed never reached the host)"
+            return "none: the host left the match after this seat's seed went out, without revealing it (an abandoned fixed deal)"
         if end is not None:
             return "none: the host ended the match without revealing it (it abandoned a fixed deal)"
         if self.left is not None:
@@ -290,6 +289,11 @@ class MatchVerifier:
             return self._done(check)
         if self.failed:
             problems.append(Discrepancy(game, "replay", "an intact earlier game", "a failed earlier game"))
+            return self._done(check)
+        if pending is not None and pending.commit is not None and not pending.messages:
+            # Revealed before any deal: the match ended between the commitment and the deal (section 7.3).
+            self.deal_check(check, FairDeal(self.welcome.match_id, self.welcome.host_key, self.nonce, pending.commit, None, reveal))
+            check.complete = False
             return self._done(check)
         if pending is None or pending.commit is None or pending.client_seed is None:
             problems.append(Discrepancy(game, "seed exchange", "a commitment and a client seed", "missing"))

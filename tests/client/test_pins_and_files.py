@@ -86,7 +86,7 @@ def test_two_processes_replacing_one_file_at_once_never_fail(tmp_path):
 
 
 def test_the_guest_identity_is_made_once_beside_the_pins_and_kept(data_home):
-    from basra_net.client.storage import data_dir
+    from basra_net.files import data_dir
 
     path = data_dir() / GUEST_KEY_FILE
     key = load_or_create_key(path)

@@ -11,8 +11,9 @@ import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.players import BotPlayer, Controls
-from basra_net.client.session import EXIT_DEAL_FAILED, EXIT_FAILURE, ClientSession
+from basra_net.client.session import ClientSession
 from basra_net.client.state import ClientState
+from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE
 from basra_net.host.identity import public_key_bytes
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
@@ -77,7 +78,7 @@ async def test_a_commitment_with_a_bad_signature_gets_no_seed(tmp_path):
         await host.receive()  # the guest's answer
 
     result, host = await _run_client(script, tmp_path)
-    assert result.exit_code == EXIT_DEAL_FAILED
+    assert result.exit_code == EXIT_CHEAT
     assert "signature" in result.reason
     assert not any(isinstance(m, Seed) for m in host.received)
     assert isinstance(host.received[-1], Leave)
@@ -89,7 +90,7 @@ async def test_a_weak_host_key_is_refused_before_any_deal(tmp_path):
         await host.receive()
 
     result, host = await _run_client(script, tmp_path)
-    assert result.exit_code == EXIT_DEAL_FAILED
+    assert result.exit_code == EXIT_CHEAT
     assert "weak key" in result.reason
     assert isinstance(host.received[-1], Leave)
 
@@ -103,7 +104,7 @@ async def test_a_host_that_vanishes_after_the_seed_leaves_a_deal_recorded_as_unc
         await host.stream.aclose()  # walks away with the deal fixed and unrevealed
 
     result, _ = await _run_client(script, tmp_path)
-    assert result.exit_code == EXIT_DEAL_FAILED
+    assert result.exit_code == EXIT_CHEAT
     # The record shows the seed went out and nothing came back; not why, so it blames no one.
     assert "the record stops after the seed exchange" in result.reason and "cannot be checked" in result.reason
     record = transcript.parse((tmp_path / "guest.basra").read_bytes())

@@ -14,7 +14,10 @@ import re
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import trio
@@ -78,73 +81,92 @@ def verified(env, *paths: Path, finished: bool = True) -> None:
         assert checked.returncode == 0 and "Traceback" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
 
 
-def host_and_join(basra_env, tmp_path, target: str):
+@dataclass
+class Seats:
+    """A person's side on a screen, the other side headless, and where each keeps its transcript."""
+
+    person: Terminal
+    headless: subprocess.Popen
+    host_file: Path
+    guest_file: Path
+    join_args: list[str]  # the `basra join` command line, to run it again
+
+
+@contextmanager
+def join_on_screen(basra_env, tmp_path, target: str) -> Iterator[Seats]:
+    """A person at `basra join` against a headless host; neither is left running on the way out."""
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     host = start_basra(basra_env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "20",
-                    "--target", target, "--transcript", str(host_file))
-    wait_for_line(host, "Waiting for the second player")
-    join_args = ["join", f"127.0.0.1:{port}", "--plain", "--transcript", str(guest_file)]
-    return host, join_args, host_file, guest_file
-
-
-def test_q_at_the_joining_players_own_turn_leaves_and_the_host_is_told(basra_env, tmp_path):
-    host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "101")
-    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
+                       "--target", target, "--transcript", str(host_file))
     try:
-        join.wait_for("YOUR TURN")
-        leave_with_q(join)
-        join_code, join_out = ended(join)
-        host_code, host_out = finish(host)
+        wait_for_line(host, "Waiting for the second player")
+        join_args = ["join", f"127.0.0.1:{port}", "--plain", "--transcript", str(guest_file)]
+        join = Terminal(join_args, terminal_env(basra_env), tmp_path)
+        try:
+            yield Seats(join, host, host_file, guest_file, join_args)
+        finally:
+            join.close()
     finally:
-        join.close()
         stopped(host)
-    assert join_code == 130 and "basra join: you left the match" in join_out, join_out
-    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
-    verified(basra_env, host_file, guest_file, finished=False)
 
 
-def test_a_join_killed_at_its_own_turn_is_run_again_and_asks_for_the_same_move(basra_env, tmp_path):
-    host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "1")
-    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
-    try:
-        take_turn(join)  # one request answered, so the one asked again cannot be the first by chance
-        asked = request_on_screen(join.wait_for("YOUR TURN"))
-        os.kill(join.pid(), signal.SIGKILL)
-        assert "EXITED WITH 137" in join.wait_for(EXIT_MARK, timeout=DEADLINE)
-        join.run(join_args, tmp_path)
-        asked_again = request_on_screen(join.wait_for("YOUR TURN"))
-        assert asked_again == asked, (asked, asked_again)
-        [final] = play_out(join)
-        host_code, host_out = finish(host)
-    finally:
-        join.close()
-        stopped(host)
-    assert "EXITED WITH 0" in final and "basra join: the match is over" in final, final
-    assert host_code == 0 and "Guest resumed seat 1" in host_out, host_out
-    verified(basra_env, host_file, guest_file)
-
-
-def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
+@contextmanager
+def host_on_screen(basra_env, tmp_path, target: str) -> Iterator[Seats]:
+    """A person at `basra host` and a headless join once the host waits; neither is left running on the way out."""
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--transcript", str(host_file)],
-                    terminal_env(basra_env), tmp_path)
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", target,
+                     "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
+    join_args = ["join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file)]
     join = None
     try:
         host.wait_for("Waiting for the other player to sit down")
-        join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
-        host.wait_for("YOUR TURN")
-        leave_with_q(host)
-        host_code, host_out = ended(host)
-        join_code, join_out = finish(join)
+        join = start_basra(basra_env, *join_args)
+        yield Seats(host, join, host_file, guest_file, join_args)
     finally:
         host.close()
         if join is not None:
             stopped(join)
+
+
+def test_q_at_the_joining_players_own_turn_leaves_and_the_host_is_told(basra_env, tmp_path):
+    with join_on_screen(basra_env, tmp_path, "101") as seats:
+        seats.person.wait_for("YOUR TURN")
+        leave_with_q(seats.person)
+        join_code, join_out = ended(seats.person)
+        host_code, host_out = finish(seats.headless)
+    assert join_code == 130 and "basra join: you left the match" in join_out, join_out
+    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
+    verified(basra_env, seats.host_file, seats.guest_file, finished=False)
+
+
+def test_a_join_killed_at_its_own_turn_is_run_again_and_asks_for_the_same_move(basra_env, tmp_path):
+    with join_on_screen(basra_env, tmp_path, "1") as seats:
+        join = seats.person
+        take_turn(join)  # one request answered, so the one asked again cannot be the first by chance
+        asked = request_on_screen(join.wait_for("YOUR TURN"))
+        os.kill(join.pid(), signal.SIGKILL)
+        assert "EXITED WITH 137" in join.wait_for(EXIT_MARK, timeout=DEADLINE)
+        join.run(seats.join_args, tmp_path)
+        asked_again = request_on_screen(join.wait_for("YOUR TURN"))
+        assert asked_again == asked, (asked, asked_again)
+        [final] = play_out(join)
+        host_code, host_out = finish(seats.headless)
+    assert "EXITED WITH 0" in final and "basra join: the match is over" in final, final
+    assert host_code == 0 and "Guest resumed seat 1" in host_out, host_out
+    verified(basra_env, seats.host_file, seats.guest_file)
+
+
+def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tmp_path):
+    with host_on_screen(basra_env, tmp_path, "101") as seats:
+        seats.person.wait_for("YOUR TURN")
+        leave_with_q(seats.person)
+        host_code, host_out = ended(seats.person)
+        join_code, join_out = finish(seats.headless)
     assert host_code == 130 and "basra host: you left the match" in host_out, host_out
     assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
-    verified(basra_env, host_file, guest_file, finished=False)
+    verified(basra_env, seats.host_file, seats.guest_file, finished=False)
 
 
 @pytest.mark.parametrize("leave", [press_ctrl_c, leave_with_q], ids=["ctrl-c", "q-y"])
@@ -162,76 +184,44 @@ def test_the_host_waiting_for_the_guest_leaves_cleanly(basra_env, tmp_path, leav
 
 @pytest.mark.parametrize("leave", [leave_with_q, press_ctrl_c], ids=["q-y", "ctrl-c"])
 def test_leaving_at_the_game_end_screen_of_basra_join_ends_and_the_host_is_told(basra_env, tmp_path, leave):
-    host, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "151")
-    join = Terminal(join_args, terminal_env(basra_env), tmp_path)
-    try:
-        result = play_until(join, "Enter: next game", timeout=90)
+    with join_on_screen(basra_env, tmp_path, "151") as seats:
+        result = play_until(seats.person, "Enter: next game", timeout=90)
         assert "Game 1 " in result and "MATCH OVER" not in result, result
-        leave(join)  # q is asked over the score
-        join_code, join_out = ended(join)
-        host_code, host_out = finish(host)
-    finally:
-        join.close()
-        stopped(host)
+        leave(seats.person)  # q is asked over the score
+        join_code, join_out = ended(seats.person)
+        host_code, host_out = finish(seats.headless)
     assert join_code == 130 and "basra join: you left the match" in join_out, join_out
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
-    verified(basra_env, host_file, guest_file, finished=False)
+    verified(basra_env, seats.host_file, seats.guest_file, finished=False)
 
 
 @pytest.mark.parametrize("leave", [leave_with_q, press_ctrl_c], ids=["q-y", "ctrl-c"])
 def test_leaving_at_the_game_end_screen_of_basra_host_ends_and_the_joining_player_is_told(basra_env, tmp_path, leave):
-    port = str(free_port())
-    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", "151",
-                     "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
-    join = None
-    try:
-        host.wait_for("Waiting for the other player to sit down")
-        join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
-        result = play_until(host, "Enter: next game", timeout=90)
+    with host_on_screen(basra_env, tmp_path, "151") as seats:
+        result = play_until(seats.person, "Enter: next game", timeout=90)
         assert "Game 1 " in result and "MATCH OVER" not in result, result
-        leave(host)
-        host_code, host_out = ended(host)
-        join_code, join_out = finish(join)
-    finally:
-        host.close()
-        if join is not None:
-            stopped(join)
+        leave(seats.person)
+        host_code, host_out = ended(seats.person)
+        join_code, join_out = finish(seats.headless)
     assert host_code == 130 and "basra host: you left the match" in host_out, host_out
     assert join_code == 1 and "basra join: the match was abandoned: Host left" in join_out, join_out
-    verified(basra_env, host_file, guest_file, finished=False)
+    verified(basra_env, seats.host_file, seats.guest_file, finished=False)
 
 
 @pytest.mark.parametrize("key", ["q", "C-c"], ids=["q", "ctrl-c"])
 @pytest.mark.parametrize("side", ["join", "host"])
 def test_at_the_match_end_screen_q_or_ctrl_c_closes_it_and_the_match_stays_over_on_both_sides(basra_env, tmp_path, side, key):
     """The match is over: nothing is left to leave, so the key closes the screen without asking, and both exit 0."""
-    if side == "join":
-        headless, join_args, host_file, guest_file = host_and_join(basra_env, tmp_path, "1")
-        person = Terminal(join_args, terminal_env(basra_env), tmp_path)
-    else:
-        port = str(free_port())
-        host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-        person = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", "1",
-                           "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
-        headless = None
-    try:
-        if headless is None:
-            person.wait_for("Waiting for the other player to sit down")
-            headless = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file))
-        play_until(person, "MATCH OVER", timeout=90)
-        person.keys(key)
-        person_code, person_out = ended(person)
-        headless_code, headless_out = finish(headless)
-    finally:
-        person.close()
-        if headless is not None:
-            stopped(headless)
-    assert "Leave the match?" not in "".join(person.history), person_out
+    with (join_on_screen if side == "join" else host_on_screen)(basra_env, tmp_path, "1") as seats:
+        play_until(seats.person, "MATCH OVER", timeout=90)
+        seats.person.keys(key)
+        person_code, person_out = ended(seats.person)
+        headless_code, headless_out = finish(seats.headless)
+    assert "Leave the match?" not in "".join(seats.person.history), person_out
     assert person_code == 0 and f"basra {side}: the match is over" in person_out, person_out
     other = "host" if side == "join" else "join"
     assert headless_code == 0 and f"basra {other}: the match is over" in headless_out, headless_out
-    verified(basra_env, host_file, guest_file)
+    verified(basra_env, seats.host_file, seats.guest_file)
 
 
 def play_until_reached(terminal: Terminal, mark: Mark, timeout: float = 90.0) -> None:
@@ -257,7 +247,7 @@ FROZEN_CELLS = [
     # waits in the frozen link.
     ("between games, commit-reveal", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
     # The host leaves with the guest's seed in flight: README's paragraph after the table.
-    ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "deal walked away"),
+    ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "host left after its commitment"),
 ]
 
 

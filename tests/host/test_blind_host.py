@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 import trio
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import ClientSession
 from basra_net.engine.cards import Card
-from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
+from basra_net.host.server import HostSettings, ServeSettings, run_host
 from basra_net.protocol import hidden_game
 from basra_net.protocol.hidden_deal import GROUP_ORDER, TABLE, card_of, scalar_bytes
 from basra_net.protocol.messages import Lock, Open
 from nacl import bindings as sodium
+
+from .hidden_matches import join, play_at_served_table
 
 TEST_DEADLINE = 120
 
@@ -129,8 +130,7 @@ async def test_the_host_learns_none_of_the_guests_cards_before_each_is_played(tm
         async with trio.open_nursery() as nursery:
             port = await nursery.start(
                 lambda task_status: run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
-            stream = await trio.open_tcp_stream("127.0.0.1", port)
-            guest = await ClientSession(stream, "Omar", BotPlayer("greedy"), countersigns=True).run()
+            guest = await join(port, "Omar", None)
     assert guest.exit_code == 0 and guest.state.hidden_hands, guest.reason
     assert len(spy.games) >= 2
     assert_blind_to(spy, seats=(1,))
@@ -145,19 +145,7 @@ async def test_the_server_learns_neither_seats_cards_before_each_is_played(tmp_p
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))
     spy = Spy(monkeypatch, host_seat=None)
     settings = ServeSettings(bind="127.0.0.1", port=0, tables=1, target=101, keep_transcripts=False, tls=False)
-    results = []
     with trio.fail_after(TEST_DEADLINE):
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
-            async with trio.open_nursery() as players:
-                for name in ("Amr", "Dina"):
-
-                    async def play(name=name) -> None:
-                        stream = await trio.open_tcp_stream("127.0.0.1", port)
-                        session = ClientSession(stream, name, BotPlayer("greedy"), countersigns=True)
-                        results.append(await session.run())
-
-                    players.start_soon(play)
-            nursery.cancel_scope.cancel()
+        results = list((await play_at_served_table(settings, lambda port, name: join(port, name, None))).values())
     assert [r.exit_code for r in results] == [0, 0] and all(r.state.hidden_hands for r in results), [r.reason for r in results]
     assert_blind_to(spy, seats=(0, 1))

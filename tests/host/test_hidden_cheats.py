@@ -1,12 +1,18 @@
 """Cheating at a hidden-hands match over real sockets: each cheat is caught, named, and proven by the record.
 
 The cheater is a hostile party: a ClientSession whose steps of the deal are
-changed on their way out (HostileParty, used by these tests only), or a
-modified host that relays a forged step of its own party.  The honest side
-catches each at once; then both transcripts, the host's and the guest's,
-go through the real `basra verify` command, which must exit 3 with one
-line naming the same cheat and the seat at fault.  An honest match's
-transcripts verify completely.
+changed, or withheld, on their way out (HostileParty, used by these tests
+only); a party whose own software locks a point that is no card's into its
+list (a substituted card); or a modified host that relays a forged step of
+its own party, or drops a party's step and says it was withheld.  The honest
+side catches each; then both transcripts, the host's and the guest's (both
+players' at `basra serve`), go through the real `basra verify` command,
+which must exit 3 with one line naming the same cheat and the seat at fault.
+An honest match's transcripts verify completely.
+
+A party that withholds a step stays connected and says nothing; the table's
+wait for a step owed (30 s, PROTOCOL.md 15.15) is cut to a fraction of a
+second here, so that the tests are fast.
 """
 
 from __future__ import annotations
@@ -19,14 +25,17 @@ from pathlib import Path
 import pytest
 import trio
 
+from nacl import bindings as sodium
+
 from basra_net.client.players import BotPlayer, PlayerLeft
-from basra_net.client.session import EXIT_DEAL_FAILED, ClientSession
-from basra_net.client.verify_file import EXIT_CHEAT, EXIT_VERIFIED, verify_file
-from basra_net.host.server import HostSettings, run_host
-from basra_net.protocol import hidden_game
+from basra_net.client.session import ClientSession
+from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK
+from basra_net.host import table as table_module
+from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
+from basra_net.protocol import hidden_deal, hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
-from basra_net.protocol.hidden_deal import GROUP_ORDER, Proof, scalar_bytes
-from basra_net.protocol.messages import Audit, Lock, Message, Open, Opened
+from basra_net.protocol.hidden_deal import GROUP_ORDER, Proof, card_of, scalar_bytes
+from basra_net.protocol.messages import Audit, Audited, Lock, Locked, MatchEnd, Message, Open, Opened
 
 TEST_DEADLINE = 120
 
@@ -36,26 +45,34 @@ def _data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))
 
 
+STEP_WAIT = 0.5  # the table's wait for a step owed, in these tests
+WITHHELD = object()  # what a cheat returns for a step the party keeps to itself, staying connected
+
+
+@pytest.fixture(autouse=True)
+def _short_step_wait(monkeypatch):
+    monkeypatch.setattr(table_module, "STEP_WAIT", STEP_WAIT)
+
+
 class HostileParty(ClientSession):
-    """A seat whose party cheats: ``cheat`` changes a step of the deal as it goes out, once.
+    """A seat whose party cheats: ``cheat`` may change each step of the deal as it goes out.
 
     A cheat that returns None withholds the step, and the seat walks away
-    instead of sending it.
+    instead of sending it; one that returns WITHHELD withholds it, and the
+    seat stays at the table without a word.
     """
 
     def __init__(self, *args, cheat, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.cheat = cheat
-        self.cheated = False
 
     async def _send(self, message: Message) -> None:
-        if not self.cheated and isinstance(message, (Lock, Open, Audit)):
-            changed = self.cheat(message)
-            if changed is not message:
-                self.cheated = True
-                if changed is None:
-                    raise PlayerLeft("the party walks away rather than unmask")
-                message = changed
+        if isinstance(message, (Lock, Open, Audit)):
+            message = self.cheat(message)
+            if message is None:
+                raise PlayerLeft("the party walks away rather than unmask")
+            if message is WITHHELD:
+                return
         await super()._send(message)
 
 
@@ -78,15 +95,52 @@ async def play(tmp_path: Path, *, guest_class=ClientSession, target: int = 1, **
     return result, outcomes[0]
 
 
-def verdicts(tmp_path: Path, basra_command: list[str]) -> dict[str, tuple[int, str]]:
-    """`basra verify` run on each transcript: its exit status and its last line."""
+async def serve(tmp_path: Path, cheat_at: int | None = None, **cheater_options) -> dict[int, object]:
+    """Two guests at a `basra serve` table with hidden hands, seat 0's the first seated; each seat's result.
+
+    With ``cheat_at``, that seat's guest is a HostileParty (``cheater_options`` its cheat).  The server keeps
+    each seat's channel as a transcript (in the data directory), and each seat its own as seatN.basra.
+    """
+    settings = ServeSettings(bind="127.0.0.1", port=0, tables=1, target=1, tls=False, grace=1, journal=False)
+    results: dict[int, object] = {}
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
+            async with trio.open_nursery() as players:
+                for seat, name in enumerate(("Amr", "Dina")):
+                    cheating = seat == cheat_at
+                    seated = trio.Event()  # the next player is let in once this one holds its seat
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    session = (HostileParty if cheating else ClientSession)(
+                        stream, name, BotPlayer("greedy"), transcript_path=tmp_path / f"seat{seat}.basra", keep_transcript=True,
+                        countersigns=True, on_welcome=lambda welcome, path, seated=seated: seated.set(),
+                        **(cheater_options if cheating else {}))
+
+                    async def run(seat=seat, session=session) -> None:
+                        results[seat] = await session.run()
+
+                    players.start_soon(run)
+                    await seated.wait()
+            nursery.cancel_scope.cancel()
+    return results
+
+
+def verdicts(tmp_path: Path, basra_command: list[str], paths: list[Path] | None = None) -> dict[str, tuple[int, str]]:
+    """`basra verify` run on each transcript (the host's and the guest's unless named): its exit status and its last line."""
     found = {}
-    for name in ("host", "guest"):
-        run = subprocess.run([*basra_command, "verify", str(tmp_path / f"{name}.basra")], capture_output=True, text=True,
+    for path in paths or [tmp_path / "host.basra", tmp_path / "guest.basra"]:
+        run = subprocess.run([*basra_command, "verify", str(path)], capture_output=True, text=True,
                              timeout=60, env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
         assert "Traceback" not in run.stdout + run.stderr
-        found[name] = (run.returncode, run.stdout.splitlines()[-1])
+        found[path.name] = (run.returncode, run.stdout.splitlines()[-1])
     return found
+
+
+def served_transcripts(tmp_path: Path) -> list[Path]:
+    """The server's transcripts of the table's two channels, and the honest seat 1's own."""
+    served = sorted(path for path in tmp_path.rglob("*.basra") if "-host-" in path.name)
+    assert [path.stem[-5:] for path in served] == ["seat0", "seat1"], served
+    return [*served, tmp_path / "seat1.basra"]
 
 
 def broken_proof(step: bytes) -> bytes:
@@ -123,7 +177,7 @@ async def test_an_honest_hidden_match_verifies_from_both_transcripts(tmp_path, b
     assert guest.exit_code == 0 and guest.state.hidden_hands, guest.reason
     assert len(guest.state.results) >= 2  # both seats have dealt
     for name, (code, last) in verdicts(tmp_path, basra_command).items():
-        assert code == EXIT_VERIFIED, (name, last)
+        assert code == EXIT_OK, (name, last)
 
 
 @pytest.mark.parametrize("case", list(CHEATS))
@@ -146,19 +200,167 @@ async def test_a_guest_that_walks_away_rather_than_unmask_leaves_an_abandoned_de
         assert "(seat 1 cheated)" in last
 
 
-async def test_a_host_that_forges_its_own_partys_step_is_caught_and_the_guests_record_names_seat_0(tmp_path, monkeypatch):
+def forged_unmasking(relay):
+    (position, step), *rest = relay.unmaskings
+    return replace(relay, unmaskings=((position, broken_proof(step)), *rest))
+
+
+FORGED_RELAYS = {  # a step of seat 0's party, as a modified host relays it to the guest; what the guest's check says
+    "a card twice in its locked deck": (
+        lambda relay: replace(relay, deck=(relay.deck[1], *relay.deck[1:])) if isinstance(relay, Locked) else relay,
+        "seat 0's locked list holds one card twice"),
+    "an unmasking with a bad proof": (
+        lambda relay: forged_unmasking(relay) if isinstance(relay, Opened) and relay.unmaskings else relay,
+        "seat 0's unmasking of position"),
+    "an audit scalar not behind its public point": (
+        lambda relay: replace(relay, scalar=scalar_bytes(5)) if isinstance(relay, Audited) else relay,
+        "seat 0's audit scalar is not the one behind its public point"),
+}
+
+
+@pytest.mark.parametrize("case", list(FORGED_RELAYS))
+async def test_a_host_that_forges_its_own_partys_step_is_caught_and_the_guests_record_names_seat_0(case, tmp_path, monkeypatch, basra_command):
+    forge, reason = FORGED_RELAYS[case]
     honest = hidden_game.RefereeGame.take
 
     def forging(self, seat, message):
         relay = honest(self, seat, message)
-        if isinstance(relay, Opened) and relay.seat == 0 and relay.unmaskings:
-            (position, step), *rest = relay.unmaskings
-            relay = replace(relay, unmaskings=((position, broken_proof(step)), *rest))
-        return relay
+        return forge(relay) if seat == 0 else relay
 
     monkeypatch.setattr(hidden_game.RefereeGame, "take", forging)
     guest, _ = await play(tmp_path)
-    assert guest.exit_code == EXIT_DEAL_FAILED, guest.reason
-    lines: list[str] = []
-    assert verify_file(tmp_path / "guest.basra", say=lines.append) == EXIT_CHEAT, lines
-    assert "seat 0's unmasking of position" in lines[-1] and "(seat 0 cheated)" in lines[-1]
+    assert guest.exit_code == EXIT_CHEAT and reason in guest.reason, guest.reason
+    ((code, last),) = verdicts(tmp_path, basra_command, [tmp_path / "guest.basra"]).values()
+    assert code == EXIT_CHEAT and reason in last and "(seat 0 cheated)" in last, last
+
+
+# --- a party that withholds a step it owes, connected (PROTOCOL.md 15.15) ---------------------------
+
+WITHHOLDINGS = {  # seat 1 does not deal game 1: it locks second, unmasks the dealer's hand, reveals the table
+    "its locked list": lambda m: WITHHELD if isinstance(m, (Lock, Open)) else m,  # and what follows from it
+    "its unmasking of positions 4, 5, 6, 7": lambda m: WITHHELD if isinstance(m, Open) and m.unmaskings else m,
+    "its reveal of table positions 8, 9, 10, 11": lambda m: WITHHELD if isinstance(m, Open) and m.reveals else m,
+    "its audit scalar": lambda m: WITHHELD if isinstance(m, Audit) else m,
+}
+
+
+def absence_account(path: Path):
+    """The host's signed account of the absence, as the transcript's match_end carries it."""
+    end = next(m for _, m in transcript.parse(path.read_bytes()).records if isinstance(m, MatchEnd))
+    return end.evidence
+
+
+@pytest.mark.parametrize("step", list(WITHHOLDINGS))
+async def test_a_connected_guest_that_withholds_a_step_loses_and_both_records_name_it(step, tmp_path, basra_command):
+    guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=WITHHOLDINGS[step])
+    assert not outcome.table.completed and outcome.table.winner == 0
+    assert outcome.table.reason == f"Omar did not send {step} for game 1 within {STEP_WAIT:g} s"
+    assert outcome.own_seat.exit_code == EXIT_FAILURE  # the host's own seat: no channel, and no account of the absence
+    evidence = absence_account(tmp_path / "host.basra")
+    assert evidence.events[-1][0] == "withheld"
+    for name, (code, last) in verdicts(tmp_path, basra_command).items():
+        assert code == EXIT_CHEAT, (name, last)
+        assert "an abandoned deal" in last and f"seat 1 withheld {step}" in last and "(seat 1 cheated)" in last, (name, last)
+
+
+async def test_a_connected_first_seat_that_withholds_at_a_served_table_loses_and_both_records_name_it(tmp_path, basra_command):
+    results = await serve(tmp_path, cheat_at=0, cheat=lambda m: WITHHELD if isinstance(m, Open) else m)
+    honest = results[1]
+    assert honest.exit_code == EXIT_FAILURE and honest.state.winner == 1, honest.reason
+    assert honest.reason == "the match was abandoned: Amr withheld a step of the deal"
+    for name, (code, last) in verdicts(tmp_path, basra_command, served_transcripts(tmp_path)).items():
+        assert code == EXIT_CHEAT, (name, last)
+        assert "seat 0 withheld its unmasking of positions 0, 1, 2, 3, 8, 9, 10, 11" in last and "(seat 0 cheated)" in last, (name, last)
+
+
+async def test_a_host_that_drops_a_step_and_calls_it_withheld_is_disputed_by_the_guest(tmp_path, basra_command, monkeypatch):
+    honest = table_module.Table.feed
+
+    def dropping(self, seat, item):  # the guest's audit scalar never reaches the match
+        if not (seat == 1 and isinstance(item, Audit)):
+            honest(self, seat, item)
+
+    monkeypatch.setattr(table_module.Table, "feed", dropping)
+    guest, outcome = await play(tmp_path)
+    assert outcome.table.reason.startswith("Omar did not send its audit scalar for game 1")
+    assert guest.exit_code == EXIT_CHEAT and "disputed abandonment" in guest.reason
+    assert "withheld a step of the deal, and it sent every step it owed" in guest.reason
+    run = subprocess.run([*basra_command, "verify", str(tmp_path / "guest.basra")], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
+    lines = run.stdout.splitlines()
+    assert any("ASSERTED BY THE HOST" in line and "seat 1 withheld a step of the deal" in line for line in lines), run.stdout
+    assert any(line.startswith("abandonment DISPUTED") and "the record holds every step it owed" in line for line in lines)
+    # The host held back its own party's scalar too, to relay with the guest's: the guest's record shows seat 0's owed.
+    assert run.returncode == EXIT_CHEAT and "seat 0 withheld its audit scalar (seat 0 cheated)" in lines[-1], run.stdout
+
+
+# --- a substituted card: shown at once, then both scalars, and the audit names who (15.7, 15.10) -------
+
+
+def substituting(monkeypatch, culprit: int, entry: int = 8) -> None:
+    """The party at seat ``culprit`` locks, in place of ``entry`` of its list, a point that is no card's: its own
+    software is modified (at `basra host` seat 0's is the host's).  Seat 0 deals game 1, so it substitutes in the
+    dealer's list, and the card lands where seat 1's shuffle puts it; seat 1 in the deck itself, at that position."""
+    honest = hidden_deal.Party.lock_deck
+    stranger = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(424242))
+
+    def lock_deck(self, previous):
+        deck = list(honest(self, previous))
+        if self.seat == culprit:
+            deck[entry] = sodium.crypto_scalarmult_ed25519_noclamp(self.audit_scalar, stranger)
+        return tuple(deck)
+
+    monkeypatch.setattr(hidden_deal.Party, "lock_deck", lock_deck)
+
+
+def shows_no_card(path: Path) -> bool:
+    """The record holds a proven reveal of a point that is no card's: the evidence that set the audit due."""
+    steps = [m for _, m in transcript.parse(path.read_bytes()).records if isinstance(m, (Open, Opened))]
+    return any(card_of(reveal[:32]) is None for m in steps for _, reveal in m.reveals)
+
+
+SUBSTITUTIONS = {  # (culprit, entry of its list): where the card that is no card shows, and who shows it
+    "by seat 0, landing where seat 1's shuffle puts it": (0, 8),
+    "by seat 1, on the table (seat 1 reveals it)": (1, 8),
+    "by seat 1, in its own first hand (seat 1 learns it)": (1, 2),
+    "by seat 1, in seat 0's first hand (seat 0 learns it while seat 1 owes the table)": (1, 5),
+    "by seat 1, in a later hand (shown during the plays)": (1, 30),
+}
+
+
+@pytest.mark.parametrize("case", list(SUBSTITUTIONS))
+async def test_a_substituted_card_at_basra_host_is_laid_at_the_seat_that_substituted_it(case, tmp_path, basra_command, monkeypatch):
+    culprit, entry = SUBSTITUTIONS[case]
+    substituting(monkeypatch, culprit, entry)
+    guest, outcome = await play(tmp_path)
+    honest, cheat = (guest, outcome.own_seat) if culprit == 0 else (outcome.own_seat, guest)
+    assert not outcome.table.completed and outcome.table.winner == 1 - culprit
+    assert f"seat {culprit}'s locked list is not the list before it" in outcome.table.reason
+    assert honest.exit_code == EXIT_CHEAT and f"seat {culprit}'s locked list is not the list before it" in honest.reason
+    assert cheat.refusal == BAD_DEAL
+    assert shows_no_card(tmp_path / "guest.basra") and shows_no_card(tmp_path / "host.basra")
+    for name, (code, last) in verdicts(tmp_path, basra_command).items():
+        assert code == EXIT_CHEAT, (name, last)
+        assert f"seat {culprit}'s locked list is not the list before it" in last and f"(seat {culprit} cheated)" in last, (name, last)
+
+
+@pytest.mark.parametrize("culprit", [0, 1], ids=["by seat 0", "by seat 1"])
+async def test_a_substituted_card_at_basra_serve_is_laid_at_the_seat_that_substituted_it(culprit, tmp_path, basra_command, monkeypatch):
+    substituting(monkeypatch, culprit)
+    results = await serve(tmp_path)
+    honest, cheat = results[1 - culprit], results[culprit]
+    assert honest.exit_code == EXIT_CHEAT and f"seat {culprit}'s locked list is not the list before it" in honest.reason
+    assert cheat.refusal == BAD_DEAL
+    for name, (code, last) in verdicts(tmp_path, basra_command, served_transcripts(tmp_path)).items():
+        assert code == EXIT_CHEAT, (name, last)
+        assert f"seat {culprit}'s locked list is not the list before it" in last and f"(seat {culprit} cheated)" in last, (name, last)
+
+
+async def test_a_substitutor_that_withholds_its_audit_scalar_is_the_one_at_fault(tmp_path, basra_command, monkeypatch):
+    substituting(monkeypatch, 1)
+    guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=lambda m: WITHHELD if isinstance(m, Audit) else m)
+    assert not outcome.table.completed and outcome.table.winner == 0
+    assert outcome.table.reason == f"Omar did not send its audit scalar for game 1 within {STEP_WAIT:g} s"
+    for name, (code, last) in verdicts(tmp_path, basra_command).items():
+        assert code == EXIT_CHEAT, (name, last)
+        assert "seat 1 withheld its audit scalar" in last and "(seat 1 cheated)" in last, (name, last)

@@ -14,11 +14,14 @@ from pathlib import Path
 import trio
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import COMMIT_DEAL, EXIT_DEAL_FAILED, DEAL_MODES_OFFERED, ClientSession
-from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
+from basra_net.client.session import COMMIT_DEAL
+from basra_net.exits import EXIT_CHEAT
+from basra_net.host.server import HostSettings, ServeSettings, run_host
 from basra_net.protocol import hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
 from basra_net.protocol.messages import Commit, Deal, HiddenTurn, MatchStart, Opened, Played, YourTurn
+
+from .hidden_matches import join, play_at_served_table
 
 TEST_DEADLINE = 120
 
@@ -32,15 +35,6 @@ async def start_host(nursery: trio.Nursery, tmp_path: Path, outcomes: list) -> i
         outcomes.append(await run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status))
 
     return await nursery.start(host)
-
-
-async def join(port: int, name: str, path: Path | None, deal_modes=DEAL_MODES_OFFERED, player=None):
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    session = ClientSession(
-        stream, name, player or BotPlayer("greedy"), transcript_path=path, keep_transcript=path is not None,
-        deal_modes=deal_modes, countersigns=True,  # a player who joins over the network signs its channel
-    )
-    return await session.run()
 
 
 def records(path: Path) -> list:
@@ -87,18 +81,8 @@ async def test_a_guest_that_offers_only_the_commit_reveal_deal_gets_it(tmp_path)
 
 async def test_two_guests_at_a_served_table_are_the_two_parties(tmp_path):
     settings = ServeSettings(bind="127.0.0.1", port=0, tables=1, target=40, keep_transcripts=False, tls=False)
-    results: dict[str, object] = {}
     with trio.fail_after(TEST_DEADLINE):
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(lambda task_status: run_serve(settings, task_status=task_status))
-            async with trio.open_nursery() as players:
-                for name in ("Amr", "Dina"):
-
-                    async def play(name=name) -> None:
-                        results[name] = await join(port, name, tmp_path / f"{name}.basra")
-
-                    players.start_soon(play)
-            nursery.cancel_scope.cancel()
+        results = await play_at_served_table(settings, lambda port, name: join(port, name, tmp_path / f"{name}.basra"))
     for name, result in results.items():
         # Seat 0 at a served table checks every step as seat 1 does; seat 1 keeps the transcript.
         assert_hidden_match(result, tmp_path / f"{name}.basra" if result.state.seat == 1 else None)
@@ -147,7 +131,7 @@ async def test_a_host_relaying_a_forged_step_is_caught_by_the_party_with_exit_3(
         async with trio.open_nursery() as nursery:
             port = await start_host(nursery, tmp_path, outcomes)
             guest = await join(port, "Omar", tmp_path / "guest.basra")
-    assert guest.exit_code == EXIT_DEAL_FAILED, guest.reason
+    assert guest.exit_code == EXIT_CHEAT, guest.reason
     assert "hidden deal failed a check" in guest.reason
     notes = transcript.parse((tmp_path / "guest.basra").read_bytes()).notes
     assert any(n.kind == "verification" and "WrongUnmasking" in n.text for n in notes)

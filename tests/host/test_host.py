@@ -149,8 +149,10 @@ class ManualSeat:
             while (event := self.connection.next_event()) is None:
                 self.connection.receive_data(await self.stream.receive_some(65536))
             if isinstance(event, Welcome) and self.record is None and event.version >= 2:
-                context = ChannelContext(event.match_id, event.host_key, public_key_bytes(self.identity), event.seat, self.nonce)
-                self.record = ChannelRecord(context, event.scoring, event.target)
+                context = ChannelContext(
+                    event.match_id, event.host_key, public_key_bytes(self.identity), event.seat, self.nonce, event.scoring, event.target
+                )
+                self.record = ChannelRecord(context)
             elif self.record is not None and not isinstance(event, ConnectionClosed) and kind_of(event).stream:
                 body = self.connection.last_body
                 self.record.host_frame(len(body).to_bytes(4, "big") + body)

@@ -8,11 +8,11 @@ import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from basra_net.client.liveness import DEAD_AFTER, PING_AFTER
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import ClientSession
 from basra_net.host.seat_link import SEND_TIMEOUT, serve_connection
 from basra_net.host.table import Table
+from basra_net.liveness import DEAD_AFTER, PING_AFTER
 from basra_net.options import GRACE
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection
 from basra_net.protocol.errors import TIMEOUT

@@ -9,10 +9,11 @@ import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.players import BotPlayer, PlayerLeft
-from basra_net.client.session import COMMIT_REVEAL_ONLY, EXIT_FAILURE, ClientSession
-from basra_net.client.storage import TranscriptFile
+from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession
+from basra_net.exits import EXIT_FAILURE
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import SIGN_WAIT, Table
+from basra_net.match_files import TranscriptFile
 from basra_net.protocol.framing import encode_frame
 from basra_net.protocol.messages import Hello, Sig, to_wire
 from basra_net.protocol.record import Status

@@ -31,13 +31,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_FAILURE, EXIT_OK, ClientSession
+from basra_net.client.session import ClientSession
 from basra_net.client.state import ClientState
 from basra_net.engine import IllegalMove, Match, Move
 from basra_net.engine.scoring import GameScore
+from basra_net.exits import EXIT_FAILURE, EXIT_OK
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
-from basra_net.protocol import messages as wire_messages
 from basra_net.protocol import shuffle
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection
 from basra_net.protocol.errors import (
@@ -67,8 +67,10 @@ from basra_net.protocol.messages import (
     MatchEnd,
     MatchStart,
     Message,
+    Ping,
     Play,
     Played,
+    Pong,
     Reveal,
     Seed,
     Sig,
@@ -78,10 +80,7 @@ from basra_net.protocol.messages import (
     to_wire,
 )
 
-# Keep-alive messages (PROTOCOL.md 5.7), when this version of the package has them.
-Ping = getattr(wire_messages, "Ping", None)
-Pong = getattr(wire_messages, "Pong", None)
-KEEPALIVE = tuple(cls for cls in (Ping, Pong) if cls is not None)
+KEEPALIVE = (Ping, Pong)  # PROTOCOL.md 5.7
 
 MATCH_ID = bytes(range(16))
 NONCE = bytes(range(32, 64))
@@ -227,7 +226,7 @@ class HostConnectionMachine(RuleBasedStateMachine):
         elif isinstance(message, Leave):
             self.end("it left")
         elif isinstance(message, KEEPALIVE):
-            if Ping is not None and isinstance(message, Ping):
+            if isinstance(message, Ping):
                 self.connection.send(Pong(message.id))
         else:
             raise AssertionError(f"the connection let through '{message.TYPE}', which a client never sends")
@@ -392,8 +391,8 @@ class HostConnectionMachine(RuleBasedStateMachine):
         assert self.deliver([frame(message)]) == [message]
         assert self.alive and self.match.to_dict() == before
 
-    @precondition(lambda self: self.alive and KEEPALIVE)
-    @rule(which=st.sampled_from(KEEPALIVE or (None,)), ping_id=st.integers(0, (1 << 63) - 1))
+    @precondition(lambda self: self.alive)
+    @rule(which=st.sampled_from(KEEPALIVE), ping_id=st.integers(0, (1 << 63) - 1))
     def keep_alive(self, which, ping_id):
         before = self.match.to_dict()
         message = which(ping_id)
@@ -598,7 +597,7 @@ class World:
                 return
 
     async def _take(self, message: Message) -> None:
-        if Ping is not None and isinstance(message, Ping):
+        if isinstance(message, Ping):
             await self._send(self.guest.send(Pong(message.id)))
             return
         if isinstance(message, KEEPALIVE):
@@ -610,8 +609,8 @@ class World:
             return
         self.guest_state.apply(message)
         if isinstance(message, Welcome) and message.version >= 2:
-            context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, NONCE)
-            self.record = ChannelRecord(context, message.scoring, message.target)
+            context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, NONCE, message.scoring, message.target)
+            self.record = ChannelRecord(context)
         if isinstance(message, (Deal, Played, YourTurn)) and account(self.guest_state) != 52:
             self.problems.append(f"seat 1 is told of {account(self.guest_state)} cards after '{message.TYPE}'")
         if isinstance(message, Commit):

@@ -711,11 +711,17 @@ def test_a_hidden_match_runs_shuffle_lock_open_deal_hidden_turn_hidden_play_game
     [
         ("hidden", Commit(1, bytes(32), bytes(64))),
         ("hidden", YourTurn(1, (Move(1, (), "drop"),))),
+        ("hidden", Reveal(1, bytes(32), bytes(64))),
         (None, Shuffle(1, 0)),
         ("commit", Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52)))),
+        ("commit", Opened(1, 0, ((0, bytes(96)),), ())),
+        ("commit", Audited(1, 0, bytes(32))),
         ("commit", HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14)))),
     ],
-    ids=["commit-in-hidden", "your_turn-in-hidden", "shuffle-in-commit", "locked-in-commit", "hidden_turn-in-commit"],
+    ids=[
+        "commit-in-hidden", "your_turn-in-hidden", "reveal-in-hidden", "shuffle-in-commit", "locked-in-commit",
+        "opened-in-commit", "audited-in-commit", "hidden_turn-in-commit",
+    ],
 )
 def test_a_message_of_the_other_deal_mode_is_unexpected(deal, message):
     link = hidden_link(deal=deal)

@@ -9,15 +9,12 @@ Each tampered step is refused with its named error.
 
 from __future__ import annotations
 
-import random
-from collections import deque
 from dataclasses import replace
 
 import pytest
 
-from basra_net.engine import IllegalMove, Match, Move
+from basra_net.engine import IllegalMove, Match
 from basra_net.engine.cards import parse_card
-from basra_net.protocol.announce import messages_for_seat
 from basra_net.protocol.hidden_deal import (
     OutOfTurn,
     RepeatedEntry,
@@ -25,94 +22,45 @@ from basra_net.protocol.hidden_deal import (
     WrongReveal,
     WrongUnmasking,
 )
-from basra_net.protocol.hidden_game import PartyGame, RefereeGame, kind_of_card
-from basra_net.protocol.messages import (
-    Audit,
-    Deal,
-    GameEnd,
-    HiddenTurn,
-    Lock,
-    Locked,
-    Open,
-    Opened,
-    Played,
-    from_wire,
-    to_wire,
-)
+from basra_net.protocol.hidden_game import PartyGame, kind_of_card
+from basra_net.protocol.messages import Audit, Deal, Lock, Locked, Open, Opened
 
-MATCH_ID = bytes(range(16))
+from .hidden_table import MATCH_ID, HiddenTable
 
 
-def wire(message):
-    return from_wire(to_wire(message))
-
-
-class Table:
-    """A referee and two parties passing messages, with hooks to tamper with what a party sends."""
+class Table(HiddenTable):
+    """The referee and two parties, with a hook to tamper with what a party sends, and what the referee sent kept."""
 
     def __init__(self, seed: int, target: int = 80) -> None:
-        self.rng = random.Random(seed)
-        self.match = Match(scoring="egyptian", target=target)
-        self.moves: list[list[Move]] = []  # per game, the moves made
+        super().__init__(seed, target)
         self.decks: list[tuple[int, ...]] = []  # per game, the deck the reveals show
         self.tamper = lambda seat, message: message
         self.sent_by_referee: list[tuple[int, object]] = []
 
-    def random(self, n: int) -> bytes:
-        return self.rng.randbytes(n)
+    def sent(self, seat, message):
+        return self.tamper(seat, message)
 
-    def new_game(self) -> None:
-        self.referee = RefereeGame(MATCH_ID, self.match)
-        self.parties = [PartyGame(MATCH_ID, self.referee.game, self.referee.dealer, seat, self.random) for seat in (0, 1)]
-        self.moves.append([])
-        self.steps([(seat, m) for seat in (0, 1) for m in self.parties[seat].begin()])
-        assert not self.referee.due
-
-    def steps(self, sent: list) -> None:
-        """Party steps to the referee, each relay to the other party, its answers back, until none is owed."""
-        queue = deque(sent)
-        while queue:
-            seat, message = queue.popleft()
-            relay = self.referee.take(seat, wire(self.tamper(seat, message)))
-            self.sent_by_referee.append((1 - seat, relay))
-            queue.extend((1 - seat, m) for m in self.parties[1 - seat].take(wire(relay)))
-
-    def announce(self, events, played_from=None) -> None:
-        turn = self.match.turn
-        for kind in (Played, Deal, GameEnd):  # a hand's steps come between its last play and its deal
-            # Both seats have each message before the answer of either is relayed, as on the wire.
-            answers = []
-            for seat in (0, 1):
-                for message in messages_for_seat(events, seat, turn, hidden=True, played_from=played_from):
-                    if isinstance(message, kind):
-                        answers += self.receive(seat, wire(message))
-            self.steps(answers)
-        assert not self.referee.due  # every step owed came without being asked for
+    def told(self, seat, message) -> None:
+        self.sent_by_referee.append((seat, message))
 
     def receive(self, seat: int, message) -> list:
-        party = self.parties[seat]
         if isinstance(message, Deal):
+            party = self.parties[seat]
             assert message.hand == ()
             dealt = party.deal(message)
             assert len(dealt.hand) == 4 and set(dealt.hand) <= set(party.own_cards.values())
-            return []
-        return [(seat, m) for m in party.take(message)]
+        return super().receive(seat, message)
 
-    def play_one(self, choose=None) -> None:
-        seat = self.match.turn
-        turn = wire(HiddenTurn(len(self.moves[-1]), self.referee.options()))
-        moves = self.parties[seat].turn(turn)
-        move = (choose or self.rng.choice)(moves)
-        play = wire(self.tamper(seat, self.parties[seat].play(turn.request, turn.options, move)))
-        events = self.referee.play(seat, play)
-        self.moves[-1].append(move)
-        self.announce(events, (play.position, play.reveal))
+    def new_game(self) -> None:
+        super().new_game()
+        assert not self.referee.due
+
+    def announce(self, events, played_from=None) -> None:
+        super().announce(events, played_from)
+        assert not self.referee.due  # every step owed came without being asked for
 
     def play_game(self) -> None:
-        self.new_game()
-        self.announce(self.referee.start())
-        while self.match.turn is not None:
-            self.play_one()
+        super().play_game()
         assert self.referee.audited
         self.decks.append(self.referee.checker.deck_order())
 
@@ -243,7 +191,7 @@ def test_a_party_refuses_a_relayed_unmasking_that_does_not_verify():
     table.new_game()
     dealer = table.referee.dealer
     relayed = next(m for seat, m in table.sent_by_referee if isinstance(m, Opened) and m.seat == dealer and m.unmaskings)
-    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, table.random)
+    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, table.rng.randbytes)
     locks = [m for seat, m in table.sent_by_referee if isinstance(m, Locked)]
     fresh.take(locks[0])
     (p, step), *rest = relayed.unmaskings

@@ -10,19 +10,17 @@ through the file format and `verify_file`, as `basra verify` runs it.
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from nacl import bindings as sodium
 
-from basra_net.client.verify_file import EXIT_CHEAT, EXIT_FAILED, EXIT_VERIFIED, verify_file
-from basra_net.engine import Match
+from basra_net.client.verify_file import verify_file
+from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK
 from basra_net.protocol import transcript
-from basra_net.protocol.announce import messages_for_seat
-from basra_net.protocol.hidden_deal import GROUP_ORDER, HiddenDealError, NotACard, Proof, scalar_bytes
-from basra_net.protocol.hidden_game import PartyGame, RefereeGame
+from basra_net.protocol.hidden_deal import GROUP_ORDER, HiddenDealError, NotAPermutation, Proof, card_of, scalar_bytes
+from basra_net.protocol.hidden_game import PartyGame
 from basra_net.protocol.messages import (
     HIDDEN_DEAL,
     Audit,
@@ -42,22 +40,17 @@ from basra_net.protocol.messages import (
     Played,
     Shuffle,
     Welcome,
-    from_wire,
-    to_wire,
 )
 from basra_net.protocol.transcript import parse
 from basra_net.protocol.verify import MatchVerifier
 
-MATCH_ID = bytes(range(16))
+from .hidden_table import MATCH_ID, HiddenTable, wire
+
 GUEST_SEAT = 1
 
 
-def wire(message: Message) -> Message:
-    return from_wire(to_wire(message))
-
-
-class HiddenMatch:
-    """A referee and two parties playing a hidden-hands match, seat 1's channel kept as its transcript records.
+class HiddenMatch(HiddenTable):
+    """A hidden-hands match with seat 1's channel kept as its transcript records.
 
     ``cheat(seat, message)`` may change what a party sends before the referee
     sees it; a party that returns None from it stops answering, and the host
@@ -66,87 +59,46 @@ class HiddenMatch:
     """
 
     def __init__(self, seed: int = 1, target: int = 1, cheat=None, tamper_parties=None) -> None:
-        self.rng = random.Random(seed)
-        self.match = Match(scoring="egyptian", target=target)
+        super().__init__(seed, target)
         self.cheat = cheat or (lambda seat, message: message)
         self.records: list[tuple[str, Message]] = [
             ("guest", Hello((2,), "Layla", bytes(32), deals=(HIDDEN_DEAL,))),
             ("host", Welcome(2, GUEST_SEAT, MATCH_ID, bytes(range(32)), "egyptian", target, bytes(16), 0)),
             ("host", MatchStart(("Omar", "Layla"), deal=HIDDEN_DEAL)),
         ]
-        self.stopped: int | None = None
         self.tamper_parties = tamper_parties or (lambda parties: None)  # a party's own software, modified
 
-    def to_guest(self, message: Message) -> None:
-        self.records.append(("host", wire(message)))
+    def sent(self, seat: int, message: Message) -> Message | None:
+        message = self.cheat(seat, message)
+        if message is not None and seat == GUEST_SEAT:
+            self.records.append(("guest", wire(message)))
+        return message
 
-    def steps(self, sent: list[tuple[int, Message]]) -> None:
-        """Party steps to the referee, each relayed to the other party, whose answers follow, until none is owed."""
-        while sent:
-            seat, message = sent.pop(0)
-            message = None if seat == self.stopped else self.cheat(seat, message)
-            if message is None:  # the other party still sends what it owes
-                self.stopped = seat
-                continue
-            if seat == GUEST_SEAT:
-                self.records.append(("guest", wire(message)))
-            try:
-                relay = self.referee.take(seat, wire(message))
-            except HiddenDealError:
-                if seat != GUEST_SEAT:
-                    self.to_guest(unchecked_relay(seat, message))
-                raise
+    def told(self, seat: int, message: Message) -> None:
+        if seat == GUEST_SEAT:
+            self.records.append(("host", wire(message)))
+
+    def make_parties(self) -> list[PartyGame]:
+        parties = super().make_parties()
+        self.tamper_parties(parties)
+        return parties
+
+    def referee_take(self, seat: int, step: Message) -> Message:
+        try:
+            return super().referee_take(seat, step)
+        except HiddenDealError:
             if seat != GUEST_SEAT:
-                self.to_guest(relay)
-            sent.extend((1 - seat, m) for m in self.parties[1 - seat].take(wire(relay)))
-
-    def announce(self, events, played_from=None) -> None:
-        turn = self.match.turn
-        for kind in (Played, Deal, GameEnd):  # a hand's steps come between its last play and its deal
-            answers = []
-            for seat in (0, 1):
-                for message in messages_for_seat(events, seat, turn, hidden=True, played_from=played_from):
-                    if isinstance(message, kind):
-                        if seat == GUEST_SEAT:
-                            self.to_guest(message)
-                        if not isinstance(message, Deal):
-                            answers += [(seat, m) for m in self.parties[seat].take(wire(message))]
-            self.steps(answers)
-
-    def play_game(self) -> None:
-        self.referee = RefereeGame(MATCH_ID, self.match)
-        game, dealer = self.referee.game, self.referee.dealer
-        self.to_guest(Shuffle(game, dealer))
-        self.parties = [PartyGame(MATCH_ID, game, dealer, seat, self.rng.randbytes) for seat in (0, 1)]
-        self.tamper_parties(self.parties)
-        self.steps([(seat, m) for seat in (0, 1) for m in self.parties[seat].begin()])
-        if self.stopped is not None:
-            return
-        self.announce(self.referee.start())
-        request = 0
-        while self.match.turn is not None and self.stopped is None:
-            seat = self.match.turn
-            turn = HiddenTurn(request, self.referee.options())
-            request += 1
-            if seat == GUEST_SEAT:
-                self.to_guest(turn)
-            move = self.rng.choice(self.parties[seat].turn(wire(turn)))
-            play = self.cheat(seat, self.parties[seat].play(turn.request, turn.options, move))
-            if play is None:
-                self.stopped = seat
-                return
-            if seat == GUEST_SEAT:
-                self.records.append(("guest", wire(play)))
-            self.announce(self.referee.play(seat, wire(play)), (play.position, play.reveal))
+                self.told(GUEST_SEAT, unchecked_relay(seat, step))
+            raise
 
     def play(self) -> list[tuple[str, Message]]:
         while not self.match.over and self.stopped is None:
             self.play_game()
         if self.stopped is not None:
             totals = tuple(self.match.totals)
-            self.to_guest(MatchEnd(1 - self.stopped, totals, "abandoned"))
+            self.told(GUEST_SEAT, MatchEnd(1 - self.stopped, totals, "abandoned"))
         else:
-            self.to_guest(MatchEnd(self.match.winner, tuple(self.match.totals), "target"))
+            self.told(GUEST_SEAT, MatchEnd(self.match.winner, tuple(self.match.totals), "target"))
         self.records.append(("guest", Leave("the match is over")))
         return self.records
 
@@ -181,7 +133,7 @@ def honest_records():
 
 def test_an_honest_hidden_match_verifies_completely(honest_records, tmp_path):
     code, lines = verify(honest_records, tmp_path)
-    assert code == EXIT_VERIFIED, lines
+    assert code == EXIT_OK, lines
     verifier = MatchVerifier()
     for sender, message in parse(save(honest_records, tmp_path / "m.basra").read_bytes()).records:
         verifier.observe(sender, message)
@@ -274,40 +226,54 @@ def test_a_played_card_shown_as_another_is_named(tmp_path):
     assert code == EXIT_CHEAT and "seat 0's reveal of position" in lines[-1] and "seat 0 cheated" in lines[-1]
 
 
-def substitute_table_card(parties) -> None:
-    """Seat 1, the non-dealer of game 1, locks a point that is no card's at the first table position,
-    and its software sends the reveal of it all the same."""
-    party = parties[1].party
-    honest_lock = party.lock_deck
-    stranger = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(424242))
+def substituting(culprit: int):
+    """The party at seat ``culprit`` locks a point that is no card's into its list (entry 8), as a modified
+    client would: seat 0 deals game 1 and substitutes in the dealer's list, seat 1 in the deck itself."""
 
-    def lock_deck(previous):
-        deck = list(honest_lock(previous))
-        deck[8] = sodium.crypto_scalarmult_ed25519_noclamp(party.audit_scalar, stranger)
-        return tuple(deck)
+    def tamper(parties) -> None:
+        party = parties[culprit].party
+        honest_lock = party.lock_deck
+        stranger = sodium.crypto_scalarmult_ed25519_base_noclamp(scalar_bytes(424242))
 
-    party.lock_deck = lock_deck
-    parties[1].checker.reveal = lambda step: None  # its own check would stop it
+        def lock_deck(previous):
+            deck = list(honest_lock(previous))
+            deck[8] = sodium.crypto_scalarmult_ed25519_noclamp(party.audit_scalar, stranger)
+            return tuple(deck)
+
+        party.lock_deck = lock_deck
+
+    return tamper
 
 
-@pytest.mark.parametrize("audited", [True, False], ids=["with the audit", "without it"])
-def test_a_substituted_card_shows_at_its_reveal_and_the_audit_names_its_author(audited, tmp_path):
-    table = HiddenMatch(seed=5, target=1, tamper_parties=substitute_table_card)
-    with pytest.raises(NotACard):  # the referee sees a proven reveal of no card
+def shows_no_card(message: Message) -> bool:
+    """An `open` (or its relay) with a proven reveal of a point that is no card's: the evidence of 15.7."""
+    return isinstance(message, (Open, Opened)) and any(card_of(step[:32]) is None for _, step in message.reveals)
+
+
+@pytest.mark.parametrize("culprit", [0, 1], ids=["by seat 0", "by seat 1"])
+def test_a_substituted_card_is_shown_at_once_and_the_audit_that_follows_names_its_author(culprit, tmp_path):
+    table = HiddenMatch(seed=5, target=1, tamper_parties=substituting(culprit))
+    with pytest.raises(NotAPermutation) as caught:  # both scalars are owed at once; the culprit's shows its list
         table.play()
+    assert caught.value.seat == culprit and table.referee.corrupted is not None
     records = table.records
-    assert records[-1][0] == "guest" and isinstance(records[-1][1], Open)  # the evidence, as sent
-    if audited:  # both scalars published once the deal is broken, as 15.7 asks
-        game = table.referee.game
-        records = [*records, ("guest", Audit(game, table.parties[1].party.audit_scalar)),
-                   ("host", Audited(game, 0, table.parties[0].party.audit_scalar))]
+    shown = next(i for i, (s, m) in enumerate(records) if shows_no_card(m))
+    assert not any(isinstance(m, (Deal, HiddenTurn)) for _, m in records[shown:])  # the game goes no further
+    code, lines = verify([*records, ("host", MatchEnd(1 - culprit, (0, 0), "abandoned"))], tmp_path)
+    assert code == EXIT_CHEAT, lines
+    assert f"seat {culprit}'s locked list is not the list before it" in lines[-1] and f"seat {culprit} cheated" in lines[-1]
+
+
+def test_a_substitution_whose_audit_is_withheld_names_the_seat_that_withheld_it(tmp_path):
+    table = HiddenMatch(seed=5, target=1, tamper_parties=substituting(1))
+    with pytest.raises(NotAPermutation):
+        table.play()
+    records = [(s, m) for s, m in table.records if not isinstance(m, (Audit, Audited))]
+    assert any(shows_no_card(m) for _, m in records)
+    code, lines = verify(records, tmp_path)  # the record stops: no one is named
+    assert code == EXIT_FAILURE and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1], lines
     code, lines = verify([*records, ("host", MatchEnd(0, (0, 0), "abandoned"))], tmp_path)
-    assert "position 8 holds no card" in lines[-1]
-    if audited:
-        assert code == EXIT_CHEAT and "seat 1's locked list is not the list before it" in lines[-1]
-        assert "seat 1 cheated" in lines[-1]
-    else:
-        assert code == EXIT_FAILED and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1]
+    assert code == EXIT_CHEAT and "seat 1 withheld its audit scalar" in lines[-1] and "seat 1 cheated" in lines[-1], lines
 
 
 @pytest.mark.parametrize("stopper", [0, 1], ids=["the host's party", "the guest"])
@@ -326,7 +292,7 @@ def test_a_record_that_stops_mid_deal_names_no_one(tmp_path):
     records = HiddenMatch(seed=3, target=1).play()
     i = next(i for i, (s, m) in enumerate(records) if isinstance(m, Open))
     code, lines = verify(records[:i], tmp_path)
-    assert code == EXIT_FAILED and "cheated" not in lines[-1]
+    assert code == EXIT_FAILURE and "cheated" not in lines[-1]
 
 
 def test_a_deal_before_the_steps_are_in_is_the_hosts_fault(tmp_path):

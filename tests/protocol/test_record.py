@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -41,8 +42,6 @@ def _body(message: dict) -> bytes:
 
 def sign_channel(
     context: ChannelContext,
-    scoring: str,
-    target: int,
     host_identity: Ed25519PrivateKey,
     messages: list[tuple[str, dict]],
     *,
@@ -55,8 +54,8 @@ def sign_channel(
     the stream after each checkpoint and after match_end, and the guest's
     countersignatures follow them unless `countersign` says no.
     """
-    host_side = ChannelRecord(context, scoring, target)
-    guest_side = ChannelRecord(context, scoring, target)
+    host_side = ChannelRecord(context)
+    guest_side = ChannelRecord(context)
     records: Records = []
 
     def host_sends(message: dict) -> None:
@@ -91,7 +90,7 @@ def real_match(honest_match):
     parsed = transcript.parse(honest_match.host_transcript.read_bytes())
     hello = next(m for s, m in parsed.records if isinstance(m, Hello))
     welcome = next(m for s, m in parsed.records if isinstance(m, Welcome))
-    context = ChannelContext(welcome.match_id, welcome.host_key, GUEST_KEY, welcome.seat, hello.nonce)
+    context = ChannelContext(welcome.match_id, welcome.host_key, GUEST_KEY, welcome.seat, hello.nonce, welcome.scoring, welcome.target)
     # The real match signed its channel with the real guest's key; the forgeries sign it again under GUEST_KEY.
     messages = [(sender, to_wire(message)) for sender, message in parsed.records if message.TYPE != "sig"]
     assert sum(isinstance(m, Seed) for _, m in parsed.records) >= 2, "the forgeries need a match of several games"
@@ -101,12 +100,12 @@ def real_match(honest_match):
 @pytest.fixture(scope="module")
 def signed(real_match) -> Records:
     context, welcome, messages, identity = real_match
-    return sign_channel(context, welcome.scoring, welcome.target, identity, messages)
+    return sign_channel(context, identity, messages)
 
 
 def check(real_match, records: Records, *, context: ChannelContext | None = None, partial: bool = False) -> ChannelRecord:
     own_context, welcome, _, _ = real_match
-    return check_channel(context or own_context, welcome.scoring, welcome.target, records, partial=partial)
+    return check_channel(context or own_context, records, partial=partial)
 
 
 def replace_host(records: Records, index: int, change: Callable[[dict], dict]) -> Records:
@@ -163,22 +162,24 @@ def test_swapped_names_break_every_signature(real_match, signed):
 @pytest.mark.parametrize(
     "change",
     [
-        pytest.param(lambda c: ChannelContext(c.match_id, c.guest_key, c.host_key, c.guest_seat, c.guest_nonce), id="keys-swapped"),
-        pytest.param(lambda c: ChannelContext(c.match_id, c.host_key, c.guest_key, 0, c.guest_nonce), id="seat-changed"),
-        pytest.param(lambda c: ChannelContext(bytes(16), c.host_key, c.guest_key, c.guest_seat, c.guest_nonce), id="other-match"),
-        pytest.param(lambda c: ChannelContext(c.match_id, c.host_key, c.guest_key, c.guest_seat, bytes(32)), id="other-nonce"),
+        pytest.param(lambda c: replace(c, host_key=c.guest_key, guest_key=c.host_key), id="keys-swapped"),
+        pytest.param(lambda c: replace(c, guest_seat=0), id="seat-changed"),
+        pytest.param(lambda c: replace(c, match_id=bytes(16)), id="other-match"),
+        pytest.param(lambda c: replace(c, guest_nonce=bytes(32)), id="other-nonce"),
+        pytest.param(lambda c: replace(c, scoring=c.scoring + "-other"), id="other-scoring"),
+        pytest.param(lambda c: replace(c, target=c.target + 1), id="other-target"),
     ],
 )
 def test_the_record_holds_only_in_its_own_context(real_match, signed, change):
-    """Roles swapped (host and guest keys, or the seat), or the record claimed for another match or hello."""
+    """Roles swapped (host and guest keys, or the seat), or the record claimed for another match, hello or rules."""
     with pytest.raises(RecordError):
         check(real_match, signed, context=change(real_match[0]))
 
 
 def test_a_game_moved_from_another_match_is_refused(real_match, signed):
     context, welcome, messages, identity = real_match
-    other_context = ChannelContext(bytes(range(100, 116)), context.host_key, context.guest_key, 1, context.guest_nonce)
-    other = sign_channel(other_context, welcome.scoring, welcome.target, identity, messages)
+    other_context = replace(context, match_id=bytes(range(100, 116)))
+    other = sign_channel(other_context, identity, messages)
     # game 2 onwards from the other match, whose frames and host are the same, behind this match's game 1
     cut = host_positions(signed, "commit")[1]
     with pytest.raises(RecordError, match="game 2 does not verify"):
@@ -209,8 +210,7 @@ def test_a_removed_host_signature_is_refused(real_match, signed):
 
 def test_a_missing_countersignature_is_shown_as_missing(real_match):
     context, welcome, messages, identity = real_match
-    records = sign_channel(
-        context, welcome.scoring, welcome.target, identity, messages, countersign=lambda of, game: of == "game" and game != 2
+    records = sign_channel(context, identity, messages, countersign=lambda of, game: of == "game" and game != 2
     )
     channel = check(real_match, records)
     assert [g.guest for g in channel.games][:3] == [Status.VALID, Status.MISSING, Status.VALID]
@@ -266,7 +266,7 @@ ACCOUNT = AbsenceAccount(1, 120, (AbsenceEvent("away", 1_700_000_000_000, 40), A
 @pytest.fixture(scope="module")
 def abandoned(real_match) -> Records:
     context, welcome, messages, identity = real_match
-    return sign_channel(context, welcome.scoring, welcome.target, identity, messages, evidence=ACCOUNT)
+    return sign_channel(context, identity, messages, evidence=ACCOUNT)
 
 
 def test_an_abandonment_carries_the_hosts_signed_account(real_match, abandoned):
@@ -326,7 +326,10 @@ def test_notes_change_nothing_in_the_record(real_match, signed, honest_match):
 )
 def test_a_context_that_proves_nothing_is_refused(real_match, kwargs, error):
     context = real_match[0]
-    fields = {"match_id": context.match_id, "host_key": context.host_key, "guest_key": context.guest_key, "guest_seat": 1, "guest_nonce": context.guest_nonce}
+    fields = {
+        "match_id": context.match_id, "host_key": context.host_key, "guest_key": context.guest_key, "guest_seat": 1,
+        "guest_nonce": context.guest_nonce, "scoring": context.scoring, "target": context.target,
+    }
     if kwargs.get("guest_key") == "same":
         kwargs = {"guest_key": context.host_key}
     with pytest.raises(RecordError, match=error):
@@ -335,7 +338,7 @@ def test_a_context_that_proves_nothing_is_refused(real_match, kwargs, error):
 
 def test_malformed_stream_input_is_refused(real_match):
     context, welcome, _, _ = real_match
-    channel = ChannelRecord(context, welcome.scoring, welcome.target)
+    channel = ChannelRecord(context)
     with pytest.raises(RecordError, match="length prefix"):
         channel.host_frame(b"\x00\x00\x00\x05\x80")
     with pytest.raises(RecordError, match="not a stream message"):
@@ -344,15 +347,29 @@ def test_malformed_stream_input_is_refused(real_match):
         channel.host_frame(b"\x00\x00\x00\x01\xc1")
     with pytest.raises(RecordError, match="seed"):
         channel.guest_seed(1, b"short")
+    channel.host_frame(encode_frame({"type": "deal", "game": 2}))
     with pytest.raises(RecordError, match="checkpoint: game 2 ends where game 1 was due"):
         channel.host_frame(encode_frame({"type": "reveal", "game": 2}))
 
 
 def test_a_game_whose_seed_is_unknown_cannot_be_signed(real_match):
     context, welcome, _, _ = real_match
-    channel = ChannelRecord(context, welcome.scoring, welcome.target)
+    channel = ChannelRecord(context)
+    channel.host_frame(encode_frame({"type": "deal", "game": 1}))
     with pytest.raises(RecordError, match="game 1 ends with no seed from the guest"):
         channel.host_frame(encode_frame({"type": "reveal", "game": 1}))
+
+
+def test_the_reveal_of_a_game_never_dealt_is_no_checkpoint(real_match):
+    # The match ended between the commitment and the deal (7.3): the guest's seed may have crossed the end.
+    context, _, _, _ = real_match
+    for seed in (None, bytes(32)):
+        channel = ChannelRecord(context)
+        channel.host_frame(encode_frame({"type": "commit", "game": 1}))
+        if seed is not None:
+            channel.guest_seed(1, seed)
+        channel.host_frame(encode_frame({"type": "reveal", "game": 1}))
+        assert channel.games == [] and channel.owed_by_host is None
 
 
 def account(*events, grace=120) -> AbsenceAccount:
@@ -396,6 +413,11 @@ def test_a_seat_that_was_there_disputes_its_abandonment():
         "the host says this seat did not countersign, and it did"
     )
     assert disputed_abandonment(unsigned, end_number=85, welcome_sent=0, left=False, countersigned=False) is None
+    withheld = account(("withheld", 0, 57))
+    assert disputed_abandonment(withheld, end_number=58, welcome_sent=0, left=False, countersigned=True, stepped=True) == (
+        "the host says this seat withheld a step of the deal, and it sent every step it owed"
+    )
+    assert disputed_abandonment(withheld, end_number=58, welcome_sent=0, left=False, countersigned=True, stepped=False) is None
 
 
 def test_the_hosts_replay_of_the_guests_plays_lacks_the_guests_signatures(real_match, signed):
@@ -405,7 +427,7 @@ def test_the_hosts_replay_of_the_guests_plays_lacks_the_guests_signatures(real_m
     forged_messages = list(messages)
     sender, played = messages[first_guest_play]
     forged_messages[first_guest_play] = (sender, {**played, "seat": 0})
-    host_only = sign_channel(context, welcome.scoring, welcome.target, identity, forged_messages, countersign=lambda of, game: False)
+    host_only = sign_channel(context, identity, forged_messages, countersign=lambda of, game: False)
     channel = check(real_match, host_only)
     assert all(g.host is Status.VALID and g.guest is Status.MISSING for g in channel.games)
     assert channel.result.guest is Status.MISSING  # shown as the host's word alone, never as agreed

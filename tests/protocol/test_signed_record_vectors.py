@@ -2,8 +2,10 @@
 
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.protocol import record
@@ -30,7 +32,7 @@ KEYS = VECTORS["keys"]
 SEEDS = {entry["game"]: h(entry["seed"]) for entry in VECTORS["client_seeds"]}
 CONTEXT = record.ChannelContext(
     h(VECTORS["context"]["match_id"]), h(KEYS["host_key"]), h(KEYS["guest_key"]),
-    VECTORS["context"]["guest_seat"], h(VECTORS["context"]["guest_nonce"]),
+    VECTORS["context"]["guest_seat"], h(VECTORS["context"]["guest_nonce"]), VECTORS["context"]["scoring"], VECTORS["context"]["target"],
 )
 
 
@@ -39,12 +41,12 @@ def test_file_matches_generator():
 
 
 def test_the_context_bytes():
-    assert CONTEXT.encode() == h(VECTORS["context"]["bytes"]) and len(CONTEXT.encode()) == 131
+    assert CONTEXT.encode() == h(VECTORS["context"]["bytes"]) and len(CONTEXT.encode()) == 139 + len(CONTEXT.scoring) == 147
 
 
 def test_the_running_hash_and_every_statement_of_a_whole_game():
     result = VECTORS["result_statement"]
-    channel = record.ChannelRecord(CONTEXT, "egyptian", result["target"])
+    channel = record.ChannelRecord(CONTEXT)
     assert channel.chain.digest == h(VECTORS["stream"]["h0"])
     games = {g["checkpoint"]: g for g in VECTORS["game_statements"]}
     host = Ed25519PrivateKey.from_private_bytes(h(KEYS["host_private_seed"]))
@@ -69,8 +71,9 @@ def test_the_running_hash_and_every_statement_of_a_whole_game():
     assert [g.host for g in channel.games] == [record.Status.VALID]
 
 
-def test_the_absence_statement():
-    vector = VECTORS["absence_statement"]
+@pytest.mark.parametrize("name", ["absence_statement", "withheld_statement"])
+def test_the_absence_statement(name):
+    vector = VECTORS[name]
     account = record.AbsenceAccount(
         vector["absent_seat"], vector["grace"], tuple(record.AbsenceEvent(*event) for event in vector["events"])
     )
@@ -103,8 +106,9 @@ def test_section_14_states_the_sizes_and_points_the_code_uses():
     section = doc[doc.index("## 14. Version 2"):]
     for name, point in (("M", ParamsEd25519.M), ("N", ParamsEd25519.N)):
         assert f"    {name} = {point.to_bytes().hex()}" in section
-    assert "ctx is exactly 131 bytes" in section and len(CONTEXT.encode()) == 131
-    without_deal = record.ChannelContext(CONTEXT.match_id, CONTEXT.host_key, CONTEXT.guest_key, 0, CONTEXT.guest_nonce)
-    assert "That is 233 bytes with the fair deal and 201 without" in section
-    assert len(record.game_statement(CONTEXT, 0, 1, 83, bytes(32), bytes(32))) == 233
-    assert len(record.game_statement(without_deal, 0, 1, 83, bytes(32), None)) == 201
+    assert "ctx is 139 bytes and the scoring's length: 147 bytes with `egyptian`" in section
+    assert CONTEXT.scoring == "egyptian" and len(CONTEXT.encode()) == 147
+    without_deal = replace(CONTEXT, guest_seat=0)
+    assert "That is 102 bytes and ctx with the fair deal and 70 and ctx without (249 and 217 with `egyptian`)" in section
+    assert len(record.game_statement(CONTEXT, 0, 1, 83, bytes(32), bytes(32))) == 249
+    assert len(record.game_statement(without_deal, 0, 1, 83, bytes(32), None)) == 217

@@ -55,7 +55,7 @@ class Played:
         hello = next(m for s, m in parsed.records if isinstance(m, Hello))
         self.welcome = next(m for s, m in parsed.records if isinstance(m, Welcome))
         assert (hello.nonce, hello.key) == (NONCE, GUEST_KEY)
-        self.context = ChannelContext(MATCH_ID, self.welcome.host_key, GUEST_KEY, 1, NONCE)
+        self.context = ChannelContext(MATCH_ID, self.welcome.host_key, GUEST_KEY, 1, NONCE, self.welcome.scoring, self.welcome.target)
         self.messages = [(s, decode_body(b)) for s, b in self.records if kind_of(b) != "sig"]
 
     def signed(self) -> Records:
@@ -65,7 +65,7 @@ class Played:
     def resigned(self, host_identity: Ed25519PrivateKey = HOST_IDENTITY, **options) -> Records:
         """The same messages signed again, as a host holding host_identity (and the guest, unless told not to) would."""
         context = replace(self.context, host_key=public_key_bytes(host_identity))
-        return sign_channel(context, self.welcome.scoring, self.welcome.target, host_identity, self.messages, **options)
+        return sign_channel(context, host_identity, self.messages, **options)
 
 
 def _fixed_nonce_os() -> types.SimpleNamespace:
@@ -391,21 +391,24 @@ def test_a_wrong_score_the_host_signed_is_a_proven_cheat(matches, basra_command,
     end = dict(messages[at][1])
     end["totals"] = [end["totals"][0] + 1, end["totals"][1]]
     messages[at] = ("host", end)
-    cheat = sign_channel(a.context, a.welcome.scoring, a.welcome.target, HOST_IDENTITY, messages)
+    cheat = sign_channel(a.context, HOST_IDENTITY, messages)
     done = basra_verify(basra_command, write(tmp_path / "cheat.basra", cheat))
     assert done.returncode == 3, done.stdout
     assert "CHEAT PROVEN: the host signed it: game 1: match totals" in done.stdout
 
 
-def test_a_cheat_in_a_record_cut_before_the_result_is_not_proven_with_partial(matches, basra_command, tmp_path):
+@pytest.mark.parametrize("options", [(), ("--partial",)], ids=["whole", "partial"])
+def test_a_cheat_in_a_record_cut_right_after_its_games_signature_is_proven(matches, basra_command, tmp_path, options):
+    # The context names the scoring and target, so the game's signature alone fixes the rules the score is judged by.
     a, _ = matches
     messages = list(a.messages)
     at = next(i for i, (s, m) in enumerate(messages) if m["type"] == "game_end")
     messages[at] = ("host", {**messages[at][1], "totals": [messages[at][1]["totals"][0] + 1, messages[at][1]["totals"][1]]})
-    cheat = sign_channel(a.context, a.welcome.scoring, a.welcome.target, HOST_IDENTITY, messages)
-    done = basra_verify(basra_command, write(tmp_path / "cut-cheat.basra", cut_after_game(cheat, 1)), "--partial")
-    assert done.returncode == 1, done.stdout
-    assert "NOT PROVEN: game 1: match totals: expected (30, 0), found (31, 0) (not proven: the host signs the scoring and target" in done.stdout
+    cheat = sign_channel(a.context, HOST_IDENTITY, messages)
+    host_sig = positions(cheat, "host", "sig")[0]
+    done = basra_verify(basra_command, write(tmp_path / "cut-cheat.basra", cheat[: host_sig + 1]), *options)
+    assert done.returncode == 3, done.stdout
+    assert "CHEAT PROVEN: the host signed it: game 1: match totals: expected (30, 0), found (31, 0)" in done.stdout
 
 
 # --- format 1 ---------------------------------------------------------------------------------------
@@ -444,7 +447,7 @@ def walked_away_after_the_seed(a: Played, *, dealt: bool) -> Records:
     totals = next(m for s, m in reversed(messages) if m["type"] == "game_end")["totals"]
     messages.append(("host", {**end, "winner": 1, "totals": totals}))
     account = AbsenceAccount(absent_seat=0, grace=20, events=(AbsenceEvent("left", 1_764_500_000_000, 80),))
-    return sign_channel(a.context, a.welcome.scoring, a.welcome.target, HOST_IDENTITY, messages, evidence=account)
+    return sign_channel(a.context, HOST_IDENTITY, messages, evidence=account)
 
 
 def test_a_fixed_deal_left_unrevealed_is_a_cheat_only_once_the_host_dealt_from_it(matches, basra_command, tmp_path):

@@ -24,17 +24,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer, Player
-from basra_net.client.session import COMMIT_REVEAL_ONLY, EXIT_FAILURE, EXIT_LEFT, EXIT_OK, ClientSession
+from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession
 from basra_net.client.tui import LeaveScreen
-from basra_net.client.storage import TranscriptFile
 from basra_net.engine import Match, seat_view
 from basra_net.engine.bots import greedy_move
-from basra_net.client.storage import data_dir
+from basra_net.exits import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
+from basra_net.files import data_dir
 from basra_net.host.identity import load_or_create_identity, public_key_bytes
 from basra_net.host.journal import JournalWriter
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.server import HostSettings, run_host
 from basra_net.host.table import Table
+from basra_net.match_files import TranscriptFile
 from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.messages import Play, YourTurn, from_wire
 

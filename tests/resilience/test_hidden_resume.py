@@ -15,8 +15,8 @@ import trio
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_OK
-from basra_net.client.verify_file import EXIT_VERIFIED, verify_file
+from basra_net.client.verify_file import verify_file
+from basra_net.exits import EXIT_OK
 from basra_net.host.server import HostSettings
 from basra_net.protocol import transcript
 from basra_net.protocol.messages import Lock, Open, Played
@@ -77,4 +77,4 @@ async def test_a_party_cut_off_resumes_and_the_match_completes_with_every_play_o
     assert len(steps) == len(set(steps))
     for side in ("host", "guest"):
         said: list[str] = []
-        assert verify_file(tmp_path / f"{side}.basra", say=said.append) == EXIT_VERIFIED, (side, said[-3:])
+        assert verify_file(tmp_path / f"{side}.basra", say=said.append) == EXIT_OK, (side, said[-3:])

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import EXIT_DEAL_FAILED
+from basra_net.exits import EXIT_CHEAT
 from basra_net.host.identity import public_key_bytes
 from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.connection import HostConnection
@@ -82,7 +82,7 @@ async def test_a_fresh_commitment_for_a_fixed_deal_is_refused_and_recorded(tmp_p
     # It did resume (token and count) before the host showed its hand.
     assert host.resume_hello is not None and (host.resume_hello.token, host.resume_hello.received) == (TOKEN, 2)
     assert isinstance(host.seed, Seed) and host.seed.game == 1
-    assert result.exit_code == EXIT_DEAL_FAILED
+    assert result.exit_code == EXIT_CHEAT
     assert "new commitment for a deal this seat's seed had already fixed" in result.reason
     kept = transcript.parse((tmp_path / "guest.basra").read_bytes())
     assert [n.kind for n in kept.notes if n.game == 1] == ["abandoned_deal"]

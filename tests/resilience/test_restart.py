@@ -20,10 +20,12 @@ import trio
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import COMMIT_REVEAL_ONLY, EXIT_OK
-from basra_net.client.storage import RESUME_FILE, ResumeTicket, ResumeTickets, TranscriptFile, data_dir
+from basra_net.client.session import COMMIT_REVEAL_ONLY
+from basra_net.exits import EXIT_OK
+from basra_net.files import data_dir
 from basra_net.host.server import HostSettings
 from basra_net.host.table import END_LINGER
+from basra_net.match_files import RESUME_FILE, ResumeTicket, ResumeTickets, TranscriptFile
 from basra_net.protocol import transcript
 
 from ..signed_channels import channel_of, signed_by_both

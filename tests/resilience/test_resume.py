@@ -18,13 +18,14 @@ import trio
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
 from basra_net.client import session as session_module
-from basra_net.client.session import COMMIT_REVEAL_ONLY, EXIT_FAILURE, EXIT_OK, ClientSession, Resume
+from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession, Resume
+from basra_net.exits import EXIT_FAILURE, EXIT_OK
+from basra_net.files import data_dir
 from basra_net.host.server import HostSettings, run_host
 from basra_net.protocol import transcript
 from basra_net.protocol.errors import UNKNOWN_TOKEN
 from basra_net.protocol.messages import MatchEnd, Played
 
-from basra_net.client.storage import data_dir
 from basra_net.host.identity import load_or_create_identity
 from basra_net.identity import public_key_bytes
 
@@ -261,13 +262,23 @@ async def test_a_cut_in_the_code_exchange_is_retried_with_a_fresh_exchange_and_t
 
 async def test_a_player_cut_off_from_the_match_end_past_the_hosts_hold_gives_up_in_time_with_one_clear_reason(tmp_path, monkeypatch):
     # The host holds a finished table for a seat that dropped for min(grace, 10 s); this network stays down longer.
-    # The client cannot tell a host gone for good from one being restarted (`basra host --resume`), so it tries for
-    # RECONNECT_FOR (180 s), shortened here as --grace shortens the host's wait.
-    monkeypatch.setattr(session_module, "RECONNECT_FOR", 3.0)
+    # The last game's score decides the match, and a host restarted from its journal has no end left to give, so
+    # the client tries only for the host's hold (END_HOLD, shortened here as --grace shortens the host's wait),
+    # not for RECONNECT_FOR, which the test's deadline would not outlast.
+    monkeypatch.setattr(session_module, "END_HOLD", 3.0)
+    started = trio.current_time()
     result, host, proxy = await play_through(tmp_path, [Cut(TO_PLAYER, "match_end", blackout=6.0)], grace=0.5, target=1)
     assert proxy.cuts_made == 1, "the cut never happened"
     assert host.table.completed, host.table.reason
-    assert result.exit_code == EXIT_FAILURE and result.reason == "could not reach the host again within 3 s", result.reason
+    assert result.exit_code == EXIT_FAILURE and result.cut_off is False, result.reason
+    winner = result.state.decided_winner
+    who = "you won" if winner == result.state.seat else f"{result.state.names[winner]} won"
+    totals = f"{result.state.totals[0]}-{result.state.totals[1]}"
+    assert result.reason == (
+        f"the match is over as this seat counts it ({who}, {totals}), but the host could not be reached again within 3 s: "
+        "its end of the match and its signature of the result were not received"
+    ), result.reason
+    assert trio.current_time() - started < session_module.RECONNECT_FOR / 2
     for path in (tmp_path / "host.basra", tmp_path / "guest.basra"):
         report = transcript.verify(transcript.parse(path.read_bytes()))
         assert report.ok, report.problems

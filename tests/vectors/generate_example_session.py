@@ -291,8 +291,10 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
         elif isinstance(message, Welcome):
             welcome = message
             if message.version >= 2:
-                context = ChannelContext(message.match_id, message.host_key, GUEST_KEY, message.seat, script.client_nonce)
-                record = ChannelRecord(context, message.scoring, message.target)
+                context = ChannelContext(
+                    message.match_id, message.host_key, GUEST_KEY, message.seat, script.client_nonce, message.scoring, message.target
+                )
+                record = ChannelRecord(context)
         elif isinstance(message, Sig):
             # The guest countersigns each game and the result (14.5, 14.6); after the result's, it leaves.
             countersign = record.countersignature(GUEST_IDENTITY)

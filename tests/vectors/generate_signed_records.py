@@ -36,12 +36,14 @@ HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326
 GUEST_PRIVATE_SEED = bytes.fromhex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")
 
 STREAM_TYPES = {"match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "sig", "match_end"}
-ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6}
+ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6, "withheld": 7}
 ABSENCE = {
     "absent_seat": 1,
     "grace": 120,
     "events": [["away", 1767225600000, 40], ["resume", 1767225630000, 40], ["grace_over", 1767225720000, 41]],
 }
+# A party of the hidden deal that stayed connected and did not send a step it owed (15.15).
+WITHHELD = {"absent_seat": 0, "grace": 120, "events": [["withheld", 1767225660000, 57]]}
 CODE = "K7M-2QX"
 PAKE_GUEST_ENTROPY = b"basra-net/v2/pake-vector/guest"
 PAKE_HOST_ENTROPY = b"basra-net/v2/pake-vector/host"
@@ -75,7 +77,9 @@ FIELDS = {
     "context.match_id": "16 bytes: the match id of welcome",
     "context.guest_seat": "the seat of the channel's player",
     "context.guest_nonce": "32 bytes: the nonce of the hello that took the seat",
-    "context.bytes": "ctx, the 131 bytes every statement carries after its label",
+    "context.scoring": "the scoring preset of welcome",
+    "context.target": "the target score of welcome",
+    "context.bytes": "ctx, the 131 + 4 + len(scoring) + 4 bytes every statement carries after its label",
     "stream": "the running hash of the host's stream to the guest (14.4): session 12.1 with the host's sig messages added",
     "stream.h0": "h_0, the hash before the first stream message",
     "stream.steps": "each stream message in the order the host sent it",
@@ -94,8 +98,6 @@ FIELDS = {
     **{f"game_statements[].{role}.{name}": text for role in ("host", "guest") for name, text in _STATEMENT.items()},
     "result_statement": "result_signed by each signer (14.6), with the fields it repeats from the stream",
     "result_statement.names": "name_0 and name_1, of match_start",
-    "result_statement.scoring": "the scoring of welcome",
-    "result_statement.target": "the target of welcome",
     "result_statement.totals": "total_0 and total_1, of match_end",
     "result_statement.winner": "the winner of match_end (nil: none, signed as ff)",
     "result_statement.reason": "the reason of match_end",
@@ -108,6 +110,11 @@ FIELDS = {
     "absence_statement.grace": "the grace period, seconds",
     "absence_statement.events": "each event as [kind, time in ms since 1970, stream messages sent], in order",
     **{f"absence_statement.{name}": text for name, text in _STATEMENT.items()},
+    "withheld_statement": "the host's account of a step of the hidden deal withheld (14.6, 15.15), not from session 12.1",
+    "withheld_statement.absent_seat": "the seat that withheld the step",
+    "withheld_statement.grace": "the grace period, seconds",
+    "withheld_statement.events": "its one event, [kind, time in ms since 1970, stream messages sent]",
+    **{f"withheld_statement.{name}": text for name, text in _STATEMENT.items()},
     "pake": "one code exchange (14.9) with the entropy functions of 14.12",
     "pake.code": "the join code as the host shows it",
     "pake.password": "pw: the code without spaces and dashes, upper case",
@@ -173,7 +180,8 @@ def build_vectors() -> dict:
     inputs = session["inputs"]
     match_id, nonce = bytes.fromhex(inputs["match_id"]), bytes.fromhex(inputs["client_nonce"])
     guest_seat = 1
-    ctx = u16(2) + lp(match_id) + lp(host_key) + lp(guest_key) + u8(guest_seat) + lp(nonce)
+    scoring, target = inputs["scoring"], inputs["target"]
+    ctx = u16(2) + lp(match_id) + lp(host_key) + lp(guest_key) + u8(guest_seat) + lp(nonce) + lp(scoring.encode()) + u32(target)
     signers = {"host": (0, host), "guest": (1, guest)}
 
     frames = [(f["from"], bytes.fromhex(f["hex"])) for f in session["frames"]]
@@ -216,23 +224,26 @@ def build_vectors() -> dict:
             end = message
             end_count, end_hash = len(steps), h
             result = {
-                "names": names, "scoring": inputs["scoring"], "target": inputs["target"], "totals": end["totals"],
+                "names": names, "totals": end["totals"],
                 "winner": end["winner"], "reason": end["reason"], "end_count": end_count, "end_hash": end_hash.hex(),
             }
             for role, (signer, key) in signers.items():
                 signed = (
                     lp(b"basra-net/v2/result") + ctx + u8(signer)
-                    + lp(names[0].encode()) + lp(names[1].encode()) + lp(inputs["scoring"].encode()) + u32(inputs["target"])
+                    + lp(names[0].encode()) + lp(names[1].encode())
                     + u32(end["totals"][0]) + u32(end["totals"][1]) + u8(0xFF if end["winner"] is None else end["winner"])
                     + lp(end["reason"].encode()) + u32(len(links)) + b"".join(links) + u32(end_count) + lp(end_hash)
                 )
                 result[role] = {"bytes": signed.hex(), "signature": key.sign(signed).hex()}
             take(frame({"type": "sig", "of": "result", "game": 0, "count": end_count, "signature": bytes.fromhex(result["host"]["signature"])}))
 
-    absence = (
-        lp(b"basra-net/v2/absence") + ctx + u8(0) + u8(ABSENCE["absent_seat"]) + u32(ABSENCE["grace"]) + u32(len(ABSENCE["events"]))
-        + b"".join(u8(ABSENCE_KINDS[kind]) + u64(time) + u32(sent) for kind, time, sent in ABSENCE["events"])
-    )
+    def absence_signed(account: dict) -> bytes:
+        return (
+            lp(b"basra-net/v2/absence") + ctx + u8(0) + u8(account["absent_seat"]) + u32(account["grace"]) + u32(len(account["events"]))
+            + b"".join(u8(ABSENCE_KINDS[kind]) + u64(time) + u32(sent) for kind, time, sent in account["events"])
+        )
+
+    absence, withheld = absence_signed(ABSENCE), absence_signed(WITHHELD)
 
     return {
         "protocol": PROTOCOL,
@@ -243,12 +254,16 @@ def build_vectors() -> dict:
             "host_private_seed": HOST_PRIVATE_SEED.hex(), "host_key": host_key.hex(),
             "guest_private_seed": GUEST_PRIVATE_SEED.hex(), "guest_key": guest_key.hex(),
         },
-        "context": {"match_id": match_id.hex(), "guest_seat": guest_seat, "guest_nonce": nonce.hex(), "bytes": ctx.hex()},
+        "context": {
+            "match_id": match_id.hex(), "guest_seat": guest_seat, "guest_nonce": nonce.hex(),
+            "scoring": scoring, "target": target, "bytes": ctx.hex(),
+        },
         "stream": {"h0": h0.hex(), "steps": steps},
         "client_seeds": [{"game": game, "seed": seed.hex()} for game, seed in seeds.items()],
         "game_statements": games,
         "result_statement": result,
         "absence_statement": {**ABSENCE, "bytes": absence.hex(), "signature": host.sign(absence).hex()},
+        "withheld_statement": {**WITHHELD, "bytes": withheld.hex(), "signature": host.sign(withheld).hex()},
         "pake": pake_run(host_key, guest_key, nonce),
     }
 

@@ -1,26 +1,21 @@
-"""Files a player keeps: the data directory, transcript files and resume tickets, all readable by their owner only."""
+"""The files a match leaves in the data directory: its transcript, written as the match goes, and the tickets to resume it.
+
+Both sides write transcripts (the host's own seat and a served table too), so this sits below client/ and host/.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
-from ..files import open_private, private_dir, write_private
-from ..protocol import transcript
-from ..protocol.framing import encode_frame
-from ..protocol.messages import Message, to_wire
-
-
-def data_dir() -> Path:
-    """Where basra-net keeps keys and transcripts; BASRA_HOME overrides (tests, portable installs)."""
-    override = os.environ.get("BASRA_HOME")
-    path = Path(override) if override else Path(platformdirs.user_data_dir("basra-net", appauthor=False))
-    return private_dir(path)
+from .files import LocalFileError, data_dir, open_private, private_dir, write_private
+from .protocol import transcript
+from .protocol.framing import encode_frame
+from .protocol.messages import Message, to_wire
 
 
 def default_transcript_path(match_id: bytes, role: str) -> Path:
@@ -32,9 +27,11 @@ def default_transcript_path(match_id: bytes, role: str) -> Path:
 class TranscriptFile:
     """Appends transcript frames to a file as the match goes.
 
-    Each append is flushed at once so that a crash loses at most the frame
-    being written; appends are a few hundred bytes, so they are written
-    synchronously rather than through a worker thread.
+    Each append goes to the file at once (no buffer) so that a crash loses at
+    most the frame being written; appends are a few hundred bytes, so they are
+    written synchronously rather than through a worker thread.  An append the
+    disk refuses is cut off again, so the file stays whole frames, and none
+    follows it: the file is a readable prefix of the match.
     """
 
     def __init__(self, path: Path, role: str, format: int = transcript.FORMAT) -> None:
@@ -44,16 +41,30 @@ class TranscriptFile:
         # with the first record, and the format may be set until then.
         self.format = format
         self._started = False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open_private(path)  # the first welcome holds the seat's live resume token
+        self._size = 0  # bytes of whole frames in the file
+        self.failed = False  # a write failed: what the file holds stops there
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open_private(path)  # the first welcome holds the seat's live resume token
+        except OSError as err:
+            raise LocalFileError("the transcript", path, err) from None
 
     def _write(self, frame: bytes) -> None:
-        if not self._started:
-            self._started = True
-            self._file.write(transcript.header(self.role, self.format))
-        if frame:
-            self._file.write(frame)
-        self._file.flush()
+        if self.failed:
+            return  # told once: a file that lost a record is not written further, so it stays a clean prefix
+        data = frame if self._started else transcript.header(self.role, self.format) + frame
+        self._started = True
+        descriptor = self._file.fileno()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view):]
+        except OSError as err:
+            self.failed = True
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, self._size)
+            raise LocalFileError("the transcript", self.path, err) from None
+        self._size += len(data)
 
     def record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
         """Record a message; in format 2 its frame (as sent or received) is kept, else it is encoded here."""
@@ -67,8 +78,10 @@ class TranscriptFile:
 
     def close(self) -> None:
         if not self._file.closed:
-            self._write(b"")  # a file with no record still has its header
-        self._file.close()
+            try:
+                self._write(b"")  # a file with no record still has its header
+            finally:
+                self._file.close()
 
 
 RESUME_FILE = "resume.json"
@@ -99,7 +112,10 @@ class ResumeTickets:
         return entries if isinstance(entries, dict) else {}
 
     def _write(self, entries: dict) -> None:
-        write_private(self.path, json.dumps(entries, indent=1).encode())
+        try:
+            write_private(self.path, json.dumps(entries, indent=1).encode())
+        except OSError as err:
+            raise LocalFileError("the resume ticket", self.path, err) from None
 
     def get(self, host: str) -> ResumeTicket | None:
         entry = self._read().get(host)
