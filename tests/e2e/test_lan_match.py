@@ -67,7 +67,6 @@ def test_host_and_join_processes_play_the_commit_reveal_deal_when_asked(basra_en
     assert join.returncode == 0, join.stdout + join.stderr
     assert host.returncode == 0, host_out
     assert "(commit-reveal deal)" in host_out
-    assert "game 1: deal verified: the host's seed matches its commitment" in join.stdout, join.stdout
     for transcript in (host_transcript, join_transcript):
         kept = transcript_format.parse(transcript.read_bytes()).records
         assert next(m for _, m in kept if isinstance(m, MatchStart)).deal is None
