@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import __version__
 from .exits import EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_LEFT, EXIT_USAGE
-from .options import BOT_LEVELS, DEFAULT_BOT, DEFAULT_PORT, DEFAULT_SCORING, GRACE, SCORING_PRESETS
+from .options import BOT_LEVELS, DEAL_CHOICES, DEFAULT_BOT, DEFAULT_DEAL, DEFAULT_PORT, DEFAULT_SCORING, GRACE, SCORING_PRESETS
 
 
 def _positive(text: str) -> int:
@@ -68,6 +68,15 @@ def _examples(*lines: str) -> str:
     return "example" + ("s" if len(lines) > 1 else "") + ":\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def _deal_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--deal", choices=DEAL_CHOICES, default=DEFAULT_DEAL,
+        help="hidden (the default): no one, host included, sees a card before it is played, whenever the other side"
+        " offers it too (an older or minimal program gets the commit-reveal deal); commit-reveal: offer only that"
+        " simpler deal, for a very slow machine",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="basra",
@@ -98,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--journal", type=Path, metavar="PATH", help="where to journal the match for --resume (default: in the data directory)")
     host.add_argument("--resume", nargs="?", const=True, type=Path, metavar="FILE",  # True: the journal written last
                       help="continue the match a crash cut off, from its journal (default: the latest)")
-    host.add_argument("--hidden-hands", action="store_true", help="offer the hidden-hands deal: no one, host included, sees a card before it is played (PROTOCOL.md 15)")
+    _deal_option(host)
     host.add_argument("--no-announce", action="store_true", help="do not announce the table on the LAN (`basra join` must be given the address)")
 
     join = commands.add_parser(
@@ -118,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--table", type=_name, metavar="NAME", help="on a host serving many tables: the table to sit at")
     join.add_argument("--code", type=_code, metavar="CODE", help="the table's join code (asked for when needed)")
     join.add_argument("--plain", action="store_true", help="plain TCP instead of TLS, for a host started with --plain")
-    join.add_argument("--hidden-hands", action="store_true", help="offer the hidden-hands deal: no one, host included, sees a card before it is played (PROTOCOL.md 15)")
+    _deal_option(join)
     join.add_argument("--trust-new-key", action="store_true",
                       help="pin a host key met for the first time without asking to compare its fingerprint (for scripts; --auto implies it)")
 

@@ -11,3 +11,7 @@ BOT_LEVELS = ("search", "greedy", "random")  # strongest first
 DEFAULT_BOT = "search"
 DEFAULT_PORT = 5252
 GRACE = 120.0  # seconds a seat whose connection dropped is held for it
+# What `--deal` offers (PROTOCOL.md 15.15): hidden hands, taken whenever the other side offers them too (else
+# the commit-reveal deal), or the commit-reveal deal alone.
+DEAL_CHOICES = ("hidden", "commit-reveal")
+DEFAULT_DEAL = "hidden"

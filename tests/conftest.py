@@ -15,7 +15,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import ClientSession, SessionResult
+from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession, SessionResult
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table, TableResult
 from basra_net.match_files import TranscriptFile
@@ -43,7 +43,8 @@ async def play_match(
     bots: tuple[BotPlayer, BotPlayer] | None = None,
     guest_identity: Ed25519PrivateKey | None = None,
 ) -> HonestMatch:
-    """A whole match through the real table and client, each seat played by its bot (greedy unless given).
+    """A whole match of the commit-reveal deal through the real table and client, each seat played by its bot
+    (greedy unless given): what the tests of that deal's records check and tamper with.
 
     Seat 1 signs with guest_identity when given, else with a fresh key.
     """
@@ -65,7 +66,7 @@ async def play_match(
             session = ClientSession(
                 trio.SocketStream(seat_end), name, bots[seat] if bots else BotPlayer("greedy"),
                 transcript_path=folder / "guest.basra", keep_transcript=seat == 1, make_seed=_seeds("guest"),
-                identity=guest_identity if seat == 1 else None,
+                identity=guest_identity if seat == 1 else None, deal_modes=COMMIT_REVEAL_ONLY,
             )
 
             async def run(seat=seat, session=session) -> None:
@@ -79,7 +80,7 @@ async def play_match(
 
 @pytest.fixture(scope="session")
 def honest_match(tmp_path_factory: pytest.TempPathFactory) -> HonestMatch:
-    """A whole bot-v-bot match (several games) played through the real table and client, transcripts on disk."""
+    """A whole bot-v-bot match of the commit-reveal deal (several games) played through the real table and client, transcripts on disk."""
     folder = tmp_path_factory.mktemp("honest_match")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BASRA_HOME", str(folder / "home"))

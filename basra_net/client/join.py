@@ -41,7 +41,6 @@ from .players import Player
 from .session import (
     DEAL_MODES_OFFERED,
     EXIT_FAILURE,
-    HIDDEN_HANDS_OFFERED,
     RECONNECT_FIRST_DELAY,
     RECONNECT_FOR,
     RECONNECT_MAX_DELAY,
@@ -91,9 +90,9 @@ class JoinSession:
         confirm_key: Callable[[str], Awaitable[bool]] | None = None,
         trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
-        hidden_hands: bool = False,  # offer the hidden-hands deal (PROTOCOL.md 15.15)
+        deal_modes: tuple[str, ...] = DEAL_MODES_OFFERED,  # the deal modes offered (PROTOCOL.md 15.15)
     ) -> None:
-        self.hidden_hands = hidden_hands
+        self.deal_modes = deal_modes
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
         self.transcript_path = transcript_path
@@ -253,7 +252,7 @@ class JoinSession:
             kept_lock=KeptLock(*ticket.lock) if ticket and ticket.lock else None,
             vouch_host_key=None if self.plain else self._vouch_host_key,
             identity=identity,
-            deal_modes=HIDDEN_HANDS_OFFERED if self.hidden_hands else DEAL_MODES_OFFERED,
+            deal_modes=self.deal_modes,
             countersigns=True,  # a player who joins over the network has a signed channel at either seat
             **self._seed_source,
         )

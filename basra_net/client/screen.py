@@ -171,16 +171,29 @@ def _you_and_them(state: ClientState) -> tuple[int, int]:
     return seat, 1 - seat
 
 
+def title_right(state: ClientState, fingerprint: bool, room: int) -> str:
+    """The title line's right side: the target, the scoring, the match's deal mode, the host key's fingerprint.
+
+    The scoring's name, then the target, are left out when it all does not fit in ``room`` cells: the mode
+    and the fingerprint are what a player checks there.
+    """
+    # The same on both players' screens when nobody is between them (PROTOCOL.md 5.5).
+    key = f"  key {key_fingerprint(state.host_key)}" if state.host_key and fingerprint else ""
+    mode = ("hidden hands" if state.hidden_hands else "commit-reveal") if any(state.names) else ""  # once match_start is in
+    target = f"first to {state.target}" if state.target else ""
+    right = ""
+    for parts in ((target, state.scoring if target else "", mode), (target, mode), (mode,)):
+        right = ", ".join(part for part in parts if part) + key
+        if cell_len(right) <= room:
+            break
+    return right
+
+
 def _title(state: ClientState, fingerprint: bool) -> Text:
     left = "BASRA"
     if state.game:
         left += f"   Game {state.game}, hand {state.hand_no}/{HANDS_PER_GAME}"
-    right = f"First to {state.target}, {state.scoring}" if state.target else ""
-    if state.hidden_hands:
-        right += ", hidden hands"
-    if state.host_key and fingerprint:
-        # The same on both players' screens when nobody is between them (PROTOCOL.md 5.5).
-        right += f"  key {key_fingerprint(state.host_key)}"
+    right = title_right(state, fingerprint, WIDTH - 3 - cell_len(left))
     title = _spread(left, right)
     title.stylize("bold", 0, len("BASRA"))
     return title

@@ -99,11 +99,11 @@ HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello a
 # Seconds a seat that caught a cheat at a game's checkpoint waits for the host's signature of that game, which
 # follows at once from an honest program: with it the transcript proves the cheat (PROTOCOL.md 14.11).
 CAUGHT_SIGNATURE_WAIT = 5.0
-# The deal modes a session offers by default (PROTOCOL.md 15.15).  Hidden hands are offered on request
-# (ClientSession's deal_modes, `--hidden-hands`) until transcripts of them verify offline and a party's
-# lock survives a crash of its program.
-DEAL_MODES_OFFERED = (COMMIT_DEAL,)
-HIDDEN_HANDS_OFFERED = (HIDDEN_DEAL, COMMIT_DEAL)
+# The deal modes a session offers (PROTOCOL.md 15.15): hidden hands, which the host takes when the other
+# seat offers them too, else the commit-reveal deal; or, by choice (`--deal commit-reveal`), that deal alone.
+DEAL_MODES_OFFERED = (HIDDEN_DEAL, COMMIT_DEAL)
+COMMIT_REVEAL_ONLY = (COMMIT_DEAL,)
+DEAL_OFFERS = {"hidden": DEAL_MODES_OFFERED, "commit-reveal": COMMIT_REVEAL_ONLY}  # by options.DEAL_CHOICES
 LOCKOUT_FIRST = 1.0  # seconds a host locks an address out after its first wrong code, or a code exchange cut off (5.6)
 
 Reconnect = Callable[[], Awaitable[trio.abc.Stream]]
@@ -254,7 +254,7 @@ class ClientSession:
     def _record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
         if not kind_of(message).recorded:
             return
-        if self.state.seat == 1 and self._transcript is not None:
+        if self._transcript is not None:
             self._transcript.record(sender, message, frame)
         elif self.state.seat is None:
             self._unwritten.append((sender, message, frame or encode_frame(to_wire(message))))
@@ -262,10 +262,12 @@ class ClientSession:
             self.verifier.observe(sender, message)
 
     def _open_transcript(self, welcome: Welcome) -> None:
-        if welcome.seat != 1 or not self._keep_transcript:
+        """Seat 1 keeps its channel, and so does a player who joined over the network at seat 0 (of `basra serve`)."""
+        if not self._keep_transcript or not (welcome.seat == 1 or self._countersigns):
             self._unwritten.clear()
             return
-        path = self._transcript_path or default_transcript_path(welcome.match_id, "guest")
+        # Two players of one served table may share a data directory: each seat's file has a name of its own.
+        path = self._transcript_path or default_transcript_path(welcome.match_id, "guest" if welcome.seat == 1 else "guest-seat0")
         self._transcript = TranscriptFile(path, "guest", SIGNED_FORMAT if welcome.version >= 2 else FORMAT)
         for sender, message, frame in self._unwritten:
             self._transcript.record(sender, message, frame)
@@ -483,7 +485,7 @@ class ClientSession:
                 self._code, guest_key=self._guest_key, guest_nonce=nonce, host_key=self._expected_host_key
             )
             pake = self._exchange.start()
-        return Hello(self._versions, self.state.name, nonce, self._table, key=self._guest_key, pake=pake, deals=None if self._deal_modes == (COMMIT_DEAL,) else self._deal_modes)
+        return Hello(self._versions, self.state.name, nonce, self._table, key=self._guest_key, pake=pake, deals=None if self._deal_modes == COMMIT_REVEAL_ONLY else self._deal_modes)
 
     def _resume_hello(self, token: bytes) -> bytes:
         self.connection.begin_resume(token)

@@ -35,11 +35,10 @@ from textual.widgets import Input, RichLog, Static
 from ..engine import Move
 from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
 from ..engine.scoring import PRESETS
-from ..protocol.fingerprint import key_fingerprint
 from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, YourTurn
 from .narration import REACTION_WORDS, describe
 from .players import Controls
-from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode
+from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode, title_right
 from .state import ClientState, GameSummary
 
 if TYPE_CHECKING:
@@ -327,12 +326,8 @@ class TableView(App):
         left = "BASRA"
         if state.game:
             left += f"  game {state.game}, hand {state.hand_no}/6"
-        right = f"first to {state.target}, {state.scoring}" if state.target else ""
-        if state.hidden_hands:
-            right += ", hidden hands"
-        if self.show_fingerprint and state.host_key:
-            right += f"  key {key_fingerprint(state.host_key)}"
         width = self.size.width - 2
+        right = title_right(state, self.show_fingerprint, width - len(left) - 2)
         gap = max(2, width - len(left) - len(right))
         self.query_one("#title", Static).update(Text(f" {left}{' ' * gap}{right}"[: self.size.width]))
 

@@ -52,6 +52,7 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
         say(f"match {verifier.welcome.match_id.hex()}  host key fingerprint {key_fingerprint(verifier.welcome.host_key)}")
     if verifier.names is not None:
         say(f"players: {verifier.names[0]} (seat 0, host) v {verifier.names[1]} (seat 1)")
+        say(_deal_mode(verifier))
     for check in report.checks:
         say(f"game {check.game}: {'verified' if check.ok else 'FAILED'}")
         if verbose and check.deck:
@@ -79,6 +80,11 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
     else:
         say(f"{path}: every signature, commitment, deal, play and score checks out")
     return EXIT_OK
+
+
+def _deal_mode(verifier) -> str:
+    """The deal mode the match's match_start names (PROTOCOL.md 15.15)."""
+    return "deal: hidden hands (PROTOCOL.md 15)" if verifier.hidden else "deal: commit-reveal (PROTOCOL.md 9)"
 
 
 def _print_details(check, match_id: bytes, say: Callable[[str], None]) -> None:
@@ -115,6 +121,8 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
         say(f"match {context.match_id.hex()}")
         say(f"host key fingerprint  {key_fingerprint(context.host_key)}  (seat {host_seat}, {names[host_seat]})")
         say(f"guest key fingerprint {key_fingerprint(context.guest_key)}  (seat {context.guest_seat}, {names[context.guest_seat]})")
+    if verifier.names is not None:
+        say(_deal_mode(verifier))
     for game in report.games:
         if game.check is None:
             deal = "deal not checked (no fair deal on this channel)" if context is not None and not context.fair_deal else "deal not revealed"

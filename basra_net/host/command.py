@@ -43,6 +43,7 @@ async def _host(
     on_new_code: Callable[[str, str], None] | None = None,
 ) -> HostOutcome:
     from ..client.players import BotPlayer
+    from ..client.session import DEAL_OFFERS
     from .server import HostSettings, latest_journal, run_host
 
     settings = HostSettings(
@@ -57,7 +58,7 @@ async def _host(
         grace=args.grace,
         journal=args.journal,
         announce=not args.no_announce,
-        hidden_hands=args.hidden_hands,
+        deal_modes=DEAL_OFFERS[args.deal],
     )
     if args.resume is not None:
         settings.resume = latest_journal() if args.resume is True else args.resume

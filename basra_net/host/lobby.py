@@ -145,14 +145,16 @@ class Lobby:
             name=name,
             grace=self._grace,
         )
-        if self._keep_transcripts:
-            table.transcript = TranscriptFile(default_transcript_path(table.match_id, f"host-{_file_safe(name)}"), "host")
+        if self._keep_transcripts:  # both seats' channels, as `basra host` keeps its one network seat's
+            for seat in (0, 1):
+                path = default_transcript_path(table.match_id, f"host-{_file_safe(name)}-seat{seat}")
+                table.transcripts[seat] = TranscriptFile(path, "host")
         if self._journal is not None:
             table.journal = self._journal.open_table(
                 {
                     "type": "header", "name": name, "named": name in self._named, "match_id": table.match_id,
                     "scoring": self._scoring, "target": self._target, "host_key": self.host_key,
-                    "transcript": str(table.transcript.path) if table.transcript is not None else None,
+                    "transcripts": [str(table.transcripts[seat].path) for seat in sorted(table.transcripts)],
                 }
             )
         self._start(name, table)
@@ -183,8 +185,8 @@ class Lobby:
         except Exception as err:  # one table's failure must not stop the others
             self._log(f"[table {name}] failed: {err.__class__.__name__}: {err}")
         finally:
-            if table.transcript is not None:
-                table.transcript.close()
+            for transcript in table.transcripts.values():
+                transcript.close()
             if isinstance(table.journal, TableLog):
                 table.journal.close()
             self._match_over(name, table)

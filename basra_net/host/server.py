@@ -18,7 +18,7 @@ from ..files import data_dir, private_dir
 from ..match_files import TranscriptFile, default_transcript_path
 from ..options import DEFAULT_PORT, GRACE
 from ..client.players import BotPlayer, Player
-from ..client.session import DEAL_MODES_OFFERED, HIDDEN_HANDS_OFFERED, ClientSession, Resume, SessionResult
+from ..client.session import DEAL_MODES_OFFERED, ClientSession, Resume, SessionResult
 from ..protocol.fingerprint import key_fingerprint
 from .admission import Admission
 from .announce import announce_host_table, announce_lobby
@@ -55,11 +55,7 @@ class HostSettings:
     journal: Path | None = None  # where to journal the match (default: in the data directory)
     resume: Path | None = None  # a journal to continue instead of starting a match
     announce: bool = False  # announce the table on the LAN (DNS-SD); `basra host` does unless --no-announce
-    hidden_hands: bool = False  # the host's own seat (and its bot) offer the hidden-hands deal (PROTOCOL.md 15.15)
-
-
-def _deal_modes(settings: HostSettings) -> tuple[str, ...]:
-    return HIDDEN_HANDS_OFFERED if settings.hidden_hands else DEAL_MODES_OFFERED
+    deal_modes: tuple[str, ...] = DEAL_MODES_OFFERED  # what the host's own seat (and its bot) offer (PROTOCOL.md 15.15)
 
 
 class CannotListen(Exception):
@@ -183,7 +179,7 @@ def _resumed_table(settings: HostSettings, identity) -> tuple[Table, Path, dict[
             raise CannotResume(f"{settings.resume} was written by a host with another key; resume it where it was written")
         path = Path(header["transcript"])
         table = Table.from_journal(
-            header, records, identity=identity, grace=settings.grace, journal=journal, transcript_path=path,
+            header, records, identity=identity, grace=settings.grace, journal=journal, transcripts={1: path},
             reserved_seats=_local_seats(header.get("bot")),
         )
     except (JournalMismatch, KeyError, TypeError) as err:
@@ -246,7 +242,7 @@ async def run_host(
                 bot_resume = Resume(tokens[1]) if 1 in tokens else None
                 bot_session = ClientSession(
                     bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume, countersigns=False,
-                    deal_modes=_deal_modes(settings), keep_lock=partial(table.keep_lock, 1), kept_lock=table.kept_locks.get(1),
+                    deal_modes=settings.deal_modes, keep_lock=partial(table.keep_lock, 1), kept_lock=table.kept_locks.get(1),
                 )
                 nursery.start_soon(bot_session.run)
                 task_status.started(None)
@@ -260,7 +256,7 @@ async def run_host(
             own_session = ClientSession(
                 _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume,
                 countersigns=False,
-                deal_modes=_deal_modes(settings), keep_lock=partial(table.keep_lock, 0), kept_lock=table.kept_locks.get(0),
+                deal_modes=settings.deal_modes, keep_lock=partial(table.keep_lock, 0), kept_lock=table.kept_locks.get(0),
             )
             own_result = await own_session.run(stop)
             announcing.cancel()  # the host's own player is done: nobody new is to sit down
@@ -478,9 +474,9 @@ def _resumed_tables(
     resumed = 0
     for log, header, records in tables:
         try:
-            transcript = header.get("transcript")
+            transcripts = {seat: Path(path) for seat, path in enumerate(header.get("transcripts") or ()) if path}
             table = Table.from_journal(
-                header, records, identity=identity, grace=grace, journal=log, transcript_path=Path(transcript) if transcript else None,
+                header, records, identity=identity, grace=grace, journal=log, transcripts=transcripts,
                 reserved_seats=frozenset(), name=header["name"],
             )
         except (JournalMismatch, KeyError, TypeError) as err:

@@ -158,7 +158,8 @@ class Table:
         self.match_id = match_id or os.urandom(16)
         self.identity = identity
         self.host_key = public_key_bytes(identity)
-        self.transcript = transcript
+        # The transcript of each channel the table keeps, by seat: seat 1's at `basra host`, both at `basra serve`.
+        self.transcripts: dict[int, TranscriptFile] = {} if transcript is None else {1: transcript}
         self.name = name
         self.seating = Seating(reserved_seats)
         self.seats = self.seating.seats  # the same list: the seats' state, owned here
@@ -189,6 +190,18 @@ class Table:
     @journal.setter
     def journal(self, journal: Journal | None) -> None:
         self._replay.journal = journal
+
+    @property
+    def transcript(self) -> TranscriptFile | None:
+        """The transcript of seat 1's channel, the one `basra host` keeps."""
+        return self.transcripts.get(1)
+
+    @transcript.setter
+    def transcript(self, transcript: TranscriptFile | None) -> None:
+        if transcript is None:
+            self.transcripts.pop(1, None)
+        else:
+            self.transcripts[1] = transcript
 
     @property
     def grace(self) -> float:
@@ -262,14 +275,14 @@ class Table:
         self._signing.open(seat, entry, self.match.preset.name, self.match.target)
 
     def _record_handshake(self, seat: int, entry: Seat) -> None:
-        """The host's transcript is seat 1's channel: in format 2 when that channel is signed (version 2, over
-        the network); a local seat's (the bot's) has no signatures to keep, and is written in format 1."""
-        if seat != 1:
+        """A channel's transcript starts: in format 2 when that channel is signed (version 2, over the network);
+        a local seat's (the bot's) has no signatures to keep, and is written in format 1."""
+        transcript = self.transcripts.get(seat)
+        if transcript is None:
             return
-        if self.transcript is not None:
-            self.transcript.format = SIGNED_FORMAT if entry.record is not None else FORMAT
-        self._record(GUEST, entry.hello)
-        self._record(HOST, self._welcome(seat))
+        transcript.format = SIGNED_FORMAT if entry.record is not None else FORMAT
+        self._record(seat, GUEST, entry.hello)
+        self._record(seat, HOST, self._welcome(seat))
 
     def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
         """Hand a seat to the connection that resumed it.
@@ -333,13 +346,13 @@ class Table:
             entry = self.seats[sender]
             if isinstance(message, Leave) and entry is not None:
                 entry.done = True
-            elif ChannelSigning.owed(entry) and self._countersignature(sender, message) and sender == 1:
-                self._record(GUEST, message)  # the result's countersignature
+            elif ChannelSigning.owed(entry) and self._countersignature(sender, message):
+                self._record(sender, GUEST, message)  # the result's countersignature
         else:
             taken = taking is not None and taking(sender, message)
             # An answer not taken (one that came twice around a resume, a signature refused) stays off the record.
-            if sender == 1 and isinstance(message, Message) and (taken or not isinstance(message, ANSWERS)):
-                self._record(GUEST, message)
+            if isinstance(message, Message) and (taken or not isinstance(message, ANSWERS)):
+                self._record(sender, GUEST, message)
             if isinstance(message, Leave):
                 raise MatchAbandoned(sender, f"{self.seating.name(sender)} left the match", "left")
             if taken:
@@ -413,8 +426,7 @@ class Table:
                 awaited = " or ".join(map(str, seats))
                 kinds = " or ".join(k.TYPE for k in (kind if isinstance(kind, tuple) else (kind,)))
                 raise JournalMismatch(f"the journal has {message.TYPE} from seat {sender} where the match awaits {kinds} from seat {awaited}")
-            if sender == 1:
-                self._record(GUEST, message)
+            self._record(sender, GUEST, message)
             return sender, message
 
         taken_from: list[int] = []
@@ -469,9 +481,11 @@ class Table:
 
     # --- sending -------------------------------------------------------------------------
 
-    def _record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
-        if self.transcript is not None:
-            self.transcript.record(sender, message, frame)
+    def _record(self, seat: int, sender: str, message: Message, frame: bytes | None = None) -> None:
+        """Keep a message of the seat's channel, when the table keeps that channel's transcript."""
+        transcript = self.transcripts.get(seat)
+        if transcript is not None:
+            transcript.record(sender, message, frame)
 
     def _send(self, seat: int, message: Message, encoded: tuple[dict, bytes] | None = None) -> None:
         """Send and keep a message; a message both seats are sent comes with its wire map and frame, encoded once."""
@@ -480,8 +494,7 @@ class Table:
             return
         wire, frame = encoded or _encoded(message)
         sending = outgoing(message, frame)
-        if seat == 1:
-            self._record(HOST, message, frame)
+        self._record(seat, HOST, message, frame)
         if isinstance(message, STREAM_TYPES):
             entry.log.append(frame)  # the frame: about 40% of the memory of the message objects
             entry.deliver(sending)
@@ -500,16 +513,14 @@ class Table:
 
     def _relay_chat(self, seat: int, chat: Chat) -> None:
         """Pass a chat line to the other seat now, if it is here and speaks a version with chat (PROTOCOL.md 6.23)."""
-        if seat == 1:
-            self._record(GUEST, chat)
+        self._record(seat, GUEST, chat)
         other = self.seats[1 - seat]
         if other is None or other.outbox is None:
             why = "the other player is not at the table"
         elif other.version not in kind_of(chat).versions:
             why = f"{other.name}'s program does not show chat (protocol version {other.version})"
         else:
-            if seat == 0:
-                self._record(HOST, chat)
+            self._record(1 - seat, HOST, chat)
             other.deliver(outgoing(chat))
             return
         self._send(seat, Error(CHAT_DROPPED, f"chat line not passed on: {why}"))
@@ -787,15 +798,16 @@ class Table:
 
     @classmethod
     def from_journal(
-        cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, transcript_path: Path | None = None, **settings: Any
+        cls, header: dict, records: list[dict], *, identity: Ed25519PrivateKey, transcripts: dict[int, Path] | None = None, **settings: Any
     ) -> "Table":
         """The table a journal describes, ready to run: it replays the records, then goes on live.
 
         Both seats start away, held for the grace period, so their players
-        resume with their tokens; the transcript (when given a path) is written
-        afresh from the replay, identical to the one the crash cut short.  It is
-        opened only once the journal is known to fit a match to resume, so that
-        a refused resume leaves the transcript the host wrote before it stopped.
+        resume with their tokens; each channel's transcript (``transcripts``: its
+        path by seat) is written afresh from the replay, identical to the one the
+        crash cut short.  It is opened only once the journal is known to fit a
+        match to resume, so that a refused resume leaves the transcript the host
+        wrote before it stopped.
         """
         try:
             table = cls(
@@ -804,8 +816,8 @@ class Table:
             seats, inputs = read_records(records)
         except (KeyError, TypeError) as err:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
-        if transcript_path is not None:
-            table.transcript = TranscriptFile(transcript_path, "host")
+        for seat, path in (transcripts or {}).items():
+            table.transcripts[seat] = TranscriptFile(path, "host")
         now = trio.current_time()
         for seat, entry in seats:
             table.seats[seat] = entry

@@ -208,8 +208,10 @@ def _what_holds(report: SignedReport, missing: list[str]) -> list[str]:
     elif report.context.fair_deal and signed_games:
         holds.append("the host committed to its seed before the guest's seed was sent")
         holds.append("each deck follows from both seeds")
-    if signed_games:
+    if signed_games and report.deals.verifier.replays_the_match:
         holds.append("every play was legal, every score right")
+    elif signed_games:
+        holds.append("the plays and scores are not checked: this seat's channel shows no deal to replay them from")
     if report.proven_both:
         holds.append("both players signed this record")
     else:

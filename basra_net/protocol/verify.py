@@ -230,7 +230,7 @@ class MatchVerifier:
             if check.ok and not check.complete and not (check is self.checks[-1] and (cut_short or self.hidden and ended)):
                 plays = self.match.game.plays if self.match and self.match.game else 0
                 problems.append(Discrepancy(check.game, "game end", "a complete game of 48 plays", f"{plays} plays"))
-        if end is not None and self.match is not None and not self.failed:
+        if end is not None and self.match is not None and not self.failed and self.replays_the_match:
             if end.reason == "target":
                 expected = (self.match.winner, tuple(self.match.totals))
                 if (end.winner, end.totals) != expected:
@@ -240,6 +240,12 @@ class MatchVerifier:
             elif end.totals != tuple(self.match.totals):
                 problems.append(Discrepancy(None, "totals when the match was abandoned", str(tuple(self.match.totals)), str(end.totals)))
         return problems
+
+    @property
+    def replays_the_match(self) -> bool:
+        """The channel shows every card, so the match can be replayed: either seat's of the hidden deal, seat 1's of
+        the commit-reveal deal (its reveals); seat 0 of a commit-reveal match at `basra serve` sees no deal to check."""
+        return self.hidden or self.welcome is None or self.welcome.seat == 1
 
     def _gone(self) -> int | None:
         """The seat the record shows leaving, or ended as abandoned by the host, if any."""

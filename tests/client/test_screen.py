@@ -90,7 +90,7 @@ def test_in_game_screen_shows_everything_a_player_needs():
     screen = render(in_game(), LOG, None, LETTERS)
     assert_fits(screen)
     assert "Game 2, hand 3/6" in screen
-    assert "First to 101" in screen
+    assert "first to 101" in screen
     assert "1) 7D" in screen and "2) 3H" in screen and "3) 10S" in screen and "4) KC" in screen
     assert "2C   5H   QD   10H  AS" in screen
     assert "Stock: 24 cards left" in screen
@@ -220,6 +220,18 @@ def test_before_the_match_starts():
     assert_fits(screen)
 
 
+def test_the_title_names_hidden_hands_and_keeps_the_whole_fingerprint_in_80_columns():
+    state = ClientState(name="Ann")
+    state.apply(Welcome(2, 1, b"m" * 16, b"k" * 32, "egyptian", 101, bytes(16), 0))
+    waiting = render(state, [], None, LETTERS).splitlines()[0]
+    assert "hidden hands" not in waiting and "commit-reveal" not in waiting  # no mode before match_start says it
+    state.apply(MatchStart(("Sam", "Ann"), deal="hidden"))
+    state.apply(Deal(1, 1, 0, cards("7D 3H 10S KC"), cards("3S 4D QH 9C"), 40, (), 1))
+    title = render(state, [], None, LETTERS).splitlines()[0]
+    assert f"first to 101, hidden hands  key {key_fingerprint(b'k' * 32)}" in title
+    assert cell_len(title) < 80
+
+
 def test_state_built_from_real_messages():
     state = ClientState(name="Ann")
     state.apply(Welcome(1, 0, b"m" * 16, b"k" * 32, "classic", 61, bytes(16), 0))
@@ -229,7 +241,9 @@ def test_state_built_from_real_messages():
     state.apply(Played(1, 0, parse_card("7D"), cards("3S 4D"), "capture", cards("QH 9C"), 1))
     screen = render(state, [], None, LETTERS)
     assert_fits(screen)
-    assert "First to 61, classic" in screen
+    # The title names the match's deal mode; with the fingerprint there is no room left for the scoring's name.
+    assert "first to 61, commit-reveal  key " in screen.splitlines()[0]
+    assert "first to 61, classic, commit-reveal" in render(state, [], None, LETTERS, fingerprint=False).splitlines()[0]
     assert "Game 1, hand 1/6" in screen
     assert "1) 3H" in screen and "KC" in screen and "7D" not in screen
     assert "Table (2 cards)" in screen and "Stock: 40 cards left" in screen

@@ -26,12 +26,12 @@ def verify(env, path) -> subprocess.CompletedProcess:
 def test_both_transcripts_of_a_hidden_hands_match_verify_offline(basra_env, tmp_path):
     port = free_port()
     host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", str(port), "--plain",
-                       "--target", "101", "--name", "Hoda", "--hidden-hands", "--no-announce",
+                       "--target", "101", "--name", "Hoda", "--no-announce",
                        "--transcript", str(tmp_path / "host.basra"))
     try:
         wait_for_line(host, "Waiting for the second player")
         join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
-                           "--hidden-hands", "--transcript", str(tmp_path / "join.basra"))
+                           "--transcript", str(tmp_path / "join.basra"))
         code, out = finish(join, MATCH_TIMEOUT)
         assert code == 0, out
     finally:

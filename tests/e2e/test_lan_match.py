@@ -44,27 +44,36 @@ def _verify(env: dict, path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(basra_command("verify", str(path)), capture_output=True, text=True, env=env, timeout=60)
 
 
-def test_headless_host_and_join_play_a_whole_match_over_loopback(basra_env, tmp_path):
+def test_headless_host_and_join_play_a_whole_match_over_loopback_with_hidden_hands_by_default(basra_env, tmp_path):
     host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path)
     assert join.returncode == 0, join.stdout + join.stderr
     assert host.returncode == 0, host_out
     assert "match over" in join.stdout
+    assert "(hidden hands)" in host_out
+    assert "game 1: deal verified: every unmasking and reveal proven" in join.stdout, join.stdout
     assert f"transcript saved to {join_transcript}" in join.stdout
     assert f"transcript saved to {host_transcript}" in host_out
     for transcript in (host_transcript, join_transcript):
+        kept = transcript_format.parse(transcript.read_bytes()).records
+        assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
         verified = _verify(basra_env, transcript)
         assert verified.returncode == 0, verified.stdout
+        assert "deal: hidden hands" in verified.stdout, verified.stdout
         assert "game 1: deal and plays check out; host signature valid, guest signature valid" in verified.stdout
 
 
-def test_host_and_join_processes_play_a_whole_match_with_hidden_hands(basra_env, tmp_path):
-    host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path, options=("--hidden-hands",))
+def test_host_and_join_processes_play_the_commit_reveal_deal_when_asked(basra_env, tmp_path):
+    host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path, options=("--deal", "commit-reveal"))
     assert join.returncode == 0, join.stdout + join.stderr
     assert host.returncode == 0, host_out
-    assert "(hidden hands)" in host_out
-    assert "game 1: deal verified: every unmasking and reveal proven" in join.stdout, join.stdout
-    kept = transcript_format.parse(join_transcript.read_bytes()).records
-    assert next(m for _, m in kept if isinstance(m, MatchStart)).deal == "hidden"
+    assert "(commit-reveal deal)" in host_out
+    for transcript in (host_transcript, join_transcript):
+        kept = transcript_format.parse(transcript.read_bytes()).records
+        assert next(m for _, m in kept if isinstance(m, MatchStart)).deal is None
+        verified = _verify(basra_env, transcript)
+        assert verified.returncode == 0, verified.stdout
+        assert "deal: commit-reveal" in verified.stdout, verified.stdout
+        assert "game 1: deal and plays check out; host signature valid, guest signature valid" in verified.stdout
 
 
 def test_a_match_across_a_real_network_interface(two_hosts, basra_env, tmp_path):
@@ -104,7 +113,7 @@ def test_two_join_processes_at_basra_serve_are_the_two_parties_of_hidden_hands(b
         wait_for_line(serve, "basra join")
         joins = [
             start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", name,
-                        "--hidden-hands", "--transcript", str(tmp_path / f"{name}.basra"))
+                        "--transcript", str(tmp_path / f"{name}.basra"))
             for name in ("Amr", "Dina")
         ]
         outcomes = [finish(join, MATCH_TIMEOUT) for join in joins]

@@ -111,3 +111,43 @@ def test_minimal_client_catches_a_host_that_deals_another_deck(basra_env, positi
     client, host_output, _ = run_match(basra_env, [sys.executable, "-c", script])
     assert client.returncode == 3, client.stdout + client.stderr + "".join(host_output)
     assert re.search(rf"^game 1: DEAL CHECK FAILED: .*{named}", client.stdout, re.M), client.stdout
+
+
+
+def test_minimal_client_plays_a_default_join_at_a_default_basra_serve_in_the_commit_reveal_deal(basra_env, tmp_path):
+    """A version-1 client at a served table: the match falls back to the deal it knows, and both players end it."""
+    port = free_port()
+    join_transcript = tmp_path / "join.basra"
+    serve = subprocess.Popen(
+        basra_command("serve", "--plain", "--bind", "127.0.0.1", "--port", str(port), "--target", "60", "--no-announce"),
+        env=basra_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    join, served = None, []
+    try:
+        served += wait_for_line(serve, "basra join")
+        join = subprocess.Popen(
+            basra_command("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(join_transcript)),
+            env=basra_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        served += wait_for_line(serve, "Omar took seat 0")  # the default join first: the minimal client takes seat 1
+        client = subprocess.run(
+            [sys.executable, str(CLIENT), "--plain", "127.0.0.1", str(port)], env=basra_env, capture_output=True, text=True,
+            timeout=MATCH_TIMEOUT,
+        )
+        join_out, _ = join.communicate(timeout=MATCH_TIMEOUT)
+    finally:
+        serve.terminate()
+        served += serve.communicate(timeout=30)[0].splitlines(keepends=True)
+        if join is not None and join.poll() is None:
+            join.kill()
+            join.wait()
+    assert client.returncode == 0, client.stdout + client.stderr
+    assert join.returncode == 0, join_out
+    assert "(commit-reveal deal)" in "".join(served), "".join(served)
+    assert re.search(r"^game 1: deal verified$", client.stdout, re.M), client.stdout
+    verified = subprocess.run(basra_command("verify", str(join_transcript)), env=basra_env, capture_output=True, text=True, timeout=60)
+    assert verified.returncode == 0 and "deal: commit-reveal" in verified.stdout, verified.stdout
+    # Seat 0 of the commit-reveal deal sends no seed and gets no reveal: its record proves the signatures, and says
+    # that it cannot show the plays were legal.
+    assert "game 1: deal not checked (no fair deal on this channel)" in verified.stdout, verified.stdout
+    assert "the plays and scores are not checked" in verified.stdout, verified.stdout

@@ -240,17 +240,18 @@ def in_thread(function, *args, **kwargs):
 # (moment, the side a person plays at, the proxy's mark for the moment, the match's target, README's outcome)
 FROZEN_CELLS = [
     # The guest's request has reached it; its answer waits in the frozen link.
-    ("own turn", "host", lambda: Mark(TO_PLAYER, "your_turn", hold=KEYS_HOLD), "1", "host left"),
+    ("own turn", "host", lambda: Mark(TO_PLAYER, "hidden_turn", hold=KEYS_HOLD), "1", "host left"),
     # The guest's play has reached the host; the host's answer waits in the frozen link.
-    ("opponent's turn", "join", lambda: Mark(TO_HOST, "play", hold=KEYS_HOLD), "1", "joiner left"),
-    # Game 2's commitment has reached the guest; its seed waits in the frozen link.
-    ("between games", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
+    ("opponent's turn", "join", lambda: Mark(TO_HOST, "hidden_play", hold=KEYS_HOLD), "1", "joiner left"),
+    # In the commit-reveal deal (README's table marks why): game 2's commitment has reached the guest; its seed
+    # waits in the frozen link.
+    ("between games, commit-reveal", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
     # The host leaves with the guest's seed in flight: README's paragraph after the table.
-    ("between games", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "host left after its commitment"),
+    ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "host left after its commitment"),
 ]
 
 
-@pytest.mark.parametrize("moment,side,make_mark,target,outcome", FROZEN_CELLS, ids=[f"{m}-q-at-{s}".replace(" ", "_").replace("'", "") for m, s, *_ in FROZEN_CELLS])
+@pytest.mark.parametrize("moment,side,make_mark,target,outcome", FROZEN_CELLS, ids=[f"{m}-q-at-{s}".replace(", ", "-").replace(" ", "_").replace("'", "") for m, s, *_ in FROZEN_CELLS])
 async def test_q_at_a_moment_held_by_the_frozen_link_leaves_and_the_other_side_is_told(basra_env, tmp_path, moment, side, make_mark, target, outcome):
     port = free_port()
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
@@ -263,6 +264,8 @@ async def test_q_at_a_moment_held_by_the_frozen_link_leaves_and_the_other_side_i
                 proxy = CuttingProxy(port, marks=[mark])
                 proxy_port = await nursery.start(proxy.serve)
                 join_args = ["join", f"127.0.0.1:{proxy_port}", "--plain", "--transcript", str(guest_file)]
+                if moment.endswith("commit-reveal"):
+                    join_args += ["--deal", "commit-reveal"]
                 if side == "host":
                     person = Terminal(["host", "--open", *common], terminal_env(basra_env), tmp_path)
                     await in_thread(person.wait_for, "Waiting for the other player to sit down")

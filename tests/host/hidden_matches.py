@@ -8,13 +8,13 @@ from typing import Awaitable, Callable, TypeVar
 import trio
 
 from basra_net.client.players import BotPlayer
-from basra_net.client.session import HIDDEN_HANDS_OFFERED, ClientSession, SessionResult
+from basra_net.client.session import DEAL_MODES_OFFERED, ClientSession, SessionResult
 from basra_net.host.server import ServeSettings, run_serve
 
 Result = TypeVar("Result")
 
 
-async def join(port: int, name: str, path: Path | None, deal_modes=HIDDEN_HANDS_OFFERED, player=None) -> SessionResult:
+async def join(port: int, name: str, path: Path | None, deal_modes=DEAL_MODES_OFFERED, player=None) -> SessionResult:
     """A player who offers hidden hands joins over the network (and so signs its channel); path: its transcript, if kept."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     session = ClientSession(

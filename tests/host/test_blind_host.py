@@ -125,7 +125,7 @@ def assert_blind_to(spy: Spy, seats: tuple[int, ...]) -> None:
 async def test_the_host_learns_none_of_the_guests_cards_before_each_is_played(tmp_path, monkeypatch):
     monkeypatch.setenv("BASRA_HOME", str(tmp_path))
     spy = Spy(monkeypatch, host_seat=0)
-    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=101, tls=False, hidden_hands=True)
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=101, tls=False)
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
             port = await nursery.start(

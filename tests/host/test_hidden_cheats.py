@@ -28,7 +28,7 @@ import trio
 from nacl import bindings as sodium
 
 from basra_net.client.players import BotPlayer, PlayerLeft
-from basra_net.client.session import HIDDEN_HANDS_OFFERED, ClientSession
+from basra_net.client.session import ClientSession
 from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK
 from basra_net.host import table as table_module
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
@@ -79,7 +79,7 @@ class HostileParty(ClientSession):
 async def play(tmp_path: Path, *, guest_class=ClientSession, target: int = 1, **guest_options):
     """A `basra host` with hidden hands and a bot, and one guest: the guest's result and the host's outcome."""
     settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=target, transcript=tmp_path / "host.basra",
-                            tls=False, grace=1, hidden_hands=True)
+                            tls=False, grace=1)
     outcomes: list = []
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
@@ -90,7 +90,7 @@ async def play(tmp_path: Path, *, guest_class=ClientSession, target: int = 1, **
             port = await nursery.start(host)
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             guest = guest_class(stream, "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra",
-                                keep_transcript=True, deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True, **guest_options)
+                                keep_transcript=True, countersigns=True, **guest_options)
             result = await guest.run()
     return result, outcomes[0]
 
@@ -99,7 +99,7 @@ async def serve(tmp_path: Path, cheat_at: int | None = None, **cheater_options) 
     """Two guests at a `basra serve` table with hidden hands, seat 0's the first seated; each seat's result.
 
     With ``cheat_at``, that seat's guest is a HostileParty (``cheater_options`` its cheat).  The server keeps
-    seat 1's channel as its transcript (in the data directory), and seat 1 its own as seat1.basra.
+    each seat's channel as a transcript (in the data directory), and each seat its own as seatN.basra.
     """
     settings = ServeSettings(bind="127.0.0.1", port=0, tables=1, target=1, tls=False, grace=1, journal=False)
     results: dict[int, object] = {}
@@ -113,7 +113,7 @@ async def serve(tmp_path: Path, cheat_at: int | None = None, **cheater_options) 
                     stream = await trio.open_tcp_stream("127.0.0.1", port)
                     session = (HostileParty if cheating else ClientSession)(
                         stream, name, BotPlayer("greedy"), transcript_path=tmp_path / f"seat{seat}.basra", keep_transcript=True,
-                        deal_modes=HIDDEN_HANDS_OFFERED, countersigns=True, on_welcome=lambda welcome, path, seated=seated: seated.set(),
+                        countersigns=True, on_welcome=lambda welcome, path, seated=seated: seated.set(),
                         **(cheater_options if cheating else {}))
 
                     async def run(seat=seat, session=session) -> None:
@@ -137,9 +137,10 @@ def verdicts(tmp_path: Path, basra_command: list[str], paths: list[Path] | None 
 
 
 def served_transcripts(tmp_path: Path) -> list[Path]:
-    """The server's transcript of the table and seat 1's own: two records of seat 1's channel."""
-    (server,) = [path for path in tmp_path.rglob("*.basra") if "-host-" in path.name]
-    return [server, tmp_path / "seat1.basra"]
+    """The server's transcripts of the table's two channels, and the honest seat 1's own."""
+    served = sorted(path for path in tmp_path.rglob("*.basra") if "-host-" in path.name)
+    assert [path.stem[-5:] for path in served] == ["seat0", "seat1"], served
+    return [*served, tmp_path / "seat1.basra"]
 
 
 def broken_proof(step: bytes) -> bytes:

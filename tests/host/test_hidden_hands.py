@@ -29,7 +29,6 @@ TEST_DEADLINE = 120
 async def start_host(nursery: trio.Nursery, tmp_path: Path, outcomes: list) -> int:
     settings = HostSettings(
         port=0, bind="127.0.0.1", name="Hoda", target=101, transcript=tmp_path / "host.basra", tls=False, grace=2,
-        hidden_hands=True,
     )
 
     async def host(task_status=trio.TASK_STATUS_IGNORED) -> None:

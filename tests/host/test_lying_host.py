@@ -93,7 +93,8 @@ class WrongScoreUnsignedTable(WrongScoreTable):
 
 
 async def join_lying_host(table_class: type[Table], tmp_path, basra_command, monkeypatch, *, grace=None, **join_options):
-    """Run the lying table in-process on loopback and the real `basra join --auto` against it.
+    """Run the lying table in-process on loopback and the real `basra join --auto` against it, in the commit-reveal
+    deal that these lies are about (test_hidden_cheats.py has the hidden deal's).
 
     grace, when given, is the host's; join_options go to the join's process (its preexec_fn, say).
     """
@@ -108,7 +109,7 @@ async def join_lying_host(table_class: type[Table], tmp_path, basra_command, mon
                 lambda task_status: run_host(settings, BotPlayer("greedy"), say=lambda line: None, task_status=task_status)
             )
             join = await trio.run_process(
-                [*basra_command, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--name", "Omar",
+                [*basra_command, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--name", "Omar", "--deal", "commit-reveal",
                  "--transcript", str(guest_transcript)],
                 capture_stdout=True, capture_stderr=True, check=False, **join_options,
             )

@@ -9,7 +9,7 @@ import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.players import BotPlayer, PlayerLeft
-from basra_net.client.session import ClientSession
+from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession
 from basra_net.exits import EXIT_FAILURE
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import SIGN_WAIT, Table
@@ -123,8 +123,8 @@ async def test_a_refused_resume_of_a_seat_is_in_the_account_of_its_absences(auto
 
 
 async def test_a_countersignature_of_a_game_cut_off_by_the_matchs_end_is_dropped_not_refused(autojump_clock, tmp_path):
-    """The host's own player leaves mid-game: the cut-off game is revealed and signed, match_end follows at once,
-    and the guest's countersignature of that game, already on its way, is not a bad signature."""
+    """The host's own player leaves mid-game of the commit-reveal deal: the cut-off game is revealed and signed,
+    match_end follows at once, and the guest's countersignature of that game, already on its way, is not a bad signature."""
 
     class LeavingAtGame2(BotPlayer):
         async def choose(self, state):
@@ -135,7 +135,9 @@ async def test_a_countersignature_of_a_game_cut_off_by_the_matchs_end_is_dropped
     table = Table(scoring="egyptian", target=151, identity=KEY, transcript=TranscriptFile(tmp_path / "host.basra", "host"))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(table.run)
-        guest = ClientSession(_seat(nursery, table, 1), "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra")
+        guest = ClientSession(
+            _seat(nursery, table, 1), "Omar", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra", deal_modes=COMMIT_REVEAL_ONLY
+        )
         nursery.start_soon(ClientSession(_seat(nursery, table, 0), "Hoda", LeavingAtGame2("greedy"), keep_transcript=False).run)
         result = await guest.run()
         await table.finished.wait()

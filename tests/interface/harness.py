@@ -1,8 +1,9 @@
 """A match against the greedy bot behind the full-screen app, driven headless by Textual's Pilot.
 
 The match is real (a Table, two ClientSessions over memory streams) and
-deterministic (fixed seeds), so the screens it draws can be compared with
-stored snapshots.
+deterministic (fixed seeds of the commit-reveal deal, which the seats ask
+for: a hidden deal's locks are random), so the screens it draws can be
+compared with stored snapshots.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.players import BotPlayer, Controls
-from basra_net.client.session import ClientSession, SessionResult
+from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession, SessionResult
 from basra_net.client.state import ClientState
 from basra_net.client.tui import BasraApp, ScreenPlayer
 from basra_net.host.seat_link import serve_connection
@@ -48,9 +49,13 @@ def match_against_bot(target: int = 40, opponent: BotPlayer | None = None):
         table = Table(scoring="egyptian", target=target, identity=KEY, make_seed=_seeds("host"), match_id=bytes(16))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(table.run)
-            bot = ClientSession(_seat(nursery, table, 1), "Bot", opponent or BotPlayer("greedy"), keep_transcript=False, make_seed=_seeds("bot"))
+            bot = ClientSession(
+                _seat(nursery, table, 1), "Bot", opponent or BotPlayer("greedy"), keep_transcript=False, make_seed=_seeds("bot"),
+                deal_modes=COMMIT_REVEAL_ONLY,
+            )
             nursery.start_soon(bot.run)
-            result = await ClientSession(_seat(nursery, table, 0), "Tess", player, keep_transcript=False).run(stop)
+            own = ClientSession(_seat(nursery, table, 0), "Tess", player, keep_transcript=False, deal_modes=COMMIT_REVEAL_ONLY)
+            result = await own.run(stop)
             nursery.cancel_scope.cancel()
         return result
 

@@ -1,7 +1,8 @@
 """The capture-choice row of README's table of interruptions: the joining seat's request offers a card several captures.
 
 No public command can bring that moment about: the deal is fixed by both
-seats' seeds.  Here the test is both seats' seed source (the host's Table and
+seats' seeds (in the commit-reveal deal, which the joining seat asks for: a
+hidden deal's locks are random).  Here the test is both seats' seed source (the host's Table and
 the joining client each take a seed function, as any test may give them), so
 it searches for a pair of seeds whose first game, played greedy against
 greedy, offers the joining seat such a choice; the cutting proxy then acts on
@@ -23,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer, Player
-from basra_net.client.session import ClientSession
+from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession
 from basra_net.client.tui import LeaveScreen
 from basra_net.engine import Match, seat_view
 from basra_net.engine.bots import greedy_move
@@ -131,7 +132,7 @@ async def _match(tmp_path: Path, cuts: list[Cut], *, grace: float, restart: bool
 
             def join(resumable: bool = True) -> JoinSession:
                 return JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True,
-                                   resumable=resumable, make_seed=_seeds(CLIENT_SEEDS))
+                                   resumable=resumable, make_seed=_seeds(CLIENT_SEEDS), deal_modes=COMMIT_REVEAL_ONLY)
 
             result = await join(resumable=not restart).run()
             if restart:  # as a `basra join` killed at that moment and run again
@@ -200,7 +201,8 @@ async def test_ctrl_c_at_a_capture_choice_leaves_the_match_and_the_other_side_is
             port = await _host(nursery, table, stop=stop if side == "host" else None)
             proxy = CuttingProxy(port, [Cut(TO_PLAYER, "your_turn", when=press_ctrl_c)])
             proxy_port = await nursery.start(proxy.serve)
-            join = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, make_seed=_seeds(CLIENT_SEEDS))
+            join = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True,
+                               make_seed=_seeds(CLIENT_SEEDS), deal_modes=COMMIT_REVEAL_ONLY)
             result = await join.run(stop if side == "join" else None)
             await table.finished.wait()
             nursery.cancel_scope.cancel()
@@ -248,7 +250,8 @@ async def test_a_host_killed_at_a_capture_choice_and_resumed_asks_for_the_choice
             port = await nursery.start(host_until_killed)
             proxy = CuttingProxy(port, [Cut(TO_PLAYER, "your_turn", when=kill_at_the_choice)])
             proxy_port = await nursery.start(proxy.serve)
-            join = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, make_seed=_seeds(CLIENT_SEEDS))
+            join = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True,
+                               make_seed=_seeds(CLIENT_SEEDS), deal_modes=COMMIT_REVEAL_ONLY)
             joined = trio.Event()
             outcome = {}
 
@@ -287,13 +290,14 @@ def test_q_then_y_on_the_full_screen_at_a_capture_choice_leaves_and_the_other_si
         async with trio.open_nursery() as nursery:
             if side == "join":
                 port = await _host(nursery, table)
-                guest = JoinSession("127.0.0.1", port, "Omar", player, guest_file, plain=True, make_seed=_seeds(FIRST_REQUEST_SEEDS))
+                guest = JoinSession("127.0.0.1", port, "Omar", player, guest_file, plain=True,
+                                    make_seed=_seeds(FIRST_REQUEST_SEEDS), deal_modes=COMMIT_REVEAL_ONLY)
                 result = await guest.run(stop)
             else:
                 port = await _host(nursery, table, stop, player)
                 proxy_port = await nursery.start(CuttingProxy(port, marks=[opened]).serve)
                 guest = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True,
-                                    make_seed=_seeds(FIRST_REQUEST_SEEDS))
+                                    make_seed=_seeds(FIRST_REQUEST_SEEDS), deal_modes=COMMIT_REVEAL_ONLY)
                 result = await guest.run()
             await table.finished.wait()
             nursery.cancel_scope.cancel()

@@ -56,20 +56,21 @@ def plays(path: Path) -> list:
 
 
 def host_killed_in_game_2(tmp_path: Path, env, grace: str) -> tuple[list[str], subprocess.Popen, Path, Path]:
-    """A host and a join over loopback, the host killed once game 2 is dealt: its arguments, the join, both transcripts."""
+    """A host and a join over loopback, the host killed once game 2 is dealt (the commit-reveal deal, whose commitments the tests compare): its arguments, the join, both transcripts."""
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", grace]
     host = start_basra(env, "host", *common, "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
-    join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(guest_file))
+    join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--deal", "commit-reveal",
+                       "--transcript", str(guest_file))
     wait_for_line(host, "game 2 dealt")
     host.send_signal(signal.SIGKILL)
     host.wait()
     return common, join, host_file, guest_file
 
 
-def test_a_host_killed_mid_game_resumes_from_its_journal_and_the_match_completes(tmp_path, env):
+def test_a_host_killed_mid_game_of_the_commit_reveal_deal_resumes_from_its_journal_and_the_match_completes(tmp_path, env):
     common, join, host_file, guest_file = host_killed_in_game_2(tmp_path, env, "60")
     commits_before = [m for _, m in transcript.parse(guest_file.read_bytes()).records if isinstance(m, Commit)]
 
@@ -180,10 +181,10 @@ def test_a_hidden_hands_host_killed_mid_game_takes_its_lock_up_again_from_the_jo
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     common = ["--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60"]
-    host = start_basra(env, "host", *common, "--hidden-hands", "--target", "101", "--transcript", str(host_file))
+    host = start_basra(env, "host", *common, "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
     join = start_basra(env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
-                       "--hidden-hands", "--transcript", str(guest_file))
+                       "--transcript", str(guest_file))
     wait_for_line(host, moment)
     host.send_signal(signal.SIGKILL)
     host.wait()
@@ -204,7 +205,7 @@ def test_a_hidden_hands_host_killed_mid_game_takes_its_lock_up_again_from_the_jo
 
 def test_a_hidden_hands_host_with_the_bot_seated_killed_mid_game_takes_up_both_locks(tmp_path, env):
     host_file = tmp_path / "host.basra"
-    host = start_basra(env, "host", "--auto", "greedy", "--bot", "greedy", "--hidden-hands", "--target", "201",
+    host = start_basra(env, "host", "--auto", "greedy", "--bot", "greedy", "--target", "201",
                        "--transcript", str(host_file))
     wait_for_line(host, "game 2 dealt")
     host.send_signal(signal.SIGKILL)
@@ -222,9 +223,9 @@ def test_a_hidden_hands_join_killed_mid_game_runs_again_with_its_lock_from_the_t
     port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     host = start_basra(env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60",
-                       "--hidden-hands", "--target", "101", "--transcript", str(host_file))
+                       "--target", "101", "--transcript", str(host_file))
     wait_for_line(host, "Waiting for the second player")
-    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--hidden-hands",
+    join_args = ("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
                  "--transcript", str(guest_file))
     first = start_basra(env, *join_args)
     wait_for_line(host, "game 2 dealt")

@@ -54,13 +54,12 @@ CUT_POINTS = [
 async def test_a_party_cut_off_resumes_and_the_match_completes_with_every_play_once(tmp_path: Path, cut: Cut):
     settings = HostSettings(
         port=0, bind="127.0.0.1", name="Hoda", target=31, transcript=tmp_path / "host.basra", tls=False, grace=20,
-        hidden_hands=True,
     )
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
             outcome, proxy, proxy_port = await host_behind_proxy(nursery, settings, [cut])
             join = JoinSession(
-                "127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), tmp_path / "guest.basra", plain=True, hidden_hands=True
+                "127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), tmp_path / "guest.basra", plain=True
             )
             result = await join.run()
             while not outcome:
