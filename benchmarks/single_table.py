@@ -53,14 +53,14 @@ def main() -> int:
     load.raise_open_files_limit()
     for line in load.machine_lines():
         print(line)
-    print(f"one table, flat out; window {args.seconds:g} s after {args.warmup:g} s warm-up")
+    print(f"one table, flat out, journal on (as basra host and basra serve run); window {args.seconds:g} s after {args.warmup:g} s warm-up")
     print()
     frames = load.sample_played_frames()
     results = []
     for tls in transports:
         name = "TLS" if tls else "plain TCP"
         print(f"[{name}; CPU check: {load.cpu_check():,.0f} engine plays/s]")
-        host = load.measure_quietly(lambda: load.measure_host(1, "flat", tls, args), args)
+        host = load.measure_quietly(lambda: load.measure_host(1, "flat", tls, True, args), args)
         if not args.no_relay:
             load.measure_quietly(lambda: load.measure_relay(1, "flat", tls, args, frames), args)
         print()
