@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a whole match verified, and in version 2 signed matches of each deal mode with forged signatures and false proofs.",
         epilog=_examples(
             "basra conformance host 127.0.0.1:5252 --plain",
-            "basra conformance host 127.0.0.1:5252 --code K7M-2QX --exec 'basra host --auto greedy --hidden-hands --code K7M-2QX --port {port}'",
+            "basra conformance host 127.0.0.1:5252 --code K7M-2QX --exec 'basra host --auto greedy --code K7M-2QX --port {port}'",
         ), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     as_client.add_argument("address", metavar="HOST[:PORT]", help=f"the host's address (port {DEFAULT_PORT} unless given)")

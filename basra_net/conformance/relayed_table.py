@@ -29,7 +29,7 @@ from typing import Callable
 import trio
 
 from ..client.players import BotPlayer
-from ..client.session import DEAL_MODES_OFFERED, HIDDEN_HANDS_OFFERED, ClientSession
+from ..client.session import COMMIT_REVEAL_ONLY, DEAL_MODES_OFFERED, ClientSession
 from ..host.seat_link import serve_connection
 from ..host.server import _local_seat
 from ..host.table import Table
@@ -203,7 +203,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
             client = run_client(nursery)
         bot = ClientSession(
             _local_seat(nursery, table, 0), "Conformance", BotPlayer("greedy"), keep_transcript=False, countersigns=False,
-            deal_modes=HIDDEN_HANDS_OFFERED if match.hidden else DEAL_MODES_OFFERED,
+            deal_modes=DEAL_MODES_OFFERED if match.hidden else COMMIT_REVEAL_ONLY,
         )
         nursery.start_soon(table.run)
         nursery.start_soon(bot.run)

@@ -87,12 +87,12 @@ def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_a
 
 @pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
 def test_the_reference_client_passes_every_case(basra_env, plain):
-    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", "--hidden-hands", *(["--plain"] if plain else [])))
+    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", *(["--plain"] if plain else [])))
     assert_all_scripted_cases_pass(check_client(basra_env, join, plain=plain))
 
 
 def test_a_client_without_hidden_hands_has_those_cases_reported_not_applicable(basra_env):
-    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", "--plain"))
+    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", "--plain", "--deal", "commit-reveal"))
     assert_all_scripted_cases_pass(
         check_client(basra_env, join, plain=True), not_applicable=HIDDEN_RELAYED, why="does not offer hidden hands"
     )
@@ -160,7 +160,7 @@ def host_command(*options: str) -> str:
 
 
 def test_the_reference_host_passes_every_case_of_both_versions_and_both_deal_modes(basra_env):
-    result = check_host_command(basra_env, free_port(), "--code", CODE.lower(), "--exec", host_command("--hidden-hands"))
+    result = check_host_command(basra_env, free_port(), "--code", CODE.lower(), "--exec", host_command())
     found = verdicts(result.stdout)
     assert result.returncode == 0 and not found["FAIL"] and not found["SKIP"], result.stdout + result.stderr
     assert len(found["PASS"]) == 24 + len(VERSION_2)
@@ -172,7 +172,7 @@ def test_the_reference_host_passes_every_case_of_both_versions_and_both_deal_mod
 
 
 def test_a_host_without_hidden_hands_has_those_cases_reported_not_applicable(basra_env):
-    result = check_host_command(basra_env, free_port(), "--code", CODE, "--sign-wait", "0", "--exec", host_command())
+    result = check_host_command(basra_env, free_port(), "--code", CODE, "--sign-wait", "0", "--exec", host_command("--deal", "commit-reveal"))
     found = verdicts(result.stdout)
     assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
     for name in HIDDEN_ONLY:

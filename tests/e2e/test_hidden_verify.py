@@ -1,4 +1,4 @@
-"""Real `basra host --hidden-hands` and `basra join --hidden-hands` processes, then `basra verify` on both transcripts.
+"""Real `basra host` and `basra join` processes (hidden hands, the default deal), then `basra verify` on both transcripts.
 
 Each transcript of a hidden-hands match is checked offline, completely, by
 the real command: exit 0 and the summary that says what was proven.  A
