@@ -248,7 +248,7 @@ def test_input_that_is_not_a_terminal_gets_the_line_prompt(basra_env, tmp_path):
     answers = "\n".join(["1", "a", ""] * 200) + "\n"
     done = subprocess.run(command, input=answers, capture_output=True, text=True, env=basra_env, timeout=120)
     assert "Your move (1-4): " in done.stdout
-    assert "First to 1" in done.stdout and not FINGERPRINT.search(done.stdout)  # a bot game: nobody to compare it with
+    assert "first to 1, egyptian" in done.stdout and not FINGERPRINT.search(done.stdout)  # a bot game: nobody to compare it with
     assert "basra host: the match is over" in done.stdout, done.stdout[-2000:] + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert done.returncode == 0
