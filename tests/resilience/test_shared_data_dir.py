@@ -35,7 +35,7 @@ async def test_two_players_of_one_data_directory_cut_off_from_one_server_each_re
             # Every seat 1 joins through one address, so that both tickets are kept for the same host.
             firsts_seated = [Mark(TO_PLAYER, "welcome", nth=n) for n in (1, 2)]
             firsts_proxy = CuttingProxy(port, marks=list(firsts_seated))  # the proxy lets go of each mark it reaches
-            seconds_seated, seconds_playing = Mark(TO_PLAYER, "match_start", nth=2), Mark(TO_PLAYER, "your_turn", nth=4)
+            seconds_seated, seconds_playing = Mark(TO_PLAYER, "match_start", nth=2), Mark(TO_PLAYER, "hidden_turn", nth=4)
             seconds_proxy = CuttingProxy(port, marks=[seconds_seated, seconds_playing])
             first_port, second_port = await nursery.start(firsts_proxy.serve), await nursery.start(seconds_proxy.serve)
             firsts, seconds = {}, {}
