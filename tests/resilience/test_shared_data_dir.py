@@ -45,11 +45,14 @@ async def test_two_players_of_one_data_directory_cut_off_from_one_server_each_re
                 seconds[table] = await start(nursery, env, *join_args(second_port, second, table, tmp_path))
             await seconds_seated.reached.wait()  # both matches started: both tickets kept
             await seconds_playing.reached.wait()  # and part way through a first game
+            kept = ResumeTickets(home / RESUME_FILE)
+            # The proxy forwards a match_start before its player has kept the ticket: wait for both players' own.
+            while any(kept.find(f"127.0.0.1:{second_port}", second, table) is None for table, (_, second) in TABLES.items()):
+                await trio.sleep(0.05)
             for run in seconds.values():
                 run.process.kill()
                 await run.done.wait()
-            # Both tickets survived, each its own player's.
-            kept = ResumeTickets(home / RESUME_FILE)
+            # Both tickets survived the kill, each its own player's.
             for table, (_, second) in TABLES.items():
                 ticket = kept.find(f"127.0.0.1:{second_port}", second, table)
                 assert ticket is not None and ticket.transcript == tmp_path / f"{second}.basra", json.loads((home / RESUME_FILE).read_text())
