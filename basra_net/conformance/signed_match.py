@@ -357,7 +357,7 @@ class SignedSeat:
             found.append("the host's signature of the result is missing or invalid")
         if self.hidden:
             match = Match(scoring=self.welcome.scoring, target=self.welcome.target)
-            for check in replay_games(self.welcome.match_id, match, self.welcome.seat, self.records, ended=True):
+            for check in replay_games(self.welcome.match_id, match, self.welcome.seat, self.records):
                 if check.finding is not None:
                     f = check.finding
                     found.append(f"game {check.game}: {f.check}: expected {f.expected}, found {f.found}")

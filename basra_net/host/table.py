@@ -792,7 +792,7 @@ class Table:
         entry = self.seats[seat]
         if entry is not None:
             entry.disconnect()  # fatal (PROTOCOL.md 8.2): nothing follows the error on that connection
-        raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", "left")
+        raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", "bad_deal")
 
     # --- a journal replayed after a restart ------------------------------------------------
 

@@ -193,6 +193,8 @@ def _disputed_by_the_record(
     withheld = f"seat {account.absent_seat} withheld"
     if ending == "withheld" and not any(p.field == ABANDONED_DEAL and withheld in p.found for p in problems):
         return f"the host says seat {account.absent_seat} withheld a step of the deal, and the record holds every step it owed (the seat's word)"
+    if ending == "bad_deal" and not any(p.culprit == f"seat {account.absent_seat}" for p in problems):
+        return f"the host says a step of the deal seat {account.absent_seat} sent failed its check, and every step in its record passes (the seat's word)"
     return None
 
 
