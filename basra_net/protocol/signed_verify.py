@@ -18,7 +18,7 @@ proven cheat) or when the seat's own records contradict it (the seat's word).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .messages import Deal, Hello, Leave
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
@@ -115,6 +115,9 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         covered = record.host is Status.VALID if record is not None else result_signed
         if problem.field in _SIGNATURE_FIELDS:
             unproven.append(str(problem))
+        elif problem.field == ABANDONED_DEAL and report.account is None:
+            # Withholding is the host's signed word (14.6); an account that does not verify names no one.
+            unproven.append(f"{replace(problem, culprit=None)} (the host's word, in an account of the absence that is not validly signed: this names no one)")
         elif problem.culprit is not None:  # a hidden deal's step, proven false by its own proof (15.16)
             cheats.append(str(problem))
         elif problem.field == "reveal" and problem.game not in dealt:

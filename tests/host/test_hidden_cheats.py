@@ -34,6 +34,7 @@ from basra_net.host import table as table_module
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.protocol import hidden_deal, hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
+from basra_net.protocol.framing import decode_body, encode_frame
 from basra_net.protocol.hidden_deal import GROUP_ORDER, Proof, card_of, scalar_bytes
 from basra_net.protocol.messages import Audit, Audited, Lock, Locked, MatchEnd, Message, Open, Opened
 
@@ -239,6 +240,24 @@ async def test_a_guest_that_walks_away_rather_than_unmask_has_left_and_is_named_
     assert absence_account(tmp_path / "host.basra").events[-1][0] == "left"
     for name, (code, last) in verdicts(tmp_path, basra_command, None, "--partial").items():
         assert code == EXIT_OK and "cheat" not in last.lower(), (name, last)
+    # Nor can a forger make it one by rewriting the account's ending to `withheld`: unsigned, that proves nothing.
+    forged = tmp_path / "forged.basra"
+    forged.write_bytes(with_account_ending(tmp_path / "host.basra", "withheld"))
+    ((code, last),) = verdicts(tmp_path, basra_command, [forged], "--partial").values()
+    assert code == EXIT_FAILURE and "cheat" not in last.lower(), last
+
+
+def with_account_ending(path: Path, ending: str) -> bytes:
+    """A format-2 transcript with the last event of its match_end's account of the absence rewritten."""
+    kept = transcript.parse(path.read_bytes())
+    rewritten = []
+    for sender, body in kept.bodies:
+        wire = decode_body(body)
+        if wire.get("type") == "match_end" and wire.get("evidence"):
+            wire["evidence"]["events"][-1][0] = ending
+            body = encode_frame(wire)[4:]
+        rewritten.append(transcript.body_record(sender, body))
+    return transcript.header(kept.role, transcript.SIGNED_FORMAT) + b"".join(rewritten)
 
 
 def forged_unmasking(relay):
