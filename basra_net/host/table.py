@@ -696,7 +696,9 @@ class Table:
 
     def _deals_hidden_hands(self) -> bool:
         """The match deals with hidden hands when the host and both seats offer it, the seats in version 2 (PROTOCOL.md 15.15)."""
-        return self.offers_hidden_hands and all(entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats)
+        return self.offers_hidden_hands and all(
+            entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats
+        )
 
     def keep_lock(self, seat: int, game: int, scalar: bytes) -> None:
         """A seat of this process (the host's own, its bot) keeps its lock for the game in the journal before using it.
