@@ -19,8 +19,6 @@ SEVEN_OF_DIAMONDS: Card = SUITS.index("D") * 13 + 6
 
 _NAMES = tuple(RANK_NAMES[c % 13] + SUITS[c // 13] for c in CANONICAL_DECK)
 _BY_NAME = {name: card for card, name in enumerate(_NAMES)}
-# Every card by its name, for a decoder that looks names up without an exception for a miss (read only).
-CARDS_BY_NAME: dict[str, Card] = _BY_NAME
 
 
 def rank(card: Card) -> int:

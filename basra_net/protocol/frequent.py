@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgpack
 
-from ..engine.cards import CARDS_BY_NAME
+from ..engine.cards import parse_card
 from .framing import MSGPACK_ERRORS
 from .messages import REQUEST, Message, Ping, Play, Pong
 
@@ -56,15 +56,13 @@ def _play(wire: dict) -> Play | None:
     request, card, captures = wire.get("request"), wire.get("card"), wire.get("captures")
     if type(request) is not int or not _LOWEST_REQUEST <= request <= _HIGHEST_REQUEST:
         return None
-    if type(card) is not str or (played := CARDS_BY_NAME.get(card)) is None:
+    if type(card) is not str or type(captures) is not list:
         return None
-    if type(captures) is not list:
+    try:
+        played = parse_card(card)
+        taken = [parse_card(name) for name in captures]
+    except ValueError:  # not a card name, or not a str at all
         return None
-    taken = []
-    for name in captures:
-        if type(name) is not str or (captured := CARDS_BY_NAME.get(name)) is None:
-            return None
-        taken.append(captured)
     if len(set(taken)) != len(taken):
         return None
     taken.sort()
