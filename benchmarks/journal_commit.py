@@ -1,11 +1,13 @@
 """The CPU cost of `basra serve`'s journal alone: records queued by many tables, committed in groups.
 
-    python benchmarks/journal_commit.py [--tables 10] [--seconds 3] [--folder DIR]
+    python benchmarks/journal_commit.py [--tables 10] [--answer 0.5] [--seconds 3] [--folder DIR]
 
 Each of K tables, in its own trio task, queues a play record (the record a
 table writes for each play) and waits until it is durable, as a seat's
-frames wait in its outbox, then queues the next: so batches gather as they do
-under load, as many records as tables are waiting.  Prints the process's CPU
+frames wait in its outbox, then queues the next after the players' answer
+time (``--answer``, in ms: each answer takes 0.5 to 1.5 times it, at random,
+as players over loopback do under load; 0 queues the next at once, so every
+table joins every commit).  Prints the process's CPU
 time (every thread's) per record and per commit, commits per second and
 records per commit; then the same load with the sync left out (``os.fsync``
 made a no-op, so what remains is the rest of a commit: the hand-off to the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import tempfile
 import time
@@ -34,7 +37,7 @@ from basra_net.host.serve_journal import ServeJournal  # noqa: E402
 PLAY = {"type": "play", "seat": 1, "request": 1234, "card": 37, "captures": [3, 17, 29]}
 
 
-async def commit_load(folder: Path, tables: int, seconds: float) -> tuple[int, int, float, float]:
+async def commit_load(folder: Path, tables: int, answer: float, seconds: float) -> tuple[int, int, float, float]:
     """Records committed, commits, wall seconds and CPU seconds over the window."""
     journal = ServeJournal.create(folder / f"load-{time.monotonic_ns()}.journal", {"host_key": b"k" * 32, "port": 1})
     logs = [journal.open_table({"type": "header", "match": b"m" * 16}) for _ in range(tables)]
@@ -48,6 +51,8 @@ async def commit_load(folder: Path, tables: int, seconds: float) -> tuple[int, i
                 log.append(PLAY)
                 await log.durable()
                 records += 1
+                if answer:
+                    await trio.sleep(answer * random.uniform(0.5, 1.5))
 
         for log in logs:
             nursery.start_soon(table, log)
@@ -81,6 +86,7 @@ real_fsync = os.fsync
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=10)
+    parser.add_argument("--answer", type=float, default=0.5, help="the players' answer time, ms (default 0.5)")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--folder", type=Path, default=Path("/var/tmp"))
     args = parser.parse_args()
@@ -88,10 +94,10 @@ def main() -> None:
         for label, sync in (("synced", os.fsync), ("no sync", None)):
             os.fsync = sync or (lambda fd: None)
             try:
-                done, commits, wall, cpu = trio.run(commit_load, Path(folder), args.tables, args.seconds)
+                done, commits, wall, cpu = trio.run(commit_load, Path(folder), args.tables, args.answer / 1000, args.seconds)
             finally:
                 os.fsync = real_fsync
-            print(f"{label}: {args.tables} tables, {done} records in {wall:.1f} s, {commits / wall:,.0f} commits/s, "
+            print(f"{label}: {args.tables} tables answering in {args.answer} ms, {done} records in {wall:.1f} s, {commits / wall:,.0f} commits/s, "
                   f"{done / max(commits, 1):.1f} records per commit; CPU per record {cpu / max(done, 1) * 1e6:.1f} us, "
                   f"per commit {cpu / max(commits, 1) * 1e6:.1f} us")
         print(f"TableLog.append alone: {append_cost(Path(folder)) * 1e6:.2f} us a record")
