@@ -12,7 +12,9 @@ continued from the one before.  Damage anywhere else is refused.
 Group commit: a table's records are encoded and queued at once (the table
 never waits), and one committer task writes whatever has been queued,
 fsyncs it in a thread of its own, and meanwhile lets the next batch gather, so
-batches follow each other as fast as the disk syncs.  A record's position
+batches follow each other as fast as the disk syncs (or up to GATHER_AT_MOST
+later, when the tables the last batch released answer faster than a sync
+takes: ``ServeJournal._gather``).  A record's position
 in the log orders it; whatever a table sends after writing a record waits
 in its seat's outbox (outbox.py) until the log is on disk up to that
 position, and a new or resumed seat's welcome waits the same way
