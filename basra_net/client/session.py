@@ -408,7 +408,7 @@ class ClientSession:
             result.cut_off = not self.connection.over
             return result
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            result = self._cut_short(f"connection lost: {err.__class__.__name__}")
+            result = self._cut_short(f"connection lost: {_broken_link(err)}")
             result.cut_off = not self.connection.over
             return result
         except DealRefused as refused:
@@ -1006,3 +1006,13 @@ class ClientSession:
 def _frame(body: bytes) -> bytes:
     """A frame from its body: what a signed record hashes."""
     return len(body).to_bytes(4, "big") + body
+
+
+def _broken_link(err: Exception) -> str:
+    """What broke the connection, in words: an exception's class name says nothing to a player."""
+    if isinstance(err, trio.ClosedResourceError):
+        return "the connection was closed"
+    cause = err.__cause__ if isinstance(err, trio.BrokenResourceError) else err  # trio keeps the system's error there
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror.lower()
+    return "the host closed or reset it"
