@@ -136,6 +136,7 @@ class ChannelContext:
 
 
 _STEP_PREFIX = lp(_STEP_LABEL)  # the same at every step of the chain
+_COUNT_AND_LENGTH = struct.Struct(">II")  # u32(n) || the u32 length that starts lp(frame_n), packed at once
 
 
 class RunningHash:
@@ -147,7 +148,7 @@ class RunningHash:
 
     def add(self, frame: bytes) -> bytes:
         self.count += 1
-        self.digest = hashlib.sha256(_STEP_PREFIX + self.digest + _U32.pack(self.count) + lp(frame)).digest()
+        self.digest = hashlib.sha256(_STEP_PREFIX + self.digest + _COUNT_AND_LENGTH.pack(self.count, len(frame)) + frame).digest()
         return self.digest
 
 
@@ -322,6 +323,7 @@ class ChannelRecord:
     result: SignedResult | None = field(init=False, default=None)
     names: tuple[str, str] | None = field(init=False, default=None)
     hidden: bool = field(init=False, default=False)  # hidden hands (15.15): a game's checkpoint is its last `audited`
+    _checkpoint_type: str = field(init=False, default="")  # the stream message that ends a game (_take)
     _seeds: dict[int, bytes] = field(init=False, default_factory=dict)
     _owed: _Owed | None = field(init=False, default=None)  # the statement whose host signature is due next
     _countersign: _Owed | None = field(init=False, default=None)  # the statement the guest may countersign
@@ -330,6 +332,10 @@ class ChannelRecord:
 
     def __post_init__(self) -> None:
         self.chain = RunningHash(self.context)
+        self._checkpoint_type = self._game_ending_type()
+
+    def _game_ending_type(self) -> str:
+        return "audited" if self.hidden else "reveal" if self.context.fair_deal else "game_end"
 
     # --- feeding ------------------------------------------------------------------------------
 
@@ -369,9 +375,10 @@ class ChannelRecord:
                 raise RecordError("match_start", "names must be two texts")
             self.names = (names[0], names[1])
             self.hidden = message.get("deal") == HIDDEN_DEAL
+            self._checkpoint_type = self._game_ending_type()
         elif kind == "deal":
             self._dealt = message.get("game")
-        elif kind == ("audited" if self.hidden else "reveal" if self.context.fair_deal else "game_end"):
+        elif kind == self._checkpoint_type:
             # A game the match ended between its commitment and its deal is revealed (7.3) but has nothing to sign.
             if kind != "reveal" or message.get("game") == self._dealt:
                 self._checkpoint(message, number, digest)
