@@ -96,13 +96,17 @@ class Outbox:
         if self._fd is None:
             self._wake_writer()
             return
-        frames = []
-        while self._queue:
-            message, frame = self._queue.popleft()
+        queue = self._queue
+        if len(queue) == 1:  # most often: a seat is sent one frame per input
+            message, data = queue.popleft()
             if message is not None:
                 self._connection.check_send(message)
-            frames.append(frame)
-        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        else:
+            for message, _ in queue:
+                if message is not None:
+                    self._connection.check_send(message)
+            data = b"".join([frame for _, frame in queue])
+            queue.clear()
         try:
             sent = os.write(self._fd, data)
         except BlockingIOError:
