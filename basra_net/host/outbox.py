@@ -96,17 +96,13 @@ class Outbox:
         if self._fd is None:
             self._wake_writer()
             return
-        queue = self._queue
-        if len(queue) == 1:  # most often: a seat is sent one frame per input
-            message, data = queue.popleft()
+        frames = []
+        while self._queue:
+            message, frame = self._queue.popleft()
             if message is not None:
                 self._connection.check_send(message)
-        else:
-            for message, _ in queue:
-                if message is not None:
-                    self._connection.check_send(message)
-            data = b"".join([frame for _, frame in queue])
-            queue.clear()
+            frames.append(frame)
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
         try:
             sent = os.write(self._fd, data)
         except BlockingIOError:
