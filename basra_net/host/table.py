@@ -439,7 +439,7 @@ class Table:
                 return True
             return False
 
-        waiting_from = trio.current_time()
+        waiting_from = trio.current_time() if patience is not None else 0.0  # only an owed answer is timed
         try:
             while True:
                 late = seats[0]
