@@ -79,6 +79,10 @@ class TranscriptFile:
         else:
             self._write(transcript.body_record(sender, (frame or encode_frame(to_wire(message)))[4:]))
 
+    def record_sent(self, sender: str, wire: dict, frame: bytes) -> None:
+        """Record a message given as its wire map and its frame, as sent: nothing is encoded again."""
+        self._write(transcript.wire_record(sender, wire) if self.format == transcript.FORMAT else transcript.body_record(sender, frame[4:]))
+
     def note(self, kind: str, game: int | None, text: str) -> None:
         self._write(transcript.note(kind, game, text))
 

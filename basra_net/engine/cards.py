@@ -17,8 +17,9 @@ Card = int
 CANONICAL_DECK: tuple[Card, ...] = tuple(range(52))
 SEVEN_OF_DIAMONDS: Card = SUITS.index("D") * 13 + 6
 
-_NAMES = tuple(RANK_NAMES[c % 13] + SUITS[c // 13] for c in CANONICAL_DECK)
-_BY_NAME = {name: card for card, name in enumerate(_NAMES)}
+# Each card's name, by card: what the wire encoders index without card_name's check of the card.
+CARD_NAMES: tuple[str, ...] = tuple(RANK_NAMES[c % 13] + SUITS[c // 13] for c in CANONICAL_DECK)
+_BY_NAME = {name: card for card, name in enumerate(CARD_NAMES)}
 
 
 def rank(card: Card) -> int:
@@ -45,7 +46,7 @@ def card_name(card: Card) -> str:
     """'AS', '10D', 'JC' ...; raises ValueError for anything but a card."""
     if type(card) is not int or not 0 <= card < 52:
         raise ValueError(f"not a card: {card!r}")
-    return _NAMES[card]
+    return CARD_NAMES[card]
 
 
 def parse_card(name: str) -> Card:
@@ -57,4 +58,4 @@ def parse_card(name: str) -> Card:
 
 
 def card_names(cards) -> list[str]:
-    return [_NAMES[c] for c in cards]
+    return [CARD_NAMES[c] for c in cards]

@@ -7,6 +7,7 @@ the table and the other seat carry on.
 
 from __future__ import annotations
 
+import math
 import os
 import ssl
 from functools import partial
@@ -349,26 +350,30 @@ async def _write_outbox(
     writing stopped goes into ``ended``.
     """
     why = "the table closed the connection (or cut off a seat that stopped reading)"
-    try:
-        async for message, frame in outbox:
-            if message is not None:
-                connection.check_send(message)
-            frames, size = [frame], len(frame)
-            while size < SEND_BATCH:
-                try:
-                    message, frame = outbox.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break  # nothing more queued now; a closed outbox ends the loop above
+    # One cancel scope for the writer's life, given a deadline only while a send is under way: a scope
+    # entered and left for each send cost more than a TLS record's encryption.
+    with trio.CancelScope() as sending:
+        try:
+            async for message, frame in outbox:
                 if message is not None:
                     connection.check_send(message)
-                frames.append(frame)
-                size += len(frame)
-            with trio.fail_after(SEND_TIMEOUT):
+                frames, size = [frame], len(frame)
+                while size < SEND_BATCH:
+                    try:
+                        message, frame = outbox.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break  # nothing more queued now; a closed outbox ends the loop above
+                    if message is not None:
+                        connection.check_send(message)
+                    frames.append(frame)
+                    size += len(frame)
+                sending.deadline = trio.current_time() + SEND_TIMEOUT
                 await stream.send_all(frames[0] if len(frames) == 1 else b"".join(frames))
-    except trio.TooSlowError:
+                sending.deadline = math.inf
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            why = "the connection broke"
+    if sending.cancelled_caught:
         why = "it stopped reading"
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-        why = "the connection broke"
     ended.append(why)
     scope.cancel()
 

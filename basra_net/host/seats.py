@@ -68,7 +68,12 @@ def outgoing(message: Message, frame: bytes | None = None) -> tuple[Message | No
     """
     if frame is None:
         frame = encode_frame(to_wire(message))
-    return (None if type(message) in CHECK_FREE_WHEN_SEATED else message), frame
+    return to_check(message), frame
+
+
+def to_check(message: Message) -> Message | None:
+    """The message a seat's connection checks as it goes out, or None for one whose check is left out (outgoing)."""
+    return None if type(message) in CHECK_FREE_WHEN_SEATED else message
 
 
 class Seating:

@@ -16,7 +16,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ..liveness import DEAD_AFTER, PING_AFTER
 from ..protocol.messages import AbsenceEvidence, Message, Sig, to_wire
 from ..protocol.record import (
-    HOST_SIGNER,
     MAX_GRACE,
     AbsenceAccount,
     ChannelContext,
@@ -57,8 +56,8 @@ class ChannelSigning:
         record.host_frame(frame, wire)
         if record.owed_by_host is None:
             return None
-        of, game, count = record.owed_by_host
-        return Sig(of, game, count, self._identity.sign(record.owed_statement(HOST_SIGNER)))
+        signed = record.host_signature(self._identity)
+        return Sig(signed["of"], signed["game"], signed["count"], signed["signature"])
 
     @staticmethod
     def owed(entry: Seat | None) -> bool:

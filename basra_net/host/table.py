@@ -40,7 +40,7 @@ from ..engine import Dealt, GameEnded, IllegalMove, Match, MatchEnded, Move, Tab
 from ..match_files import TranscriptFile
 from ..options import GRACE
 from ..protocol import shuffle
-from ..protocol.announce import announcements
+from ..protocol.announce import announcement_wires
 from ..protocol.errors import BAD_DEAL, BAD_SIGNATURE, CHAT_DROPPED, ILLEGAL_MOVE
 from ..protocol.framing import encode_frame
 from ..protocol.hidden_deal import HiddenDealError
@@ -48,7 +48,6 @@ from ..protocol.hidden_game import KeptLock, RefereeGame
 from ..protocol.messages import (
     HIDDEN_DEAL,
     MAX_TEXT,
-    STREAM_TYPES,
     Audit,
     Audited,
     HiddenPlay,
@@ -69,9 +68,12 @@ from ..protocol.messages import (
     Sig,
     Welcome,
     YourTurn,
+    hidden_turn_wire,
     kind_of,
     to_wire,
+    your_turn_wire,
 )
+from ..protocol.record import STREAM_TYPES
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.verify import GUEST, HOST
 from .dealing import Dealer
@@ -80,7 +82,7 @@ from .inline import NO_SEAT, TICK, InlineMachine
 from .outbox import Outbox
 from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_record, sig_record
 from .resume import END_LINGER, Absences
-from .seats import Seat, Seating, outgoing
+from .seats import Seat, Seating, outgoing, to_check
 from .signing import SIGN_WAIT, STEP_WAIT, ChannelSigning, RecordError
 
 __all__ = [
@@ -484,29 +486,38 @@ class Table:
 
     # --- sending -------------------------------------------------------------------------
 
-    def _record(self, seat: int, sender: str, message: Message, frame: bytes | None = None) -> None:
+    def _record(self, seat: int, sender: str, message: Message) -> None:
         """Keep a message of the seat's channel, when the table keeps that channel's transcript."""
         transcript = self.transcripts.get(seat)
         if transcript is not None:
-            transcript.record(sender, message, frame)
+            transcript.record(sender, message)
 
-    def _send(self, seat: int, message: Message, encoded: tuple[dict, bytes] | None = None) -> None:
-        """Send and keep a message; a message both seats are sent comes with its wire map and frame, encoded once."""
+    def _send(self, seat: int, message: Message) -> None:
+        """Send and keep a message."""
+        wire = to_wire(message)
+        self._send_wire(seat, wire, encode_frame(wire), to_check(message))
+
+    def _send_wire(self, seat: int, wire: dict, frame: bytes, check: Message | None) -> None:
+        """Send and keep a message as its wire map and frame, built once (one frame may go to both seats).
+
+        ``check`` is the message the seat's connection checks as it goes out, None for one that needs no
+        check once the seat is welcomed (seats.to_check): the transcript, the stream log and the signed
+        record all take the map and frame already built."""
         entry = self.seats[seat]
         if entry is None:
             return
-        wire, frame = encoded or _encoded(message)
-        sending = outgoing(message, frame)
-        self._record(seat, HOST, message, frame)
-        if isinstance(message, STREAM_TYPES):
+        transcript = self.transcripts.get(seat)
+        if transcript is not None:
+            transcript.record_sent(HOST, wire, frame)
+        if wire["type"] in STREAM_TYPES:
             entry.log.append(frame)  # the frame: about 40% of the memory of the message objects
-            entry.deliver(sending)
+            entry.deliver((check, frame))
             signature = self._signing.sent(entry, frame, wire)
             if signature is not None:
                 # A checkpoint or the match's end: the host signs it at once, before it asks for anything more.
                 self._send(seat, signature)
         else:
-            entry.deliver(sending)
+            entry.deliver((check, frame))
 
     def _notify(self, seat: int, message: Message) -> None:
         """A notice about the other seat's connection: sent if the seat is here, never kept."""
@@ -529,10 +540,12 @@ class Table:
         self._send(seat, Error(CHAT_DROPPED, f"chat line not passed on: {why}"))
 
     def _announce(self, events: list, played_from: tuple[int, bytes | None] | None = None) -> None:
-        for to_first, to_second in announcements(events, self.match.turn, hidden=self.hidden, played_from=played_from):
-            encoded = _encoded(to_first)
-            self._send(0, to_first, encoded)
-            self._send(1, to_second, encoded if to_second is to_first else None)  # a deal shows each seat its own hand
+        # Every announcement is free of the outgoing check (tests/protocol/test_play_wire.py holds it so).
+        for to_first, to_second in announcement_wires(events, self.match.turn, hidden=self.hidden, played_from=played_from):
+            frame = encode_frame(to_first)
+            self._send_wire(0, to_first, frame, None)
+            # A deal shows each seat its own hand; every other map is one object, encoded once.
+            self._send_wire(1, to_second, frame if to_second is to_first else encode_frame(to_second), None)
 
     def _reveal_owed(self) -> None:
         """A game cut off after its commitment went out is revealed, so the record shows the host did not walk away from it."""
@@ -680,7 +693,10 @@ class Table:
             self._request += 1
             request = self._request
             entry.open_request = request
-            self._send(seat, YourTurn(request, tuple(self.match.legal_moves())))
+            moves = self.match.legal_moves()
+            wire = your_turn_wire(request, moves)
+            # The connection's check of the request takes the message; its map is built from the moves directly.
+            self._send_wire(seat, wire, encode_frame(wire), YourTurn(request, tuple(moves)))
             play = await self._next_from(seat, Play, lambda message: message.request == request)
             self._replay.write(
                 {"type": "play", "seat": seat, "request": request, "card": play.card, "captures": list(play.captures)}
@@ -773,7 +789,9 @@ class Table:
             self._request += 1
             request = self._request
             entry.open_request = request
-            self._send(seat, HiddenTurn(request, referee.options()))
+            options = referee.options()
+            wire = hidden_turn_wire(request, options)
+            self._send_wire(seat, wire, encode_frame(wire), HiddenTurn(request, options))
             sender, play = await self._next_from_any((0, 1), (HiddenPlay, Open), partial(_play_or_shown, referee, seat, request))
             if isinstance(play, Open):
                 # A party shows a card of its new hand that is no card (15.7): the audit is owed at once, and
@@ -860,12 +878,6 @@ def _due_or_shown(referee: RefereeGame, due: tuple[int, ...], sender: int, messa
 
 # What a seat sends in answer to the match; one that came twice around a resume is not recorded again.
 ANSWERS = (Play, Seed, Sig, HiddenPlay, Lock, Open, Audit)
-
-
-def _encoded(message: Message) -> tuple[dict, bytes]:
-    """A message's wire map and its frame: the signed record reads the map instead of decoding the frame again."""
-    wire = to_wire(message)
-    return wire, encode_frame(wire)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -7,8 +7,13 @@ hidden deal (PROTOCOL.md 15.15) no hand at all, each party knowing its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from ..engine.events import Dealt, Event, GameEnded, MatchEnded, Played as PlayedEvent, TableTaken
-from .messages import Deal, GameEnd, MatchEnd, Message, Played
+from .messages import Deal, GameEnd, MatchEnd, Message, Played, played_wire, to_wire
+
+T = TypeVar("T")
 
 
 def messages_for_seat(
@@ -29,22 +34,48 @@ def announcements(
     position and reveal of the card played.
     """
     position, reveal = played_from or (None, None)
-    pairs: list[tuple[Message, Message]] = []
+
+    def played(event: PlayedEvent) -> Played:
+        return Played(
+            game=event.game,
+            seat=event.seat,
+            card=event.card,
+            captures=event.captured,
+            kind=event.kind,
+            table=event.table,
+            turn=turn,
+            position=position,
+            reveal=reveal,
+        )
+
+    return _pairs(events, hidden, played)
+
+
+def announcement_wires(
+    events: list[Event], turn: int | None, *, hidden: bool = False, played_from: tuple[int, bytes | None] | None = None
+) -> list[tuple[dict, dict]]:
+    """announcements() as the wire maps the host sends; a map both seats are sent is one object.
+
+    A `played`, most of what a match sends, is built straight from its event (played_wire)."""
+    position, reveal = played_from or (None, None)
+    wires: list[tuple[dict, dict]] = []
+    for first, second in _pairs(events, hidden, lambda event: played_wire(event, turn, position, reveal)):
+        if type(first) is dict:
+            wires.append((first, first))
+        else:
+            wire = to_wire(first)
+            wires.append((wire, wire if second is first else to_wire(second)))
+    return wires
+
+
+def _pairs(events: list[Event], hidden: bool, played: Callable[[PlayedEvent], T]) -> list[tuple[Message | T, Message | T]]:
+    """What each seat is sent for each event, a played event made into whatever ``played`` makes of it."""
+    pairs: list[tuple[Message | T, Message | T]] = []
     taken: TableTaken | None = None
     for event in events:
         if isinstance(event, PlayedEvent):
-            played = Played(
-                game=event.game,
-                seat=event.seat,
-                card=event.card,
-                captures=event.captured,
-                kind=event.kind,
-                table=event.table,
-                turn=turn,
-                position=position,
-                reveal=reveal,
-            )
-            pairs.append((played, played))
+            sent = played(event)
+            pairs.append((sent, sent))
         elif isinstance(event, Dealt):
             deals = [
                 Deal(

@@ -13,8 +13,8 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, ClassVar
 
-from ..engine.cards import Card, card_name, parse_card
-from ..engine.events import Move
+from ..engine.cards import CARD_NAMES, Card, card_name, parse_card
+from ..engine.events import Move, Played as PlayedEvent
 from ..engine.scoring import PRESETS, GameScore
 from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from .text import is_name, is_printable
@@ -1084,3 +1084,51 @@ def to_wire(message: Message) -> dict:
             continue  # an optional field left out is sent as absent, not as nil
         wire[wire_name] = encode(value)
     return wire
+
+
+# --- the wire maps of a play, straight from the engine ---------------------------------------
+#
+# Nearly everything a host sends in a match is a `played` to both seats and a request to the
+# seat to act next.  These build those maps from the engine's own values, key for key what
+# to_wire makes of the message (the tests hold them to its bytes), without a message object
+# per play or a walk of the catalogue's field types.  The engine's cards need no check, so a
+# card's name is looked up directly.
+
+
+def played_wire(event: PlayedEvent, turn: int | None, position: int | None = None, reveal: bytes | None = None) -> dict:
+    """The `played` map announcing the engine's Played event; ``turn`` is who acts next.
+
+    ``position`` and ``reveal`` are the hidden deal's (15.15): absent, not nil, when None."""
+    wire = {
+        "type": "played",
+        "game": event.game,
+        "seat": event.seat,
+        "card": CARD_NAMES[event.card],
+        "captures": [CARD_NAMES[c] for c in event.captured],
+        "kind": event.kind,
+        "table": [CARD_NAMES[c] for c in event.table],
+        "turn": turn,
+    }
+    if position is not None:
+        wire["position"] = position
+    if reveal is not None:
+        wire["reveal"] = reveal
+    return wire
+
+
+def your_turn_wire(request: int, moves: list[Move] | tuple[Move, ...]) -> dict:
+    """The `your_turn` map asking for one of the engine's legal moves."""
+    return {
+        "type": "your_turn",
+        "request": request,
+        "moves": [{"card": CARD_NAMES[m.card], "captures": [CARD_NAMES[c] for c in m.captures], "kind": m.kind} for m in moves],
+    }
+
+
+def hidden_turn_wire(request: int, options: tuple[tuple[Option, ...], ...]) -> dict:
+    """The `hidden_turn` map: the options of each kind of card (15.9)."""
+    return {
+        "type": "hidden_turn",
+        "request": request,
+        "options": [[{"captures": [CARD_NAMES[c] for c in o.captures], "kind": o.kind} for o in kind] for kind in options],
+    }

@@ -55,9 +55,14 @@ def header(role: str, format: int = FORMAT) -> bytes:
 
 
 def record(sender: str, message: Message) -> bytes:
+    return wire_record(sender, to_wire(message))
+
+
+def wire_record(sender: str, wire: dict) -> bytes:
+    """A format-1 record of a message given as its wire map."""
     if sender not in ROLES:
         raise ValueError(f"sender must be one of {ROLES}")
-    return encode_frame({"type": "record", "from": sender, "message": to_wire(message)})
+    return encode_frame({"type": "record", "from": sender, "message": wire})
 
 
 def body_record(sender: str, body: bytes) -> bytes:

@@ -508,3 +508,41 @@ def test_the_guests_seed_answers_the_commitment_and_nothing_else(real_match, sig
     other_seed = ("guest", _body({**decode_body(signed[seed][1]), "seed": bytes(32)}))
     with pytest.raises(RecordError, match="seed: a second, different seed for game 1"):
         check(real_match, signed[: seed + 1] + [other_seed] + signed[seed + 1 :])
+
+
+def _context_at_its_first_checkpoint(host_identity: Ed25519PrivateKey) -> ChannelRecord:
+    """A seat-0 channel (no fair deal) whose first game just ended: the host owes its signature."""
+    context = ChannelContext(bytes(16), public_key_bytes(host_identity), GUEST_KEY, 0, bytes(32), "egyptian", 101)
+    record = ChannelRecord(context)
+    record.host_frame(encode_frame({"type": "match_start", "names": ["Hoda", "Omar"]}))
+    record.host_frame(encode_frame({"type": "game_end", "game": 1}))
+    assert record.owed_by_host == ("game", 1, 2)
+    return record
+
+
+def test_the_hosts_own_signature_is_taken_unverified_and_anything_else_is_verified(monkeypatch):
+    import basra_net.protocol.record as record_module
+
+    verified = []
+    real_verify = record_module.verify_signature
+    monkeypatch.setattr(record_module, "verify_signature", lambda *args: verified.append(args) or real_verify(*args))
+    host = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"test host key").digest())
+
+    # Signed here with the context's host key: no verification, and the signature holds.
+    own = _context_at_its_first_checkpoint(host)
+    own.host_frame(encode_frame(own.host_signature(host)))
+    assert own.games[0].host is Status.VALID and not verified
+    assert own.open_for_countersignature == ("game", 1, 2)
+
+    # Signed here with another key: verified, and refused.
+    impostor = _context_at_its_first_checkpoint(host)
+    with pytest.raises(RecordError, match="does not verify"):
+        impostor.host_frame(encode_frame(impostor.host_signature(GUEST_IDENTITY)))
+    assert impostor.games[0].host is Status.INVALID and len(verified) == 1
+
+    # Other bytes than the ones signed here, under the right key's name: verified, and refused.
+    altered = _context_at_its_first_checkpoint(host)
+    sig = altered.host_signature(host)
+    with pytest.raises(RecordError, match="does not verify"):
+        altered.host_frame(encode_frame({**sig, "signature": bytes(64)}))
+    assert altered.games[0].host is Status.INVALID and len(verified) == 2

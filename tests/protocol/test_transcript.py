@@ -174,3 +174,20 @@ def test_a_verified_report_lists_one_check_per_game(honest_match):
     assert report.ok and report.problems == []
     assert [c.game for c in report.checks] == list(range(1, len(report.checks) + 1))
     assert report.verifier.match_end == MatchEnd(honest_match.table.winner, honest_match.table.totals, "target")
+
+
+@pytest.mark.parametrize("format", transcript.FORMATS)
+def test_a_message_recorded_as_its_wire_map_and_frame_is_the_record_of_the_message(tmp_path, format):
+    from basra_net.match_files import TranscriptFile
+
+    messages = [MatchStart(("Hoda", "Omar")), Seed(1, bytes(range(32))), MatchEnd(winner=0, totals=(101, 60), reason="target")]
+    by_message, by_wire = TranscriptFile(tmp_path / "a.basra", "host", format), TranscriptFile(tmp_path / "b.basra", "host", format)
+    for sender, message in zip((HOST, GUEST, HOST), messages):
+        wire = to_wire(message)
+        by_message.record(sender, message)
+        by_wire.record_sent(sender, wire, encode_frame(wire))
+    by_message.close()
+    by_wire.close()
+    written = (tmp_path / "b.basra").read_bytes()
+    assert written == (tmp_path / "a.basra").read_bytes()
+    assert transcript.parse(written).format == format and len(transcript.parse(written).records) == 3
