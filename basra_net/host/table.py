@@ -842,7 +842,6 @@ class Table:
             raise JournalMismatch(f"a journal record lacks a field or has the wrong type ({err})") from None
         for seat, path in (transcripts or {}).items():
             table.transcripts[seat] = TranscriptFile(path, "host")
-        now = trio.current_time()
         for seat, entry in seats:
             table.seats[seat] = entry
             table.seating.claimed[seat] = True
@@ -850,8 +849,9 @@ class Table:
             table._record_handshake(seat, entry)
         for seat, entry in enumerate(table.seats):
             assert entry is not None
-            entry.away_until = now + table.grace
             table._absences.note(seat, "restart")  # the seat's connection ended with the process that stopped
+            # The grace runs from the clock read after the account's event, never a moment short of it.
+            entry.away_until = trio.current_time() + table.grace
         table._replay.pending.extend(inputs)
         table._replay.live = False
         for record in records:  # the lock each seat of this process kept last, with its steps in that game
