@@ -47,7 +47,7 @@ from basra_net.host.seat_link import OUTBOX_SIZE, _write_outbox  # noqa: E402
 from basra_net.host.table import Table  # noqa: E402
 from basra_net.protocol.connection import HostConnection  # noqa: E402
 from basra_net.protocol.framing import encode_frame  # noqa: E402
-from basra_net.protocol.messages import Hello, Leave, Play, Seed, Sig, from_wire, to_wire  # noqa: E402
+from basra_net.protocol.messages import Hello, Leave, Play, Seed, from_wire, to_wire  # noqa: E402
 from basra_net.protocol.record import STREAM_TYPES, ChannelContext, ChannelRecord  # noqa: E402
 
 HOST_IDENTITY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
