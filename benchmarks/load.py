@@ -912,7 +912,9 @@ def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespac
     line = f"storm K={tables} {'TLS' if tls else 'plain'} journal {'on' if journal else 'off'}: {len(seats.welcomed)} of {2 * tables} seats welcomed"
     if seats.welcomed:
         line += (f"; connect to welcome {percentiles_ms(seats.welcomed)}"
-                 f"\n  of which: connection open {percentiles_ms(seats.connected)}; hello written {percentiles_ms(seats.hello_sent)}")
+                 f"\n  of which: connection open {percentiles_ms(seats.connected)}; hello written {percentiles_ms(seats.hello_sent)}"
+                 f"\n  hello written to welcome (the host's part) "
+                 f"{percentiles_ms([w - h for w, h in zip(seats.welcomed, seats.hello_sent)])}")
     line += (f"\n  CPU until every seat was in ({seats.wall * 1000:.0f} ms): host {seats.cpu_host * 1000:.0f} ms,"
              f" generator {seats.cpu_generator * 1000:.0f} ms (/proc counts the host's in 10 ms ticks)")
     if seats.failures:

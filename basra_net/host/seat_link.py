@@ -83,13 +83,14 @@ async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: Pr
 
 
 async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) -> Hello | None:
+    receive = _receiver(stream, read_first=True)  # a connection from the network was readable before this
     while True:
         event = connection.next_event()
         if isinstance(event, Hello):
             return event
         if isinstance(event, ConnectionClosed):
             return None
-        data = await stream.receive_some(RECEIVE_SIZE)
+        data = await receive()
         connection.receive_data(data)
 
 
@@ -299,8 +300,10 @@ async def _serve_seat(
         lost = "the server's journal failed"
     try:
         if lost is None:
-            with trio.fail_after(SEND_TIMEOUT):
-                await stream.send_all(first)
+            first = outbox.write_first(first)  # the welcome, and what the table has queued since (a match starting)
+            if first:
+                with trio.fail_after(SEND_TIMEOUT):
+                    await stream.send_all(first)
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         lost = "the connection broke during the welcome"
     if lost is None:
@@ -459,13 +462,15 @@ async def _relay_inbound(
             return "it stopped reading", None
 
 
-def _receiver(stream: trio.abc.Stream) -> Callable[[], Awaitable[bytes]]:
-    """What the reader receives with: on a plain socket, a wait until it is readable and one read.
+def _receiver(stream: trio.abc.Stream, *, read_first: bool = False) -> Callable[[], Awaitable[bytes]]:
+    """What a connection receives with: on a plain socket, a wait until it is readable and one read.
 
     trio's receive_some tries a read first (which finds nothing: the reader
     has taken all there was), waits, reads, then yields to the scheduler
-    once more; this is one wait and one read.  Other streams (TLS, memory
-    streams in tests) use their own receive_some.
+    once more; this is one wait and one read.  With ``read_first`` (the
+    hello, which has most often arrived by then) it reads first and waits
+    only when nothing is there.  Other streams (TLS, memory streams in
+    tests) use their own receive_some.
     """
     if not isinstance(stream, trio.SocketStream) or os.name != "posix":
         return partial(stream.receive_some, RECEIVE_SIZE)
@@ -480,7 +485,13 @@ def _receiver(stream: trio.abc.Stream) -> Callable[[], Awaitable[bytes]]:
             except BlockingIOError:
                 continue  # woken without data after all
 
-    return receive
+    async def receive_at_once() -> bytes:
+        try:
+            return os.read(fd, RECEIVE_SIZE)
+        except BlockingIOError:
+            return await receive()
+
+    return receive_at_once if read_first else receive
 
 
 def _queue(outbox: Outbox, message: Message) -> bool:
