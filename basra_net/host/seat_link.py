@@ -157,7 +157,7 @@ async def serve_connection(
         placed = None
         try:
             with waiting.scope:
-                if not await _first_bytes(stream):
+                if not await _first_bytes(stream, None if tls is not None else connection):
                     if tls is None:
                         await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
                     return
@@ -178,14 +178,25 @@ async def serve_connection(
         await _serve_seat(stream, connection, *placed)
 
 
-async def _first_bytes(stream: trio.abc.Stream) -> bool:
+async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | None) -> bool:
     """Whether a connection from the network sends something (a ClientHello, or hello) within FIRST_BYTES_TIMEOUT.
 
     Idle sockets would otherwise hold a place in the handshake for its whole
-    deadline.  Only waits: the bytes stay for the handshake to read.
+    deadline.  With a ``connection`` (plain TCP) what has arrived already is
+    read into it at once, most often the whole hello, and only a socket with
+    nothing to read is waited for; otherwise (TLS) this only waits: the
+    bytes stay for the handshake to read.
     """
     if not isinstance(stream, trio.SocketStream):
         return True
+    if connection is not None and os.name == "posix":
+        try:
+            connection.receive_data(os.read(stream.socket.fileno(), RECEIVE_SIZE))
+            return True  # bytes, or the end of the stream, which the hello's reading reports
+        except BlockingIOError:
+            pass
+        except OSError:
+            return True  # a broken connection, which the hello's reading finds too
     with trio.move_on_after(FIRST_BYTES_TIMEOUT):
         await trio.lowlevel.wait_readable(stream.socket)
         return True
