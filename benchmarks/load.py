@@ -820,6 +820,7 @@ class StormSeats:
     cpu_host: float = 0.0  # the host's and the generator's CPU seconds, from the start until the last seat was welcomed
     cpu_generator: float = 0.0
     wall: float = 0.0
+    rss_kb: int = 0  # the host's, once every seat was in
 
     @property
     def done(self) -> int:
@@ -880,7 +881,12 @@ async def drive_storm(port: int, pid: int, transport: Transport, hellos: list[by
                 await trio.sleep(0.002)
             seats.cpu_host, seats.cpu_generator = cpu_seconds(pid) - host0, time.process_time() - own0
             seats.wall = time.perf_counter() - wall0
+            await trio.sleep(STORM_SETTLE)  # the matches' first frames out, before the memory is read
+            seats.rss_kb = rss_kb(pid)
             all_in.set()
+
+
+STORM_SETTLE = 0.5  # seconds after the last welcome before the storm's host memory is read
 
 
 def percentiles_ms(values: list[float]) -> str:
@@ -904,7 +910,7 @@ def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespac
         profile = f"{args.profile_host}/host-storm-{tables}-{'tls' if tls else 'plain'}.prof" if args.profile_host else None
         server = start_host(tables, args.target, home, tls, profile, journal)
         try:
-            idle_rss(server.pid)
+            idle_kb = idle_rss(server.pid)
             hellos = storm_hellos(tables)
             trio.run(drive_storm, server.port, server.pid, transport, hellos, seats)
         finally:
@@ -917,6 +923,9 @@ def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespac
                  f"{percentiles_ms([w - h for w, h in zip(seats.welcomed, seats.hello_sent)])}")
     line += (f"\n  CPU until every seat was in ({seats.wall * 1000:.0f} ms): host {seats.cpu_host * 1000:.0f} ms,"
              f" generator {seats.cpu_generator * 1000:.0f} ms (/proc counts the host's in 10 ms ticks)")
+    if seats.rss_kb:
+        line += (f"\n  host memory with every seat in, {STORM_SETTLE:g} s later: {(seats.rss_kb - idle_kb) / tables:.0f} KB a table"
+                 f" ({seats.rss_kb / 1024:.0f} MB, {idle_kb / 1024:.0f} MB idle)")
     if seats.failures:
         line += "\n  not welcomed: " + ", ".join(f"{why} {seats.failures.count(why)}" for why in sorted(set(seats.failures)))
     print(line, flush=True)
