@@ -83,7 +83,7 @@ async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: Pr
 
 
 async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) -> Hello | None:
-    receive = _receiver(stream, read_first=True)  # a connection from the network was readable before this
+    receive = _receiver(stream, read_first=True)  # most often the hello has arrived by now
     while True:
         event = connection.next_event()
         if isinstance(event, Hello):
