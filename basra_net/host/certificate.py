@@ -47,8 +47,5 @@ def server_tls_context(identity: Ed25519PrivateKey, folder: Path) -> ssl.SSLCont
         write_private(cert_path, _certificate_for(identity).public_bytes(serialization.Encoding.PEM))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_3
-    # No session tickets: a player comes back with its resume token, never a TLS session, and two tickets
-    # a handshake cost the host about a sixth of its handshake's CPU and 500 bytes (a reconnect storm pays it per seat).
-    context.num_tickets = 0
     context.load_cert_chain(cert_path, folder / KEY_FILE)
     return context
