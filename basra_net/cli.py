@@ -68,11 +68,11 @@ def _examples(*lines: str) -> str:
     return "example" + ("s" if len(lines) > 1 else "") + ":\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def _deal_option(command: argparse.ArgumentParser) -> None:
+def _deal_option(command: argparse.ArgumentParser, who: str = "host", offering: str = "the other side offers") -> None:
     command.add_argument(
         "--deal", choices=DEAL_CHOICES, default=DEFAULT_DEAL,
-        help="hidden (the default): no one, host included, sees a card before it is played, whenever the other side"
-        " offers it too (an older or minimal program gets the commit-reveal deal); commit-reveal: offer only that"
+        help=f"hidden (the default): no one, {who} included, sees a card before it is played, whenever {offering}"
+        " it too (an older or minimal program gets the commit-reveal deal); commit-reveal: offer only that"
         " simpler deal, for a very slow machine",
     )
 
@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--journal", type=Path, metavar="PATH",
                        help="where to journal the tables for --resume (default: serve-PORT.journal in the data directory)")
     serve.add_argument("--no-journal", action="store_true", help="keep no journal: a crash loses every match (load tests)")
+    _deal_option(serve, "server", "both players' programs offer")
     serve.add_argument("--resume", action="store_true",
                        help="bring back every match a crashed server on this port (or --journal) left, its players resuming their seats")
 
@@ -203,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "without it, a host that plays one match is checked in version 1 only")
     as_client.add_argument("--sign-wait", type=float, default=None, metavar="SECONDS",
                            help="how long the host waits for a countersignature or a step of the hidden deal "
-                           "(PROTOCOL.md 14.8, 15.15: 30); 0 leaves those cases out")
+                           "(PROTOCOL.md 14.8: 30, and 15.15: 40); 0 leaves those cases out")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play, score and signature of a transcript, and say what it proves. Exit status: 0 proven, 1 not proven or cut short, 2 not a readable transcript, 3 a cheat proven.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)", "basra verify --partial 20261130-162032-d2a3079e059e-guest.basra   (a record cut short: what holds up to the cut)"), formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("file", type=Path, metavar="FILE")

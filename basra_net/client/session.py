@@ -95,6 +95,8 @@ RECONNECT_FOR = 180.0  # seconds to keep trying to reach the host again (its gra
 RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RECONNECT_MAX_DELAY
 RECONNECT_MAX_DELAY = 5.0
 RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
+# How the other seat abandoned the match, by the last event of the host's account (PROTOCOL.md 14.6); an absence is "left".
+OTHER_ABANDONED_AS = {"withheld": "withheld a step of the deal", "bad_deal": "sent a step of the deal that failed its check"}
 HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
 # Seconds a seat that caught a cheat at a game's checkpoint waits for the host's signature of that game, which
 # follows at once from an honest program: with it the transcript proves the cheat (PROTOCOL.md 14.11).
@@ -406,7 +408,7 @@ class ClientSession:
             result.cut_off = not self.connection.over
             return result
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            result = self._cut_short(f"connection lost: {err.__class__.__name__}")
+            result = self._cut_short(f"connection lost: {_broken_link(err)}")
             result.cut_off = not self.connection.over
             return result
         except DealRefused as refused:
@@ -424,7 +426,7 @@ class ClientSession:
             return self._result(EXIT_CHEAT, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
         if self.state.end_reason == "abandoned":
             if self.state.winner == self.state.seat:
-                how = "withheld a step of the deal" if self._abandoned_as == "withheld" else "left"
+                how = OTHER_ABANDONED_AS.get(self._abandoned_as, "left")
                 return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} {how}")
             if self._abandoned_as == "unsigned":
                 return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not countersign a game in time")
@@ -1004,3 +1006,13 @@ class ClientSession:
 def _frame(body: bytes) -> bytes:
     """A frame from its body: what a signed record hashes."""
     return len(body).to_bytes(4, "big") + body
+
+
+def _broken_link(err: Exception) -> str:
+    """What broke the connection, in words: an exception's class name says nothing to a player."""
+    if isinstance(err, trio.ClosedResourceError):
+        return "the connection was closed"
+    cause = err.__cause__ if isinstance(err, trio.BrokenResourceError) else err  # trio keeps the system's error there
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror.lower()
+    return "the host closed or reset it"

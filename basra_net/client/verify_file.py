@@ -54,7 +54,7 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
         say(f"players: {verifier.names[0]} (seat 0, host) v {verifier.names[1]} (seat 1)")
         say(_deal_mode(verifier))
     for check in report.checks:
-        say(f"game {check.game}: {'verified' if check.ok else 'FAILED'}")
+        say(f"game {check.game}: {_checked(check, verifier.hidden, 'verified')}")
         if verbose and check.deck:
             _print_details(check, verifier.welcome.match_id if verifier.welcome else b"", say)
     for game, why in verifier.unchecked:
@@ -80,6 +80,15 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
     else:
         say(f"{path}: every signature, commitment, deal, play and score checks out")
     return EXIT_OK
+
+
+def _checked(check, hidden: bool, ok: str) -> str:
+    """A game's check in words; a hidden game the match ended in, by an absence, has had no audit (PROTOCOL.md 15.16)."""
+    if not check.ok:
+        return "FAILED"
+    if hidden and not check.complete:
+        return "not complete: the match ended before its audit; every step of the deal and every play up to there check out"
+    return ok
 
 
 def _deal_mode(verifier) -> str:
@@ -127,7 +136,7 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
         if game.check is None:
             deal = "deal not checked (no fair deal on this channel)" if context is not None and not context.fair_deal else "deal not revealed"
         else:
-            deal = "deal and plays check out" if game.check.ok else "FAILED"
+            deal = _checked(game.check, verifier.hidden, "deal and plays check out")
         if game.host is not Status.VALID:
             deal += " (under no valid host signature: this proves nothing)"
         say(f"game {game.game}: {deal}; {_signatures(game.host, game.guest)}")
@@ -157,10 +166,17 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
     return VERDICT_EXITS[report.verdict]
 
 
+# How the host's account says the seat abandoned the match, by its last event (PROTOCOL.md 14.6).
+ABANDONED_AS = {
+    "withheld": "withheld a step of the deal it owed, and so abandoned",
+    "bad_deal": "sent a step of the deal that failed its check, and so abandoned",
+}
+
+
 def _say_abandonment(report: SignedReport, say: Callable[[str], None]) -> None:
     account = report.account
     assert account is not None
-    how = "withheld a step of the deal it owed, and so abandoned" if account.events[-1].kind == "withheld" else "abandoned"
+    how = ABANDONED_AS.get(account.events[-1].kind, "abandoned")
     say(f"abandonment: ASSERTED BY THE HOST, not proven: seat {account.absent_seat} {how} the match "
         f"(grace period {account.grace} s); the host's signature of its account is valid")
     for event in account.events:

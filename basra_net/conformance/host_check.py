@@ -600,7 +600,7 @@ async def check_host(
     target: Target, say: Callable[[str], None] = print, *, command: str | None = None, sign_wait: float | None = None
 ) -> int:
     """Every case against the host at target; command, when given, starts it afresh for each match ({port} replaced)."""
-    from .signed_match import SIGN_WAIT, HostUnderTest, Version2Checks
+    from .signed_match import SIGN_WAIT, STEP_WAIT, HostUnderTest, Version2Checks
 
     report = Report(say)
     transport = "TLS" if target.tls else "plain TCP"
@@ -615,6 +615,7 @@ async def check_host(
     except CaseFailed as failed:
         report.failed("1.2", "the host under test runs", str(failed))
     else:
-        await Version2Checks(host, report, SIGN_WAIT if sign_wait is None else sign_wait).run()
+        waits = (SIGN_WAIT, STEP_WAIT) if sign_wait is None else (sign_wait, sign_wait)
+        await Version2Checks(host, report, *waits).run()
     say(report.summary())
     return report.exit_code

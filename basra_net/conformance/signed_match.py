@@ -79,6 +79,7 @@ from .report import CaseFailed, Report
 from .wire import Ended, Wire
 
 SIGN_WAIT = 30.0  # PROTOCOL.md 14.8: how long a host waits for a countersignature while the seat is connected
+STEP_WAIT = 40.0  # PROTOCOL.md 15.15: how long it waits for a step of the hidden deal (past the liveness deadline)
 START_TIMEOUT = 20.0  # seconds a host run by --exec has to accept connections
 MATCH_TIMEOUT = 600.0  # seconds a match of the checker may take in all
 STOP_TIMEOUT = 5.0  # seconds a host run by --exec has to exit once told to
@@ -357,7 +358,7 @@ class SignedSeat:
             found.append("the host's signature of the result is missing or invalid")
         if self.hidden:
             match = Match(scoring=self.welcome.scoring, target=self.welcome.target)
-            for check in replay_games(self.welcome.match_id, match, self.welcome.seat, self.records, ended=True):
+            for check in replay_games(self.welcome.match_id, match, self.welcome.seat, self.records):
                 if check.finding is not None:
                     f = check.finding
                     found.append(f"game {check.game}: {f.check}: expected {f.expected}, found {f.found}")
@@ -439,6 +440,7 @@ class Version2Checks:
     host: HostUnderTest
     report: Report
     sign_wait: float = SIGN_WAIT
+    step_wait: float = STEP_WAIT
     hidden_dealt: bool = field(init=False, default=True)  # until a match shows the host chose the commit-reveal deal
 
     async def run(self) -> None:
@@ -455,7 +457,7 @@ class Version2Checks:
             await self._match(section, name, lambda table, t=tamper, c=code: self._hidden_fault(table, t, c), hidden=True)
         for case, event, hidden in ((UNSIGNED, "unsigned", False), (WITHHELD, "withheld", True)):
             if self.sign_wait <= 0:
-                self.report.skipped(*case, "--sign-wait 0: the cases that wait out the host's 30 s are left out")
+                self.report.skipped(*case, "--sign-wait 0: the cases that wait out the host's 30 s and 40 s are left out")
             else:
                 await self._match(*case, lambda table, e=event: self._waited_out(table, e), hidden=hidden)
 
@@ -596,6 +598,7 @@ class Version2Checks:
     async def _waited_out(self, table: SignedTable, event: str) -> str:
         """The first seat stops: it never countersigns (unsigned), or withholds its steps of the deal (withheld)."""
         seat = table.faulty
+        wait = self.sign_wait if event == "unsigned" else self.step_wait
         if event == "withheld":
             await table.started()
             seat.withholds = True
@@ -607,7 +610,7 @@ class Version2Checks:
             if event == "unsigned":
                 await seat.play_until(lambda m: isinstance(m, Sig) and m.of == "game")
                 seat.stopped_at = trio.current_time()
-            end = await seat.play_until(lambda m: isinstance(m, MatchEnd), self.sign_wait + TURN_TIMEOUT)
+            end = await seat.play_until(lambda m: isinstance(m, MatchEnd), wait + TURN_TIMEOUT)
             assert isinstance(end, MatchEnd)
             ends.append(end)
 
@@ -621,14 +624,14 @@ class Version2Checks:
         last = end.evidence.events[-1][0]
         if last != event:
             raise CaseFailed(f"the host's account ends with {last}, not {event}")
-        if waited < self.sign_wait - 1:
-            raise CaseFailed(f"the host gave up after {waited:.1f} s, not {self.sign_wait:g}")
+        if waited < wait - 1:
+            raise CaseFailed(f"the host gave up after {waited:.1f} s, not {wait:g}")
         return f"match_end abandoned after {waited:.1f} s, the host's account ending with {event}"
 
 
 async def _told_abandoned_to(player: SignedSeat) -> None:
     """The other party plays on until the match ends, abandoned by the faulty seat (14.8, 15.15)."""
-    end = await player.play_until(lambda m: isinstance(m, MatchEnd), SIGN_WAIT + TURN_TIMEOUT)
+    end = await player.play_until(lambda m: isinstance(m, MatchEnd), max(SIGN_WAIT, STEP_WAIT) + TURN_TIMEOUT)
     assert isinstance(end, MatchEnd) and player.welcome is not None
     if end.reason != "abandoned" or end.winner != player.welcome.seat:
         raise CaseFailed(f"the other seat was told {end.reason}, winner {end.winner}, not abandoned with itself the winner")

@@ -194,10 +194,13 @@ class Game:
         hand = self.hands[seat]
         if move.card not in hand:
             raise IllegalMove(IllegalMove.NOT_IN_HAND, f"{_name(move.card)} is not in your hand")
-        wanted = tuple(sorted(move.captures))
-        legal = [m for m in self.legal_moves() if m.card == move.card]
-        chosen = next((m for m in legal if m.captures == wanted), None)
-        if chosen is None:
+        card, wanted = move.card, tuple(sorted(move.captures))
+        # The moves listed for this turn (legal_moves, once a turn): the one asked for, if the rules allow it.
+        for chosen in self.legal_moves():
+            if chosen.card == card and chosen.captures == wanted:
+                break
+        else:
+            legal = [m for m in self.legal_moves() if m.card == card]
             allowed = " or ".join("[" + " ".join(_name(c) for c in m.captures) + "]" for m in legal)
             raise IllegalMove(
                 IllegalMove.WRONG_CAPTURE,

@@ -126,6 +126,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
         journal=not args.no_journal,
         journal_path=args.journal,
         resume=args.resume,
+        hidden_hands=args.deal == "hidden",
     )
 
     async def main(stop: trio.Event) -> None:

@@ -394,6 +394,31 @@ def encode_record(record: dict) -> bytes:
     return _encode(record, "record")
 
 
+def nested_record_encoder(fixed: dict, key: str) -> Callable[[dict], bytes]:
+    """Encode records ``{**fixed, key: value}`` as ``encode_record`` would, checking and packing ``fixed`` once.
+
+    The returned function takes the map ``value`` and gives the record's body;
+    ValueError as for ``append``.  Only ``value`` is walked for each record.
+    """
+    if key in fixed:
+        raise ValueError(f"the key {key!r} is the record's own; it cannot be among the fixed ones")
+    empty = _encode({**fixed, key: None}, "record")
+    head = empty[:-1]  # the map's size, the fixed keys and values, then key; its nil (one byte) cut off
+
+    def encode(value: dict) -> bytes:
+        if not isinstance(value, dict):
+            raise ValueError(f"a journal record must be a dict, not {type(value).__name__}")
+        problem = _unfit(value, 2)
+        if problem is not None:
+            raise ValueError(f"this journal record {problem}")
+        body = head + msgpack.packb(value, use_bin_type=True)
+        if len(body) > MAX_RECORD:
+            raise ValueError(f"this journal record takes {len(body)} bytes; a record holds at most {MAX_RECORD}")
+        return body
+
+    return encode
+
+
 def decode_record(body: bytes, path: Path, number: int) -> dict:
     """A record encoded by ``encode_record``, checked as a journal's records are; JournalError naming record ``number`` of path."""
     return _decode(body, path, number)

@@ -45,6 +45,7 @@ class Lobby:
         grace: float = GRACE,
         log: Callable[[str], None] = lambda line: None,
         journal: ServeJournal | None = None,
+        offers_hidden_hands: bool = True,
     ) -> None:
         self._nursery = nursery
         self.max_tables = max_tables
@@ -54,6 +55,7 @@ class Lobby:
         self._grace = grace
         self._log = log
         self._journal = journal
+        self._offers_hidden_hands = offers_hidden_hands  # `basra serve --deal`
         self.tables: dict[str, Table] = {}  # open tables by name, in opening order
         self._named: set[str] = set()  # tables opened by a player naming them: reserved for those who name them
         # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.
@@ -144,6 +146,7 @@ class Lobby:
             reserved_seats=frozenset(),
             name=name,
             grace=self._grace,
+            offers_hidden_hands=self._offers_hidden_hands,
         )
         if self._keep_transcripts:  # both seats' channels, as `basra host` keeps its one network seat's
             for seat in (0, 1):
@@ -154,6 +157,7 @@ class Lobby:
                 {
                     "type": "header", "name": name, "named": name in self._named, "match_id": table.match_id,
                     "scoring": self._scoring, "target": self._target, "host_key": self.host_key,
+                    "hidden_hands": self._offers_hidden_hands,  # so that a resumed match keeps its deal mode
                     "transcripts": [str(table.transcripts[seat].path) for seat in sorted(table.transcripts)],
                 }
             )

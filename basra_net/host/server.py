@@ -430,6 +430,7 @@ class ServeSettings:
     journal: bool = True  # journal every table, so that `basra serve --resume` brings the matches back after a crash
     journal_path: Path | None = None  # default: serve-PORT.journal in the data directory's journals folder
     resume: bool = False  # continue the journal a crashed server left instead of starting afresh
+    hidden_hands: bool = True  # offer hidden hands (PROTOCOL.md 15.15); `--deal commit-reveal`: the commit-reveal deal alone
 
 
 def serve_journal_path(settings: ServeSettings, port: int) -> Path:
@@ -560,6 +561,7 @@ async def _serve(
             grace=settings.grace,
             log=log,
             journal=journal,
+            offers_hidden_hands=settings.hidden_hands,
         )
         if settings.resume:
             _resumed_tables(lobby, crashed_tables, identity, settings.grace, say)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ..liveness import DEAD_AFTER, PING_AFTER
 from ..protocol.messages import AbsenceEvidence, Message, Sig, to_wire
 from ..protocol.record import (
     HOST_SIGNER,
@@ -26,7 +27,10 @@ from ..protocol.record import (
 from .seats import Seat
 
 SIGN_WAIT = 30.0  # seconds of connected time a seat has to countersign a game (PROTOCOL.md 14.8)
-STEP_WAIT = SIGN_WAIT  # and a party has to send a step of the hidden deal it owes, under the same rule (15.15)
+# Seconds of connected time a party has to send a step of the hidden deal it owes (15.15): longer than the silence
+# after which a seat counts as gone, so that a connection that died without a word makes its seat away (an
+# absence) before its step can count as withheld (a cheat).
+STEP_WAIT = DEAD_AFTER + PING_AFTER
 
 
 class ChannelSigning:

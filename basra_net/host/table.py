@@ -153,6 +153,7 @@ class Table:
         grace: float = GRACE,
         journal: Journal | None = None,
         make_token: Callable[[], bytes] = lambda: os.urandom(16),
+        offers_hidden_hands: bool = True,
     ) -> None:
         self.match = Match(scoring=scoring, target=target)
         self.match_id = match_id or os.urandom(16)
@@ -166,6 +167,8 @@ class Table:
         self._absences = Absences(self.seating, grace)
         self._replay = JournalReplay(journal)
         self.hidden = False  # the match deals with hidden hands, fixed once both seats are known (PROTOCOL.md 15.15)
+        # The host's own offer: at `basra serve`, where neither seat is the host's, `--deal commit-reveal` withdraws it.
+        self.offers_hidden_hands = offers_hidden_hands
         self.kept_locks: dict[int, KeptLock] = {}  # from a journal: the last lock each seat of this process kept
         self._dealer = Dealer(identity, self.match_id, make_seed, self._replay)
         self._signing = ChannelSigning(identity, self.match_id, self.host_key, reserved_seats)
@@ -437,7 +440,7 @@ class Table:
                 return True
             return False
 
-        waiting_from = trio.current_time()
+        waiting_from = trio.current_time() if patience is not None else 0.0  # only an owed answer is timed
         try:
             while True:
                 late = seats[0]
@@ -608,7 +611,7 @@ class Table:
 
     async def _run_match(self) -> TableResult:
         names = (self.seating.name(0), self.seating.name(1))
-        self.hidden = self._both_offer_hidden_hands()
+        self.hidden = self._deals_hidden_hands()
         try:
             for seat in (0, 1):
                 self._send(seat, MatchStart(names, deal=HIDDEN_DEAL if self.hidden else None))
@@ -691,9 +694,11 @@ class Table:
 
     # --- the hidden deal: the table is the referee, each seat's session a party ---------------
 
-    def _both_offer_hidden_hands(self) -> bool:
-        """The match deals with hidden hands when both seats speak version 2 and offer it (PROTOCOL.md 15.15)."""
-        return all(entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats)
+    def _deals_hidden_hands(self) -> bool:
+        """The match deals with hidden hands when the host and both seats offer it, the seats in version 2 (PROTOCOL.md 15.15)."""
+        return self.offers_hidden_hands and all(
+            entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats
+        )
 
     def keep_lock(self, seat: int, game: int, scalar: bytes) -> None:
         """A seat of this process (the host's own, its bot) keeps its lock for the game in the journal before using it.
@@ -792,7 +797,7 @@ class Table:
         entry = self.seats[seat]
         if entry is not None:
             entry.disconnect()  # fatal (PROTOCOL.md 8.2): nothing follows the error on that connection
-        raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", "left")
+        raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", "bad_deal")
 
     # --- a journal replayed after a restart ------------------------------------------------
 
@@ -811,7 +816,8 @@ class Table:
         """
         try:
             table = cls(
-                scoring=header["scoring"], target=header["target"], identity=identity, match_id=header["match_id"], **settings
+                scoring=header["scoring"], target=header["target"], identity=identity, match_id=header["match_id"],
+                offers_hidden_hands=header.get("hidden_hands", True), **settings,
             )
             seats, inputs = read_records(records)
         except (KeyError, TypeError) as err:

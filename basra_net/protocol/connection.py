@@ -22,6 +22,7 @@ from .errors import (
     ProtocolError,
 )
 from .framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
+from .frequent import decode_frequent
 from .shuffle import is_weak_public_key
 from .messages import (
     CLIENT,
@@ -128,20 +129,24 @@ class _Connection:
     def next_event(self) -> Message | ConnectionClosed | None:
         """The next message from the peer, ConnectionClosed, or None when more bytes are needed."""
         while True:
-            wire = self._decoder.next_message()
-            if wire is None:
+            body = self._decoder.next_body()
+            if body is None:
                 if not self._eof:
                     return None
                 if self._decoder.buffered:
                     raise ProtocolError(BAD_FRAME, "the connection closed in the middle of a frame")
                 self.closed = True
                 return ConnectionClosed()
-            message = from_wire(wire)
+            message = self._decode(body)
             if self._check_incoming(message) is False:
                 continue  # a repeat of something already taken (section 5.8), dropped silently
             if isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
                 self.closed = True
             return message
+
+    def _decode(self, body: bytes) -> Message:
+        """The message a frame body holds, checked field by field (the general way)."""
+        return from_wire(self._decoder.decode(body))
 
     # --- messages in, bytes out --------------------------------------------------------
 
@@ -225,6 +230,11 @@ class HostConnection(_Connection):
         """Take over what the seat's earlier connection left open, before a resumed seat's replay."""
         self.open_request, self.answered_request = open_request, answered_request
         self.awaiting_seed, self.seed_taken = awaiting_seed, seed_taken
+
+    def _decode(self, body: bytes) -> Message:
+        # A play, ping or pong in its usual form takes one step; anything else the general way.
+        message = decode_frequent(body)
+        return super()._decode(body) if message is None else message
 
     def _check_incoming(self, message: Message) -> bool | None:
         kind = kind_of(message)

@@ -41,7 +41,7 @@ _ARRAY_HEADS = frozenset({*_FIXARRAY, 0xDC, 0xDD})
 
 _SCALAR_TYPES = (type(None), bool, int, str, bytes)
 
-_MSGPACK_ERRORS = (msgpack.UnpackException, ValueError, TypeError, OverflowError)
+MSGPACK_ERRORS = (msgpack.UnpackException, ValueError, TypeError, OverflowError)  # what msgpack raises for a bad body
 
 
 # One packer for every frame: packb would make a new one each time.  pack() runs
@@ -117,7 +117,7 @@ def _decode_plain(body: bytes, max_entries: int | None = None) -> dict[str, Any]
             body, raw=False, timestamp=0, strict_map_key=False, object_pairs_hook=_unique_keys,
             max_str_len=size, max_bin_len=size, max_array_len=MAX_ARRAY_LEN, max_map_len=MAX_MAP_LEN, max_ext_len=0,
         )
-    except (_Irregular, *_MSGPACK_ERRORS):
+    except (_Irregular, *MSGPACK_ERRORS):
         return None
     if type(message.get("type")) is not str:
         return None
@@ -176,7 +176,7 @@ class _BodyReader:
         )
         try:
             self._unpacker.feed(body)
-        except _MSGPACK_ERRORS as exc:
+        except MSGPACK_ERRORS as exc:
             raise ProtocolError(BAD_MSGPACK, f"body rejected by msgpack: {exc}") from None
 
     @property
@@ -251,7 +251,7 @@ class _BodyReader:
     def _call(self, read: Callable[[], Any]) -> Any:
         try:
             return read()
-        except _MSGPACK_ERRORS as exc:
+        except MSGPACK_ERRORS as exc:
             raise ProtocolError(BAD_MSGPACK, _describe(exc)) from None
 
 
@@ -314,6 +314,11 @@ class FrameDecoder:
 
     def next_message(self) -> dict[str, Any] | None:
         """Return the next complete message, or None until more bytes arrive."""
+        body = self.next_body()
+        return None if body is None else self.decode(body)
+
+    def next_body(self) -> bytes | None:
+        """The next complete frame's body, not yet decoded (see decode), or None until more bytes arrive."""
         self._raise_if_poisoned()
         if len(self._buffer) < _HEADER.size:
             return None
@@ -326,6 +331,10 @@ class FrameDecoder:
         body = bytes(self._buffer[_HEADER.size : end])
         del self._buffer[:end]
         self.last_body = body
+        return body
+
+    def decode(self, body: bytes) -> dict[str, Any]:
+        """A body next_body returned, decoded strictly; a fault poisons the decoder as next_message's would."""
         try:
             return decode_body(body, self.max_frame, self.max_entries)
         except ProtocolError as exc:

@@ -14,8 +14,11 @@ A failure says who is at fault as far as the record proves it: the party
 whose step fails (HiddenDealError.seat); for a card that is no card's, the
 party the audit that follows at once names (15.10); the host, for
 announcements that differ from the replay; and, for a game the match ended
-in with a step of the deal still owed, the party that withheld it (an
-abandoned deal, the steps before it being the evidence).
+in with a step of the deal still owed, the party the host's account of the
+absence says withheld it (an abandoned deal, the steps before it being the
+evidence).  A party that was absent instead (it left, or was away past its
+grace period) withheld nothing: its game ended before its deal did, and no
+one is named.
 """
 
 from __future__ import annotations
@@ -217,17 +220,17 @@ class HiddenGameReplay:
 
     # --- the end of the game's records -------------------------------------------------------
 
-    def finish(self, ended: bool, gone: int | None = None) -> HiddenGameCheck:
+    def finish(self, withholder: int | None = None) -> HiddenGameCheck:
+        """The game's check once its records end; ``withholder`` is the seat the match ended as withholding a
+        step of the deal, by the host's account (withholder_of), if this is the game it ended in."""
         if self.failed or self.result.complete:
             return self.result
-        owed = {seat: self.referee.owed(seat) for seat in (0, 1)}
-        withheld = [seat for seat in (0, 1) if owed[seat]]
-        if gone in withheld:  # the other may have been about to send its step when this one went
-            withheld = [gone]
-        if ended and withheld:
+        # The deal stands still while a step is owed, so the step owed when the records end is the one owed when
+        # the host's time for it ran out (PROTOCOL.md 14.6): the account need not name it.
+        owed = self.referee.owed(withholder) if withholder is not None else None
+        if owed:
             self._fail(ABANDONED_DEAL, "every step of the deal until the match ended",
-                       "; ".join(f"seat {seat} withheld {owed[seat]}" for seat in withheld),
-                       " and ".join(f"seat {seat}" for seat in withheld))
+                       f"seat {withholder} withheld {owed}", f"seat {withholder}")
         elif self.referee.corrupted is not None:
             self._fail("the deal", "a card at every position", f"{self.referee.corrupted}; the record holds no audit to say whose", None)
         return self.result
@@ -258,20 +261,32 @@ def _show(message: Message) -> str:
 HIDDEN_GAME_MESSAGES = (*(kind.message for kind in CATALOGUE if kind.deal_mode == HIDDEN_DEAL), Deal, Played, GameEnd)
 
 
-def replay_games(match_id: bytes, match: Match, seat: int, records: Iterable[tuple[str, Message]], ended: bool) -> list[HiddenGameCheck]:
+def withholder_of(end: MatchEnd | None) -> int | None:
+    """The seat a match's end says withheld a step of the deal: the absent seat of a host's account of an
+    absence that ends `withheld` (PROTOCOL.md 14.6).  Any other end (a leave, a grace period run out, a step
+    that failed its check) names no one as withholding."""
+    if end is None or end.reason != "abandoned" or end.evidence is None or end.winner is None:
+        return None
+    return 1 - end.winner if end.evidence.events[-1][0] == "withheld" else None
+
+
+def replay_games(match_id: bytes, match: Match, seat: int, records: Iterable[tuple[str, Message]]) -> list[HiddenGameCheck]:
     """Every hidden game in a seat's records, replayed in order; the replay stops at the first failed game."""
     checks: list[HiddenGameCheck] = []
     current: HiddenGameReplay | None = None
+    end: MatchEnd | None = None
     for sender, message in records:
         if isinstance(message, Shuffle) and sender == REFEREE:
             if current is not None:
-                checks.append(current.finish(ended=False))
+                checks.append(current.finish())
                 if current.failed:
                     return checks
             current = HiddenGameReplay(match_id, match, seat, message)
+        elif isinstance(message, MatchEnd):
+            end = message
         elif current is not None and isinstance(message, HIDDEN_GAME_MESSAGES):
             current.observe(sender, message)
     if current is not None:
-        checks.append(current.finish(ended))
+        checks.append(current.finish(withholder_of(end)))
     return checks
 

@@ -346,7 +346,7 @@ class AbsenceEvidence:
 
 MAX_ABSENCE_EVENTS = 256
 # The events of the host's account of an absence, in the order of their bytes in the signed statement (14.6).
-ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned", "withheld", "restart")
+ABSENCE_KINDS = ("away", "resume", "back", "grace_over", "left", "unsigned", "withheld", "restart", "bad_deal")
 
 
 @dataclass(frozen=True)

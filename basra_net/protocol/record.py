@@ -57,7 +57,7 @@ _ABSENCE_LABEL = b"basra-net/v2/absence"
 ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
 # The events that make a seat away: its connection ended, or the host's process did, and the host restarted.
 AWAY_EVENTS = frozenset({"away", "restart"})
-ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld"})
+ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld", "bad_deal"})
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 

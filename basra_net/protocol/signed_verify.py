@@ -18,7 +18,7 @@ proven cheat) or when the seat's own records contradict it (the seat's word).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .messages import Deal, Hello, Leave
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
@@ -115,6 +115,9 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         covered = record.host is Status.VALID if record is not None else result_signed
         if problem.field in _SIGNATURE_FIELDS:
             unproven.append(str(problem))
+        elif problem.field == ABANDONED_DEAL and report.account is None:
+            # Withholding is the host's signed word (14.6); an account that does not verify names no one.
+            unproven.append(f"{replace(problem, culprit=None)} (the host's word, in an account of the absence that is not validly signed: this names no one)")
         elif problem.culprit is not None:  # a hidden deal's step, proven false by its own proof (15.16)
             cheats.append(str(problem))
         elif problem.field == "reveal" and problem.game not in dealt:
@@ -193,6 +196,8 @@ def _disputed_by_the_record(
     withheld = f"seat {account.absent_seat} withheld"
     if ending == "withheld" and not any(p.field == ABANDONED_DEAL and withheld in p.found for p in problems):
         return f"the host says seat {account.absent_seat} withheld a step of the deal, and the record holds every step it owed (the seat's word)"
+    if ending == "bad_deal" and not any(p.culprit == f"seat {account.absent_seat}" for p in problems):
+        return f"the host says a step of the deal seat {account.absent_seat} sent failed its check, and every step in its record passes (the seat's word)"
     return None
 
 

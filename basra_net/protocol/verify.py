@@ -20,7 +20,7 @@ from ..engine import IllegalMove, Match, Move
 from ..engine.cards import card_name
 from ..engine.events import Dealt, GameEnded, MatchEnded, TableTaken
 from . import shuffle
-from .hidden_verify import HIDDEN_GAME_MESSAGES, HiddenGameCheck, HiddenGameReplay
+from .hidden_verify import HIDDEN_GAME_MESSAGES, HiddenGameCheck, HiddenGameReplay, withholder_of
 from .messages import (
     Commit,
     Deal,
@@ -181,7 +181,7 @@ class MatchVerifier:
     def _observe_hidden(self, sender: str, message: Message) -> GameCheck | None:
         """A message of a hidden game: the game's check once it is complete or has failed."""
         if isinstance(message, Shuffle) and sender == HOST:
-            done = self._end_hidden_game(ended=False)
+            done = self._end_hidden_game()
             if self.failed or self.welcome is None or self.match is None:
                 return done
             self._hidden_game = HiddenGameReplay(self.welcome.match_id, self.match, self.welcome.seat, message)
@@ -191,14 +191,14 @@ class MatchVerifier:
             return None
         replay.observe(sender, message)
         if replay.failed or replay.result.complete:
-            return self._end_hidden_game(ended=False)
+            return self._end_hidden_game()
         return None
 
-    def _end_hidden_game(self, ended: bool) -> GameCheck | None:
+    def _end_hidden_game(self) -> GameCheck | None:
         replay, self._hidden_game = self._hidden_game, None
         if replay is None:
             return None
-        check = _game_check(replay.finish(ended, self._gone()))
+        check = _game_check(replay.finish(withholder_of(self.match_end)))
         self.checks.append(check)
         return self._done(check)
 
@@ -207,7 +207,7 @@ class MatchVerifier:
         problems: list[Discrepancy] = []
         ended = self.match_end is not None or self.left is not None
         if self._hidden_game is not None:
-            problems.extend(self._end_hidden_game(ended).discrepancies)
+            problems.extend(self._end_hidden_game().discrepancies)
         self.unchecked = []
         revealed = {c.game for c in self.checks}
         for game, pending in sorted(self.pending.items()):
@@ -246,14 +246,6 @@ class MatchVerifier:
         """The channel shows every card, so the match can be replayed: either seat's of the hidden deal, seat 1's of
         the commit-reveal deal (its reveals); seat 0 of a commit-reveal match at `basra serve` sees no deal to check."""
         return self.hidden or self.welcome is None or self.welcome.seat == 1
-
-    def _gone(self) -> int | None:
-        """The seat the record shows leaving, or ended as abandoned by the host, if any."""
-        if self.match_end is not None and self.match_end.reason == "abandoned" and self.match_end.winner is not None:
-            return 1 - self.match_end.winner
-        if self.left is not None and self.welcome is not None:
-            return self.welcome.seat if self.left[0] == GUEST else 1 - self.welcome.seat
-        return None
 
     def _guest_absent(self) -> str | None:
         """Why a reveal could not come, when the record shows it was the guest that went (no failure of the host)."""

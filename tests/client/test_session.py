@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import socket
+import struct
 from functools import partial
 
 import pytest
@@ -122,6 +124,28 @@ async def test_a_host_that_vanishes_before_any_seed_is_a_plain_network_failure(t
     result, _ = await _run_client(script, tmp_path)
     assert result.exit_code == EXIT_FAILURE
     assert "closed the connection" in result.reason
+
+
+async def test_a_connection_reset_is_told_in_words_not_by_an_exception_name(tmp_path):
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        async def reset_after_seating() -> None:
+            stream = await listener.accept()
+            host = ScriptedHost(stream)
+            await host.seat_guest()
+            # Closing with a zero linger sends a reset instead of a close.
+            stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            stream.socket.close()
+
+        nursery.start_soon(reset_after_seating)
+        client_end = await trio.open_tcp_stream("127.0.0.1", port)
+        session = ClientSession(client_end, "Guest", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra")
+        with trio.fail_after(10):
+            result = await session.run()
+        await listener.aclose()
+    assert result.exit_code == EXIT_FAILURE
+    assert result.reason == "connection lost: connection reset by peer", result.reason
 
 
 async def test_a_version_the_client_did_not_offer_is_refused(tmp_path):

@@ -134,3 +134,29 @@ def test_join_with_nobody_listening_says_so_once_with_what_to_check(basra_env):
         f"basra join: cannot connect to 127.0.0.1:{port}: Connection refused. Is `basra host` running there, on port {port}?"
         f" A firewall on either machine may be blocking TCP port {port}."
     )
+
+
+def test_basra_serve_deals_the_commit_reveal_deal_when_asked_though_both_players_offer_hidden_hands(basra_env, tmp_path):
+    """`basra serve --deal commit-reveal` withdraws the server's offer of hidden hands: two `basra join` processes
+    that offer it (their default) play the commit-reveal deal, and both records say so and verify."""
+    port = free_port()
+    serve = start_basra(basra_env, "serve", "--bind", "127.0.0.1", "--port", str(port), "--plain", "--target", "40",
+                        "--no-announce", "--deal", "commit-reveal")
+    try:
+        wait_for_line(serve, "basra join")
+        joins = [
+            start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", name,
+                        "--transcript", str(tmp_path / f"{name}.basra"))
+            for name in ("Amr", "Dina")
+        ]
+        outcomes = [finish(join, MATCH_TIMEOUT) for join in joins]
+    finally:
+        serve.terminate()
+        serve_out, _ = serve.communicate(timeout=30)
+    assert "(commit-reveal deal)" in serve_out and "(hidden hands)" not in serve_out, serve_out
+    for (code, out), name in zip(outcomes, ("Amr", "Dina")):
+        assert code == 0, out
+        kept = transcript_format.parse((tmp_path / f"{name}.basra").read_bytes()).records
+        assert next(m for _, m in kept if isinstance(m, MatchStart)).deal is None
+        verified = _verify(basra_env, tmp_path / f"{name}.basra")
+        assert verified.returncode == 0 and "deal: commit-reveal" in verified.stdout, verified.stdout

@@ -243,8 +243,11 @@ FROZEN_CELLS = [
     ("own turn", "host", lambda: Mark(TO_PLAYER, "hidden_turn", hold=KEYS_HOLD), "1", "host left"),
     # The guest's play has reached the host; the host's answer waits in the frozen link.
     ("opponent's turn", "join", lambda: Mark(TO_HOST, "hidden_play", hold=KEYS_HOLD), "1", "joiner left"),
-    # In the commit-reveal deal (README's table marks why): game 2's commitment has reached the guest; its seed
-    # waits in the frozen link.
+    # Game 2's shuffle has reached the guest, its dealer; its lock waits in the frozen link.  Leaving there is an
+    # absence, not a withheld step (PROTOCOL.md 15.16): both transcripts verify and name no one.
+    ("between games", "join", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
+    ("between games", "host", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=KEYS_HOLD), "151", "host left"),
+    # The same in the commit-reveal deal: game 2's commitment has reached the guest; its seed waits in the frozen link.
     ("between games, commit-reveal", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
     # The host leaves with the guest's seed in flight: README's paragraph after the table.
     ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "host left after its commitment"),

@@ -34,6 +34,7 @@ from basra_net.host import table as table_module
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.protocol import hidden_deal, hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
+from basra_net.protocol.framing import decode_body, encode_frame
 from basra_net.protocol.hidden_deal import GROUP_ORDER, Proof, card_of, scalar_bytes
 from basra_net.protocol.messages import Audit, Audited, Lock, Locked, MatchEnd, Message, Open, Opened
 
@@ -125,11 +126,11 @@ async def serve(tmp_path: Path, cheat_at: int | None = None, **cheater_options) 
     return results
 
 
-def verdicts(tmp_path: Path, basra_command: list[str], paths: list[Path] | None = None) -> dict[str, tuple[int, str]]:
+def verdicts(tmp_path: Path, basra_command: list[str], paths: list[Path] | None = None, *options: str) -> dict[str, tuple[int, str]]:
     """`basra verify` run on each transcript (the host's and the guest's unless named): its exit status and its last line."""
     found = {}
     for path in paths or [tmp_path / "host.basra", tmp_path / "guest.basra"]:
-        run = subprocess.run([*basra_command, "verify", str(path)], capture_output=True, text=True,
+        run = subprocess.run([*basra_command, "verify", str(path), *options], capture_output=True, text=True,
                              timeout=60, env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
         assert "Traceback" not in run.stdout + run.stderr
         found[path.name] = (run.returncode, run.stdout.splitlines()[-1])
@@ -186,18 +187,77 @@ async def test_a_cheating_guest_is_refused_and_both_records_prove_it(case, tmp_p
     guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=cheat)
     assert guest.refusal == BAD_DEAL and guest.exit_code != 0
     assert not outcome.table.completed and outcome.table.winner == 0
+    assert absence_account(tmp_path / "host.basra").events[-1][0] == "bad_deal"  # not an absence: a failed step
     for name, (code, last) in verdicts(tmp_path, basra_command).items():
         assert code == EXIT_CHEAT, (name, last)
         assert reason in last and "(seat 1 cheated)" in last, (name, last)
 
 
-async def test_a_guest_that_walks_away_rather_than_unmask_leaves_an_abandoned_deal_naming_it(tmp_path, basra_command):
+async def test_at_a_served_table_the_other_player_is_told_the_step_failed_and_its_record_shows_the_hosts_account(tmp_path, basra_command):
+    """Seat 0's bad unmasking is refused and not relayed: seat 1's record holds the host's account, ending
+    `bad_deal`, shown as the host's assertion; the server's record of seat 0's channel proves the step false."""
+    results = await serve(tmp_path, cheat_at=0, cheat=CHEATS["a bad proof"][0])
+    honest = results[1]
+    assert honest.exit_code == EXIT_FAILURE and honest.state.winner == 1, honest.reason
+    assert honest.reason == "the match was abandoned: Amr sent a step of the deal that failed its check"
+    assert absence_account(tmp_path / "seat1.basra").events[-1][0] == "bad_deal"
+    run = subprocess.run([*basra_command, "verify", "--partial", str(tmp_path / "seat1.basra")], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
+    assert run.returncode == EXIT_OK and "cheated" not in run.stdout, run.stdout
+    assert "ASSERTED BY THE HOST, not proven: seat 0 sent a step of the deal that failed its check" in run.stdout, run.stdout
+    served_seat0 = served_transcripts(tmp_path)[0]
+    ((code, last),) = verdicts(tmp_path, basra_command, [served_seat0]).values()
+    assert code == EXIT_CHEAT and "seat 0's unmasking of position" in last and "(seat 0 cheated)" in last, last
+
+
+async def test_a_host_that_refuses_a_sound_step_is_disputed_by_the_guests_steps_on_record(tmp_path, basra_command, monkeypatch):
+    """A host that answers a sound step with `bad_deal` signs an account its own record of the channel disputes:
+    every step of the guest in it passes (PROTOCOL.md 14.6)."""
+    honest = hidden_game.RefereeGame.take
+
+    def refusing(self, seat, message):
+        if seat == 1 and isinstance(message, Open):
+            raise hidden_deal.HiddenDealError("a check that does not exist", seat=1)
+        return honest(self, seat, message)
+
+    monkeypatch.setattr(hidden_game.RefereeGame, "take", refusing)
+    guest, outcome = await play(tmp_path)
+    assert guest.refusal == BAD_DEAL and outcome.table.winner == 0
+    assert absence_account(tmp_path / "host.basra").events[-1][0] == "bad_deal"
+    run = subprocess.run([*basra_command, "verify", "--partial", str(tmp_path / "host.basra")], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
+    assert "cheated" not in run.stdout, run.stdout
+    assert any(line.startswith("abandonment DISPUTED: the host says a step of the deal seat 1 sent failed its check")
+               for line in run.stdout.splitlines()), run.stdout
+    assert run.returncode == EXIT_FAILURE, run.stdout
+
+
+async def test_a_guest_that_walks_away_rather_than_unmask_has_left_and_is_named_by_no_one(tmp_path, basra_command):
+    """Leaving (Ctrl-C: a `leave`) while a step of the deal is owed is an absence, not a withheld step: the seat
+    loses the match, and neither record calls it a cheat (PROTOCOL.md 15.16)."""
     guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=lambda m: None if isinstance(m, Open) else m)
     assert not outcome.table.completed and outcome.table.winner == 0
-    for name, (code, last) in verdicts(tmp_path, basra_command).items():
-        assert code == EXIT_CHEAT, (name, last)
-        assert "an abandoned deal" in last and "seat 1 withheld its unmasking of positions" in last, (name, last)
-        assert "(seat 1 cheated)" in last
+    assert absence_account(tmp_path / "host.basra").events[-1][0] == "left"
+    for name, (code, last) in verdicts(tmp_path, basra_command, None, "--partial").items():
+        assert code == EXIT_OK and "cheat" not in last.lower(), (name, last)
+    # Nor can a forger make it one by rewriting the account's ending to `withheld`: unsigned, that proves nothing.
+    forged = tmp_path / "forged.basra"
+    forged.write_bytes(with_account_ending(tmp_path / "host.basra", "withheld"))
+    ((code, last),) = verdicts(tmp_path, basra_command, [forged], "--partial").values()
+    assert code == EXIT_FAILURE and "cheat" not in last.lower(), last
+
+
+def with_account_ending(path: Path, ending: str) -> bytes:
+    """A format-2 transcript with the last event of its match_end's account of the absence rewritten."""
+    kept = transcript.parse(path.read_bytes())
+    rewritten = []
+    for sender, body in kept.bodies:
+        wire = decode_body(body)
+        if wire.get("type") == "match_end" and wire.get("evidence"):
+            wire["evidence"]["events"][-1][0] = ending
+            body = encode_frame(wire)[4:]
+        rewritten.append(transcript.body_record(sender, body))
+    return transcript.header(kept.role, transcript.SIGNED_FORMAT) + b"".join(rewritten)
 
 
 def forged_unmasking(relay):
@@ -290,8 +350,9 @@ async def test_a_host_that_drops_a_step_and_calls_it_withheld_is_disputed_by_the
     lines = run.stdout.splitlines()
     assert any("ASSERTED BY THE HOST" in line and "seat 1 withheld a step of the deal" in line for line in lines), run.stdout
     assert any(line.startswith("abandonment DISPUTED") and "the record holds every step it owed" in line for line in lines)
-    # The host held back its own party's scalar too, to relay with the guest's: the guest's record shows seat 0's owed.
-    assert run.returncode == EXIT_CHEAT and "seat 0 withheld its audit scalar (seat 0 cheated)" in lines[-1], run.stdout
+    # The host holds back its own party's scalar too, to relay with the guest's: seat 0 owes it in the guest's
+    # record, but the host's account names no withholding by seat 0, so no one is named a cheat (15.16).
+    assert run.returncode == EXIT_FAILURE and "cheated" not in run.stdout, run.stdout
 
 
 # --- a substituted card: shown at once, then both scalars, and the audit names who (15.7, 15.10) -------

@@ -521,6 +521,36 @@ def test_append_refuses_what_a_journal_cannot_hold_and_writes_nothing(tmp_path, 
     assert load_journal(path) == (HEADER, [{"type": "after"}])
 
 
+@settings(max_examples=100, deadline=None)
+@given(fixed=_records, value=_records)
+def test_a_nested_record_is_encoded_byte_for_byte_as_the_whole_record(fixed, value):
+    fixed.pop("record", None)
+    encode = journal.nested_record_encoder(fixed, "record")
+    assert encode(value) == journal.encode_record({**fixed, "record": value})
+
+
+@pytest.mark.parametrize(
+    "record, problem",
+    [
+        ({"type": "x", "f": 0.5}, "holds a float"),
+        ({"type": "x", 3: "three"}, "has a map key of type int"),
+        ({"type": "x", "n": 2**64}, "outside msgpack's range"),
+        ({"type": "x", "deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}, "levels deep"),
+        ({"type": "x", "blob": b"\x00" * MAX_RECORD}, "a record holds at most"),
+    ],
+)
+def test_a_nested_record_is_refused_as_the_whole_record_would_be(record, problem):
+    with pytest.raises(ValueError, match=problem):
+        journal.encode_record({"type": "record", "table": 1, "record": record})
+    with pytest.raises(ValueError, match=problem):
+        journal.nested_record_encoder({"type": "record", "table": 1}, "record")(record)
+
+
+def test_a_nested_record_is_a_map():
+    with pytest.raises(ValueError, match="must be a dict"):
+        journal.nested_record_encoder({"type": "record", "table": 1}, "record")(["type", "x"])
+
+
 def test_the_deepest_and_largest_allowed_records_are_taken(tmp_path):
     deep: object = 1  # at level 32 inside 30 lists inside the record's map
     for _ in range(journal.MAX_DEPTH - 2):

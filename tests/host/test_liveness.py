@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -11,12 +12,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.client.players import BotPlayer
 from basra_net.client.session import ClientSession
 from basra_net.host.seat_link import SEND_TIMEOUT, serve_connection
-from basra_net.host.table import Table
+from basra_net.host.table import STEP_WAIT, Table
 from basra_net.liveness import DEAD_AFTER, PING_AFTER
 from basra_net.options import GRACE
 from basra_net.protocol.connection import ClientConnection, ConnectionClosed, HostConnection
 from basra_net.protocol.errors import TIMEOUT
-from basra_net.protocol.messages import Commit, Error, Hello, MatchStart, Ping, Pong, Welcome
+from basra_net.protocol.messages import HIDDEN_DEAL, Commit, Error, Hello, MatchStart, Ping, Pong, Welcome
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 
@@ -223,3 +224,52 @@ async def test_a_seat_that_stops_reading_is_cut_off_held_away_and_then_abandoned
     assert SEND_TIMEOUT + 5 <= told[0] - stopped[0] < SEND_TIMEOUT + 6
     assert SEND_TIMEOUT + GRACE <= ended < SEND_TIMEOUT + GRACE + 10
     assert table.result.reason == f"Stuck did not come back within {GRACE:.0f} s"
+
+
+class MuteParty(SilentSeat):
+    """A version-2 seat offering hidden hands that sends none of its steps; ``pongs`` says whether it still answers
+    pings (it is at the table, withholding) or is silent (its connection died without a word, as when the network
+    drops packets: no end of stream reaches the host)."""
+
+    def __init__(self, stream: trio.abc.Stream, pongs: bool) -> None:
+        super().__init__(stream)
+        self.pongs = pongs
+
+    async def run(self) -> None:
+        await self.stream.send_all(self.connection.send(Hello((2,), "Quiet", GUEST_KEY, key=GUEST_KEY, deals=(HIDDEN_DEAL,))))
+        while True:
+            data = await self.stream.receive_some(65536)
+            self.connection.receive_data(data)
+            while (event := self.connection.next_event()) is not None:
+                self.received.append((trio.current_time(), event))
+                if isinstance(event, ConnectionClosed):
+                    return
+                if isinstance(event, Ping) and self.pongs:
+                    await self.stream.send_all(self.connection.send(Pong(event.id)))
+
+
+GUEST_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33))).public_key().public_bytes_raw()
+
+
+@pytest.mark.parametrize("pongs", [True, False], ids=["at the table", "silent"])
+async def test_a_party_gone_silent_as_its_step_falls_due_is_away_and_only_one_at_the_table_withholds(autojump_clock, pongs):
+    """Its lock falls due the moment it is seated (the host's party locks first).  At the table (answering pings)
+    it withholds, and the match ends `withheld` when the step's wait runs out; silent, it is counted gone by the
+    liveness deadline first, so it is away, never withholding, and the match ends when its grace runs out."""
+    table = Table(scoring="egyptian", target=40, identity=KEY, grace=5)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        mute = MuteParty(_seat(nursery, table, 1), pongs)
+        nursery.start_soon(mute.run)
+        own = ClientSession(_seat(nursery, table, 0), "Host", BotPlayer("greedy"), keep_transcript=False)
+        start = trio.current_time()
+        result = await own.run()
+        ended = trio.current_time() - start
+        nursery.cancel_scope.cancel()
+    assert result.state.end_reason == "abandoned" and result.state.winner == 0
+    if pongs:
+        assert table.result.reason == f"Quiet did not send its locked list for game 1 within {STEP_WAIT:g} s"
+        assert STEP_WAIT <= ended < STEP_WAIT + 1
+    else:
+        assert table.result.reason == "Quiet did not come back within 5 s"
+        assert DEAD_AFTER + 5 <= ended < DEAD_AFTER + 6

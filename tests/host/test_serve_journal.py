@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from basra_net.host import journal as journal_module
 from basra_net.host.journal import JournalError
 from basra_net.host.outbox import Outbox
 from basra_net.host.replay import JournalMismatch, read_records
-from basra_net.host.serve_journal import SERVE_MAGIC, ServeJournal
+from basra_net.host.serve_journal import GATHER_AT_MOST, SERVE_MAGIC, ServeJournal
 from basra_net.host.table import outgoing
 from basra_net.protocol.framing import FrameDecoder
 from basra_net.protocol.messages import Ping, from_wire
@@ -99,6 +100,66 @@ async def test_a_frame_sent_after_a_record_leaves_only_once_the_record_is_on_dis
         outbox.flush()
         decoder.feed(peer.recv(1000))
         assert [from_wire(wire) for wire in decoder] == [Ping(3)]
+    journal.close()
+
+
+@pytest.mark.timeout(30)
+async def test_a_commit_waits_briefly_for_the_tables_the_last_one_released_and_no_longer(tmp_path, mock_clock):
+    """Tables that answer sooner than a commit takes share one sync; one slower than twice its usual answer is not waited for."""
+    journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
+    fast, other = journal.open_table(_table_header(1)), journal.open_table(_table_header(2))
+    answer = 0.0003  # what the released tables take to queue their next record, on the clock the test moves
+    write = journal._write
+
+    def one_millisecond_write(*batch) -> None:  # a commit takes 1 ms on that clock: longer than the tables' answer
+        write(*batch)
+        mock_clock.jump(0.001)
+
+    journal._write = one_millisecond_write
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(journal.run)
+        for round in range(10):  # both answer in 0.3 ms: the journal learns that they answer fast
+            await _committed(fast), await _committed(other)
+            mock_clock.jump(answer)
+            fast.append({"type": "play", "n": round})
+            other.append({"type": "play", "n": round})
+        await _committed(fast), await _committed(other)
+        fsyncs = journal.fsyncs
+        other.append({"type": "play", "n": "other first"})
+        await wait_all_tasks_blocked()
+        assert journal._pending  # not committed alone: the fast table is due
+        mock_clock.jump(answer)
+        fast.append({"type": "play", "n": "fast after"})
+        await _committed(fast), await _committed(other)
+        assert journal.fsyncs == fsyncs + 1  # both records in one sync
+        # The fast table does not answer in time: the other's record is committed without it.
+        other.append({"type": "play", "n": "other alone"})
+        await wait_all_tasks_blocked()
+        assert journal._pending
+        mock_clock.jump(GATHER_AT_MOST)
+        await _committed(other)
+        assert journal.fsyncs == fsyncs + 2 and not journal._pending
+        nursery.cancel_scope.cancel()
+    journal.close()
+
+
+@pytest.mark.timeout(30)
+async def test_an_idle_journal_commits_the_first_record_at_once_when_tables_answer_slowly(tmp_path, mock_clock):
+    journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
+    slow, other = journal.open_table(_table_header(1)), journal.open_table(_table_header(2))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(journal.run)
+        for round in range(6):  # each answers 0.1 s after its release (a paced player)
+            await _committed(slow), await _committed(other)
+            mock_clock.jump(0.1)
+            slow.append({"type": "play", "n": round})
+            other.append({"type": "play", "n": round})
+        await _committed(slow), await _committed(other)
+        other.append({"type": "play", "n": "alone"})
+        await wait_all_tasks_blocked()
+        assert not journal._pending  # taken at once, while the clock stands still: the slow table is not waited for
+        await _committed(other)
+        nursery.cancel_scope.cancel()
     journal.close()
 
 

@@ -23,6 +23,7 @@ from basra_net.protocol.hidden_deal import GROUP_ORDER, HiddenDealError, NotAPer
 from basra_net.protocol.hidden_game import PartyGame
 from basra_net.protocol.messages import (
     HIDDEN_DEAL,
+    AbsenceEvidence,
     Audit,
     Audited,
     Deal,
@@ -54,7 +55,7 @@ class HiddenMatch(HiddenTable):
 
     ``cheat(seat, message)`` may change what a party sends before the referee
     sees it; a party that returns None from it stops answering, and the host
-    ends the match as abandoned by it.  Seat 0 is the host's own party: when
+    ends the match as abandoned by it, its account ending `withheld`.  Seat 0 is the host's own party: when
     it cheats, the host is the modified one and relays its step unchecked.
     """
 
@@ -96,11 +97,17 @@ class HiddenMatch(HiddenTable):
             self.play_game()
         if self.stopped is not None:
             totals = tuple(self.match.totals)
-            self.told(GUEST_SEAT, MatchEnd(1 - self.stopped, totals, "abandoned"))
+            self.told(GUEST_SEAT, abandoned_by(self.stopped, "withheld", totals))
         else:
             self.told(GUEST_SEAT, MatchEnd(self.match.winner, tuple(self.match.totals), "target"))
         self.records.append(("guest", Leave("the match is over")))
         return self.records
+
+
+def abandoned_by(seat: int, ending: str, totals: tuple[int, int] = (0, 0)) -> MatchEnd:
+    """The host's end of a match abandoned by ``seat``, its account of the absence ending with ``ending``
+    (a format-1 record, whose signatures no one checks, holds the account all the same)."""
+    return MatchEnd(1 - seat, totals, "abandoned", evidence=AbsenceEvidence(2, ((ending, 0, 0),), bytes(64)))
 
 
 def unchecked_relay(seat: int, step: Message) -> Message:
@@ -211,7 +218,7 @@ def test_a_cheating_party_is_named_and_verify_exits_3(case, tmp_path):
     assert reason in str(refused.value) and refused.value.seat == cheater
     # ...and the record the guest kept up to the cheat proves it offline: its own step as sent, or the
     # step of the host's party as the host relayed it.
-    code, lines = verify([*table.records, ("host", MatchEnd(1 - cheater, (0, 0), "abandoned"))], tmp_path)
+    code, lines = verify([*table.records, ("host", abandoned_by(cheater, "left"))], tmp_path)
     assert code == EXIT_CHEAT, lines
     assert reason in lines[-1] and f"seat {cheater} cheated" in lines[-1]
 
@@ -259,7 +266,7 @@ def test_a_substituted_card_is_shown_at_once_and_the_audit_that_follows_names_it
     records = table.records
     shown = next(i for i, (s, m) in enumerate(records) if shows_no_card(m))
     assert not any(isinstance(m, (Deal, HiddenTurn)) for _, m in records[shown:])  # the game goes no further
-    code, lines = verify([*records, ("host", MatchEnd(1 - culprit, (0, 0), "abandoned"))], tmp_path)
+    code, lines = verify([*records, ("host", abandoned_by(culprit, "left"))], tmp_path)
     assert code == EXIT_CHEAT, lines
     assert f"seat {culprit}'s locked list is not the list before it" in lines[-1] and f"seat {culprit} cheated" in lines[-1]
 
@@ -272,8 +279,10 @@ def test_a_substitution_whose_audit_is_withheld_names_the_seat_that_withheld_it(
     assert any(shows_no_card(m) for _, m in records)
     code, lines = verify(records, tmp_path)  # the record stops: no one is named
     assert code == EXIT_FAILURE and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1], lines
-    code, lines = verify([*records, ("host", MatchEnd(0, (0, 0), "abandoned"))], tmp_path)
+    code, lines = verify([*records, ("host", abandoned_by(1, "withheld"))], tmp_path)
     assert code == EXIT_CHEAT and "seat 1 withheld its audit scalar" in lines[-1] and "seat 1 cheated" in lines[-1], lines
+    code, lines = verify([*records, ("host", abandoned_by(1, "grace_over"))], tmp_path)  # away instead: no one is named
+    assert code == EXIT_FAILURE and "no audit to say whose" in lines[-1] and "cheated" not in lines[-1], lines
 
 
 @pytest.mark.parametrize("stopper", [0, 1], ids=["the host's party", "the guest"])
@@ -286,6 +295,23 @@ def test_a_party_that_refuses_to_unmask_leaves_an_abandoned_deal_naming_it(stopp
     assert code == EXIT_CHEAT, lines
     assert "an abandoned deal" in lines[-1] and f"seat {stopper} withheld its unmasking of positions" in lines[-1]
     assert f"seat {stopper} cheated" in lines[-1]
+
+
+@pytest.mark.parametrize("leaver", [0, 1], ids=["the host's party", "the guest"])
+@pytest.mark.parametrize("how", ["leave", "left", "grace_over"])
+def test_a_party_absent_while_it_owes_a_step_withheld_nothing(leaver, how, tmp_path):
+    """The match ends while a step of the deal is owed, by an absence: a `leave` (from either seat), or the host's
+    account ending `left` or `grace_over`.  That is no withholding: no one is named, and the game is shown as
+    ended before its audit, every step and play up to there checked."""
+    records = HiddenMatch(seed=3, target=1).play()
+    i = next(i for i, (s, m) in enumerate(records) if isinstance(m, (Open, Opened)))
+    end = (
+        [("guest" if leaver == 1 else "host", Leave("Ctrl-C"))] if how == "leave"
+        else [("host", abandoned_by(leaver, how)), ("guest", Leave("the match is over"))]
+    )
+    code, lines = verify([*records[:i], *end], tmp_path)
+    assert code == EXIT_OK and "cheated" not in "\n".join(lines), lines
+    assert any(line.startswith("game 1: not complete: the match ended before its audit") for line in lines), lines
 
 
 def test_a_record_that_stops_mid_deal_names_no_one(tmp_path):

@@ -71,7 +71,7 @@ def test_the_running_hash_and_every_statement_of_a_whole_game():
     assert [g.host for g in channel.games] == [record.Status.VALID]
 
 
-@pytest.mark.parametrize("name", ["absence_statement", "withheld_statement"])
+@pytest.mark.parametrize("name", ["absence_statement", "withheld_statement", "bad_deal_statement"])
 def test_the_absence_statement(name):
     vector = VECTORS[name]
     account = record.AbsenceAccount(

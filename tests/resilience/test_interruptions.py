@@ -97,8 +97,8 @@ MOMENTS = {
     "game end": lambda: Mark(TO_PLAYER, "game_end", hold=HOLD),
     # Game 2's shuffle has arrived; the guest, its dealer, owes the first lock.
     "between games": lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=HOLD),
-    # The same moments in the commit-reveal deal, for the cells where a seat gone while the next game's deal is
-    # due ends otherwise with hidden hands (README: the record names it as withholding its step of the deal).
+    # The same moments in the commit-reveal deal, for the cells README marks [C]: a seat gone while the next
+    # game's deal awaits its step (its seed there, its lock with hidden hands) is an absence in both deals.
     "game end, commit-reveal": lambda: Mark(TO_PLAYER, "game_end", hold=HOLD),
     # The commitment for game 2 has arrived; the guest's seed is due.
     "between games, commit-reveal": lambda: Mark(TO_PLAYER, "commit", nth=2, hold=HOLD),
@@ -147,9 +147,13 @@ CELLS = [
     ("game end", "kill join", "greedy", "greedy", "resumes"),
     ("game end", "kill host", "greedy", "greedy", "resumes"),
     ("game end", "cut 5 s", "greedy", "greedy", "resumes"),
+    ("game end", "cut past grace", "greedy", "greedy", "abandoned"),
     ("game end, commit-reveal", "cut past grace", "greedy", "greedy", "abandoned"),
     ("between games", "kill join", "greedy", "greedy", "resumes"),
     ("between games", "kill host", "greedy", "greedy", "resumes"),
+    ("between games", "ctrl-c join", "greedy", "greedy", "joiner left"),
+    ("between games", "ctrl-c host", "greedy", "greedy", "host left"),
+    ("between games", "cut past grace", "greedy", "greedy", "abandoned"),
     ("between games, commit-reveal", "ctrl-c join", "greedy", "greedy", "joiner left"),
     ("between games, commit-reveal", "ctrl-c host", "greedy", "greedy", "host left after its commitment"),
     ("between games", "cut 5 s", "greedy", "greedy", "resumes"),

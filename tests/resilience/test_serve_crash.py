@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from basra_net.protocol import transcript
-from basra_net.protocol.messages import Played, Welcome
+from basra_net.protocol.messages import MatchStart, Played, Shuffle, Welcome
 
 from ..e2e.processes import basra_command, finish, free_port, start_basra, wait_for_line
 
@@ -184,3 +184,39 @@ def test_basra_serve_with_a_journal_it_cannot_make_or_an_unfinished_one_says_so_
     assert nothing.returncode == 1 and nothing.stderr.strip().endswith("there is no such file"), nothing.stderr
     both = serve("--resume", "--no-journal")
     assert both.returncode == 1 and "cannot go with --no-journal" in both.stderr
+
+
+def test_a_match_of_basra_serve_deal_commit_reveal_resumes_in_that_deal_whatever_the_restart_offers(tmp_path):
+    """The deal mode is the match's for every game, resumes included (PROTOCOL.md 15.15): the journal keeps the
+    server's offer, so `basra serve --resume` without `--deal` takes a commit-reveal match up in the same deal."""
+    port = str(free_port())
+    server_env = _env(tmp_path / "server")
+    serving = ("serve", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "60", "--target", "151", "--no-announce")
+    server = start_basra(server_env, *serving, "--deal", "commit-reveal")
+    wait_for_line(server, "Journal:")
+    lines = ServerLines(server)
+    transcripts = [tmp_path / f"player{number}.basra" for number in range(2)]
+    joins = [
+        start_basra(_env(tmp_path / f"player{number}"), "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy",
+                    "--name", f"P{number}", "--transcript", str(path))
+        for number, path in enumerate(transcripts)
+    ]
+    lines.wait_until(lambda said: any("game 2 dealt" in line for line in said), DEADLINE)
+    assert any("(commit-reveal deal)" in line for line in lines.lines), lines.lines
+    server.send_signal(signal.SIGKILL)
+    server.wait()
+
+    again = start_basra(server_env, *serving, "--resume")
+    resumed = ServerLines(again)
+    lines_said = [finish(join, DEADLINE) for join in joins]
+    resumed.wait_until(lambda said: any("the match is over" in line for line in said), 30)
+    again.send_signal(signal.SIGTERM)
+    code, said = resumed.ended(30)
+    assert code == 0 and "resumed 1 match(es)" in said and "Traceback" not in said, said
+    for join_code, out in lines_said:
+        assert join_code == 0 and "basra join: the match is over" in out, out
+    for path in transcripts:
+        starts = [m for _, m in transcript.parse(path.read_bytes()).records if isinstance(m, MatchStart)]
+        assert starts and all(start.deal is None for start in starts), starts
+        assert not any(isinstance(m, Shuffle) for _, m in transcript.parse(path.read_bytes()).records)
+        _verified(server_env, path)

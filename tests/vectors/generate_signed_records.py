@@ -36,7 +36,7 @@ HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326
 GUEST_PRIVATE_SEED = bytes.fromhex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")
 
 STREAM_TYPES = {"match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "sig", "match_end"}
-ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6, "withheld": 7, "restart": 8}
+ABSENCE_KINDS = {"away": 1, "resume": 2, "back": 3, "grace_over": 4, "left": 5, "unsigned": 6, "withheld": 7, "restart": 8, "bad_deal": 9}
 ABSENCE = {
     "absent_seat": 1,
     "grace": 120,
@@ -44,6 +44,8 @@ ABSENCE = {
 }
 # A party of the hidden deal that stayed connected and did not send a step it owed (15.15).
 WITHHELD = {"absent_seat": 0, "grace": 120, "events": [["withheld", 1767225660000, 57]]}
+# A party of the hidden deal whose step failed a check of 15.11, answered with the fatal error bad_deal (15.15).
+BAD_DEAL = {"absent_seat": 1, "grace": 120, "events": [["bad_deal", 1767225690000, 23]]}
 CODE = "K7M-2QX"
 PAKE_GUEST_ENTROPY = b"basra-net/v2/pake-vector/guest"
 PAKE_HOST_ENTROPY = b"basra-net/v2/pake-vector/host"
@@ -115,6 +117,11 @@ FIELDS = {
     "withheld_statement.grace": "the grace period, seconds",
     "withheld_statement.events": "its one event, [kind, time in ms since 1970, stream messages sent]",
     **{f"withheld_statement.{name}": text for name, text in _STATEMENT.items()},
+    "bad_deal_statement": "the host's account of a step of the hidden deal that failed its check (14.6, 15.15), not from session 12.1",
+    "bad_deal_statement.absent_seat": "the seat whose step failed",
+    "bad_deal_statement.grace": "the grace period, seconds",
+    "bad_deal_statement.events": "its one event, [kind, time in ms since 1970, stream messages sent]",
+    **{f"bad_deal_statement.{name}": text for name, text in _STATEMENT.items()},
     "pake": "one code exchange (14.9) with the entropy functions of 14.12",
     "pake.code": "the join code as the host shows it",
     "pake.password": "pw: the code without spaces and dashes, upper case",
@@ -243,7 +250,7 @@ def build_vectors() -> dict:
             + b"".join(u8(ABSENCE_KINDS[kind]) + u64(time) + u32(sent) for kind, time, sent in account["events"])
         )
 
-    absence, withheld = absence_signed(ABSENCE), absence_signed(WITHHELD)
+    absence, withheld, bad_deal = absence_signed(ABSENCE), absence_signed(WITHHELD), absence_signed(BAD_DEAL)
 
     return {
         "protocol": PROTOCOL,
@@ -264,6 +271,7 @@ def build_vectors() -> dict:
         "result_statement": result,
         "absence_statement": {**ABSENCE, "bytes": absence.hex(), "signature": host.sign(absence).hex()},
         "withheld_statement": {**WITHHELD, "bytes": withheld.hex(), "signature": host.sign(withheld).hex()},
+        "bad_deal_statement": {**BAD_DEAL, "bytes": bad_deal.hex(), "signature": host.sign(bad_deal).hex()},
         "pake": pake_run(host_key, guest_key, nonce),
     }
 
