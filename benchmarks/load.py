@@ -308,7 +308,19 @@ class Transport:
         return f"127.{1 + n // 62500}.{n // 250 % 250}.{1 + n % 250}"
 
     async def connect(self, port: int, n: int) -> trio.abc.Stream:
-        stream: trio.abc.Stream = await trio.open_tcp_stream(LOOPBACK, port, local_address=self.source(n))
+        # A bare socket rather than trio.open_tcp_stream: the address needs no lookup and no happy-eyeballs
+        # race, whose nursery and tasks cost the generator about as much CPU as the host spends seating the
+        # connection (what a reconnect storm measures).
+        sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
+        try:
+            source = self.source(n)
+            if source is not None:
+                await sock.bind((source, 0))
+            await sock.connect((LOOPBACK, port))
+        except BaseException:
+            sock.close()
+            raise
+        stream: trio.abc.Stream = trio.SocketStream(sock)
         if self.tls is not None:
             stream = trio.SSLStream(stream, self.tls)
             try:
@@ -798,73 +810,124 @@ def measure_host(tables: int, mode: str, tls: bool, journal: bool, args: argpars
     return result
 
 
-async def storm_seat(port: int, transport: Transport, name: str, index: int, source: int, waits: list[float],
-                     failures: list[str], all_in: trio.Event) -> None:
+@dataclass
+class StormSeats:
+    """What the storm's seats measured: per welcomed seat, seconds from opening the connection to each step."""
+    connected: list[float] = field(default_factory=list)  # TCP (and TLS) connection open
+    hello_sent: list[float] = field(default_factory=list)  # the hello written
+    welcomed: list[float] = field(default_factory=list)  # the welcome read
+    failures: list[str] = field(default_factory=list)
+    cpu_host: float = 0.0  # the host's and the generator's CPU seconds, from the start until the last seat was welcomed
+    cpu_generator: float = 0.0
+    wall: float = 0.0
+    rss_kb: int = 0  # the host's, once every seat was in
+
+    @property
+    def done(self) -> int:
+        return len(self.welcomed) + len(self.failures)
+
+
+async def storm_seat(port: int, transport: Transport, hello: bytes, source: int, seats: StormSeats,
+                     all_in: trio.Event) -> None:
     """One seat of the storm: connect, say hello, and time until its welcome; hold the seat until all are in."""
     opened = time.perf_counter()
     try:
         stream = await transport.connect(port, source)
     except (OSError, trio.BrokenResourceError) as err:
-        failures.append(f"connect: {err!r}")
+        seats.failures.append(f"connect: {err!r}")
         return
+    connected = time.perf_counter()
     try:
-        hello = Hello(versions=PROTOCOL_VERSIONS, name=f"{name}-{index}", nonce=os.urandom(32), table=name, key=GUEST_KEY, deals=DEALS)
-        await stream.send_all(encode_frame(to_wire(hello)))
+        await stream.send_all(hello)
+        hello_sent = time.perf_counter()
         buffer = bytearray()
         while True:
             data = await stream.receive_some(RECEIVE_SIZE)
             if not data:
-                failures.append("closed before welcome")
+                seats.failures.append("closed before welcome")
                 return
             buffer += data
             kinds = [message["type"] for _, message in frames_in(buffer)]
             if "welcome" in kinds:
-                waits.append(time.perf_counter() - opened)
+                seats.welcomed.append(time.perf_counter() - opened)
+                seats.connected.append(connected - opened)
+                seats.hello_sent.append(hello_sent - opened)
                 break
             if "error" in kinds:
-                failures.append("refused")
+                seats.failures.append("refused")
                 return
         await all_in.wait()
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-        failures.append(f"connection: {err!r}")
+        seats.failures.append(f"connection: {err!r}")
     finally:
         await trio.aclose_forcefully(stream)
 
 
-async def drive_storm(port: int, transport: Transport, tables: int, waits: list[float], failures: list[str]) -> None:
+def storm_hellos(tables: int) -> list[bytes]:
+    """Each seat's hello frame, seats 0 and 1 of t1, t2, ...: encoded before the storm, so that it costs the storm nothing."""
+    return [encode_frame(to_wire(Hello(versions=PROTOCOL_VERSIONS, name=f"t{i + 1}-{seat}", nonce=os.urandom(32),
+                                       table=f"t{i + 1}", key=GUEST_KEY, deals=DEALS)))
+            for i in range(tables) for seat in (0, 1)]
+
+
+async def drive_storm(port: int, pid: int, transport: Transport, hellos: list[bytes], seats: StormSeats) -> None:
     all_in = trio.Event()
+    host0, own0, wall0 = cpu_seconds(pid), time.process_time(), time.perf_counter()
     with trio.move_on_after(60):
         async with trio.open_nursery() as nursery:
-            for i in range(tables):
-                for seat in (0, 1):
-                    nursery.start_soon(storm_seat, port, transport, f"t{i + 1}", seat, 2 * i + seat, waits, failures, all_in)
-            while len(waits) + len(failures) < 2 * tables:
-                await trio.sleep(0.01)
+            for n, hello in enumerate(hellos):
+                nursery.start_soon(storm_seat, port, transport, hello, n, seats, all_in)
+            while seats.done < len(hellos):
+                await trio.sleep(0.002)
+            seats.cpu_host, seats.cpu_generator = cpu_seconds(pid) - host0, time.process_time() - own0
+            seats.wall = time.perf_counter() - wall0
+            await trio.sleep(STORM_SETTLE)  # the matches' first frames out, before the memory is read
+            seats.rss_kb = rss_kb(pid)
             all_in.set()
 
 
-def measure_storm(tables: int, tls: bool, args: argparse.Namespace) -> None:
-    """Every seat of K tables connects at once to an idle host: how long until each is welcomed."""
+STORM_SETTLE = 0.5  # seconds after the last welcome before the storm's host memory is read
+
+
+def percentiles_ms(values: list[float]) -> str:
+    values = sorted(values)
+    return (f"p50 {values[len(values) // 2] * 1000:.1f} ms, p99 {values[min(len(values) - 1, int(len(values) * 0.99))] * 1000:.1f} ms,"
+            f" max {values[-1] * 1000:.1f} ms")
+
+
+def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespace) -> None:
+    """Every seat of K tables connects at once to an idle host: how long until each is welcomed.
+
+    Besides connect -> welcome, prints when each welcomed seat's connection was
+    open and its hello written (both paced by the generator as much as by the
+    host), and the CPU both processes used over the storm: the generator opens
+    all 2K connections from one process, so its own CPU bounds how fast the
+    storm can arrive.
+    """
     transport = Transport(tls, not args.one_address)
-    waits: list[float] = []
-    failures: list[str] = []
+    seats = StormSeats()
     with tempfile.TemporaryDirectory(prefix="basra-load-") as home:
-        server = start_host(tables, args.target, home, tls)
+        profile = f"{args.profile_host}/host-storm-{tables}-{'tls' if tls else 'plain'}.prof" if args.profile_host else None
+        server = start_host(tables, args.target, home, tls, profile, journal)
         try:
-            idle_rss(server.pid)
-            cpu0 = cpu_seconds(server.pid)
-            trio.run(drive_storm, server.port, transport, tables, waits, failures)
-            cpu = cpu_seconds(server.pid) - cpu0
+            idle_kb = idle_rss(server.pid)
+            hellos = storm_hellos(tables)
+            trio.run(drive_storm, server.port, server.pid, transport, hellos, seats)
         finally:
             server.stop()
-    waits.sort()
-    line = f"storm K={tables} {'TLS' if tls else 'plain'}: {len(waits)} of {2 * tables} seats welcomed"
-    if waits:
-        line += (f"; connect to welcome p50 {waits[len(waits) // 2] * 1000:.1f} ms,"
-                 f" p99 {waits[min(len(waits) - 1, int(len(waits) * 0.99))] * 1000:.1f} ms,"
-                 f" max {waits[-1] * 1000:.1f} ms; host CPU {cpu * 1000:.0f} ms")
-    if failures:
-        line += "; not welcomed: " + ", ".join(f"{why} {failures.count(why)}" for why in sorted(set(failures)))
+    line = f"storm K={tables} {'TLS' if tls else 'plain'} journal {'on' if journal else 'off'}: {len(seats.welcomed)} of {2 * tables} seats welcomed"
+    if seats.welcomed:
+        line += (f"; connect to welcome {percentiles_ms(seats.welcomed)}"
+                 f"\n  of which: connection open {percentiles_ms(seats.connected)}; hello written {percentiles_ms(seats.hello_sent)}"
+                 f"\n  hello written to welcome (the host's part) "
+                 f"{percentiles_ms([w - h for w, h in zip(seats.welcomed, seats.hello_sent)])}")
+    line += (f"\n  CPU until every seat was in ({seats.wall * 1000:.0f} ms): host {seats.cpu_host * 1000:.0f} ms,"
+             f" generator {seats.cpu_generator * 1000:.0f} ms (/proc counts the host's in 10 ms ticks)")
+    if seats.rss_kb:
+        line += (f"\n  host memory with every seat in, {STORM_SETTLE:g} s later: {(seats.rss_kb - idle_kb) / tables:.0f} KB a table"
+                 f" ({seats.rss_kb / 1024:.0f} MB, {idle_kb / 1024:.0f} MB idle)")
+    if seats.failures:
+        line += "\n  not welcomed: " + ", ".join(f"{why} {seats.failures.count(why)}" for why in sorted(set(seats.failures)))
     print(line, flush=True)
 
 
@@ -1014,9 +1077,11 @@ def main() -> int:
     frames = sample_played_frames()
     sizes = sorted(len(f) for f in frames)
     if args.storm is not None:
-        for tls in transports:
-            print(f"[storm K={args.storm} {'TLS' if tls else 'plain'}; CPU check: {cpu_check():,.0f} engine plays/s]")
-            measure_storm(args.storm, tls, args)
+        for tls, journal in [(tls, journal) for tls in transports for journal in journals]:
+            for repeat in range(args.repeat):
+                print(f"[storm K={args.storm} {'TLS' if tls else 'plain'} journal {'on' if journal else 'off'},"
+                      f" run {repeat + 1} of {args.repeat}; CPU check: {cpu_check():,.0f} engine plays/s]")
+                measure_storm(args.storm, tls, journal, args)
         return 0
     print(f"relay frames: {len(frames)} real `played` frames, {sizes[0]}..{sizes[-1]} bytes,"
           f" median {sizes[len(sizes) // 2]}")

@@ -19,6 +19,8 @@ SEPARATORS = frozenset({"Zl", "Zp", "Zs"})
 
 def is_printable(text: str) -> bool:
     """Every character allowed: U+0020, or a general category other than the refused ones."""
+    if text.isascii():
+        return text.isprintable()  # U+0020 to U+007E, exactly the ASCII characters allowed
     category = unicodedata.category
     return all(char == " " or category(char) not in REFUSED_CATEGORIES for char in text)
 

@@ -1,0 +1,148 @@
+"""What seating a storm of connections costs `basra serve`'s code, without the load generator's share.
+
+A reconnect storm (`load.py --storm K`) times connect -> welcome through a
+generator that opens all 2K connections from one process, on the same two
+cores as the host: its own CPU and the machine's other work move the figure
+from run to run.  This takes the generator out: 2K plain TCP connections
+over loopback, each from its own loopback address, are opened and accepted
+and their hellos written (each naming its table, as the storm's do) before
+the clock starts; then `basra serve`'s connection handling
+(`_Door.serve`, the lobby, the tables, the journal with group commit, all
+as `basra serve --plain` runs them) is handed every accepted socket at once,
+in one trio run, and a thread waits for each connection's welcome to be
+readable.
+
+Printed, for each of --repeat runs and as the minimum over them: the CPU
+time of the thread that runs trio (the host's code, sockets included; the
+journal's writes and fsyncs happen in worker threads and are not in it), per
+seat, and the time from the start until each seat's welcome was readable
+(p50, p99, max).  The minimum over runs is the figure least moved by the
+rest of a shared machine.
+
+    python benchmarks/seating.py --tables 500 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import selectors
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import load  # noqa: E402  (benchmarks/load.py: the storm's hellos, the open files limit)
+
+
+def open_pairs(count: int) -> tuple[list[socket.socket], list[socket.socket]]:
+    """``count`` loopback TCP connections, each from its own address: (client ends, accepted ends)."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=count)
+    port = listener.getsockname()[1]
+    clients, accepted = [], []
+    try:
+        for n in range(count):
+            client = socket.socket()
+            client.bind((f"127.{1 + n // 62500}.{n // 250 % 250}.{1 + n % 250}", 0))
+            client.connect(("127.0.0.1", port))
+            clients.append(client)
+            accepted.append(listener.accept()[0])
+    finally:
+        listener.close()
+    return clients, accepted
+
+
+def wait_for_welcomes(clients: list[socket.socket], start: list[float], waits: list[float]) -> None:
+    """In a thread: note when each client's first bytes (its welcome) can be read."""
+    with selectors.DefaultSelector() as selector:
+        for client in clients:
+            selector.register(client, selectors.EVENT_READ)
+        left = len(clients)
+        deadline = time.perf_counter() + 60
+        while left and time.perf_counter() < deadline:
+            for key, _ in selector.select(timeout=1):
+                waits.append(time.perf_counter() - start[0])
+                selector.unregister(key.fileobj)
+                left -= 1
+
+
+async def seat_all(accepted: list[socket.socket], clients: list[socket.socket], home: Path) -> tuple[float, list[float]]:
+    from basra_net.host.identity import load_or_create_identity
+    from basra_net.host.lobby import Lobby
+    from basra_net.host.server import _Door
+    from basra_net.host.serve_journal import ServeJournal
+
+    identity = load_or_create_identity(home)
+    door = _Door(identity, None, False, lambda line: None)
+    journal = ServeJournal.create(home / "serve.journal", {"host_key": b"", "port": 0})
+    waits: list[float] = []
+    start = [0.0]
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(journal.run)
+            lobby = Lobby(nursery, max_tables=len(accepted) // 2, scoring="egyptian", target=1, identity=identity,
+                          keep_transcripts=False, journal=journal)
+            streams = [trio.SocketStream(trio.socket.from_stdlib_socket(sock)) for sock in accepted]
+            watcher = threading.Thread(target=wait_for_welcomes, args=(clients, start, waits))
+            watcher.start()
+            cpu0 = time.thread_time()
+            start[0] = time.perf_counter()
+            for stream in streams:
+                nursery.start_soon(door.serve, stream, lobby)
+            while watcher.is_alive():
+                await trio.sleep(0.001)
+            cpu = time.thread_time() - cpu0
+            nursery.cancel_scope.cancel()
+    finally:
+        journal.close()
+    return cpu, sorted(waits)
+
+
+def one_run(tables: int) -> tuple[float, list[float]]:
+    clients, accepted = open_pairs(2 * tables)
+    try:
+        for client, hello in zip(clients, load.storm_hellos(tables)):
+            client.sendall(hello)
+        with tempfile.TemporaryDirectory(prefix="basra-seating-") as home:
+            os.environ["BASRA_HOME"] = home
+            return trio.run(seat_all, accepted, clients, Path(home))
+    finally:
+        for sock in clients + accepted:
+            sock.close()
+
+
+def percentile(values: list[float], share: float) -> float:
+    return values[min(len(values) - 1, int(len(values) * share))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=500, help="tables, two connections each (default 500)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs; the minimum is printed last (default 5)")
+    args = parser.parse_args()
+    load.raise_open_files_limit()
+    print(f"[CPU check: {load.cpu_check():,.0f} engine plays/s]")
+    results = []
+    for run in range(args.repeat):
+        cpu, waits = one_run(args.tables)
+        seats = 2 * args.tables
+        results.append((cpu, waits))
+        print(f"run {run + 1}: {len(waits)} of {seats} welcomed; host CPU {cpu * 1000:.0f} ms, {cpu / seats * 1e6:.0f} us a seat;"
+              f" start to welcome p50 {percentile(waits, .5) * 1000:.1f} ms, p99 {percentile(waits, .99) * 1000:.1f} ms,"
+              f" max {waits[-1] * 1000:.1f} ms", flush=True)
+    cpu = min(r[0] for r in results)
+    best = min(results, key=lambda r: percentile(r[1], .99))[1]
+    print(f"minimum over {args.repeat}: host CPU {cpu / (2 * args.tables) * 1e6:.0f} us a seat;"
+          f" start to welcome p99 {percentile(best, .99) * 1000:.1f} ms (p50 {percentile(best, .5) * 1000:.1f} ms in that run)")
+    print("load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
