@@ -107,19 +107,7 @@ def test_basra_serve_prints_the_exact_join_command_and_the_code(basra_env):
 
 
 def test_two_join_processes_at_basra_serve_are_the_two_parties_of_hidden_hands(basra_env, tmp_path):
-    port = free_port()
-    serve = start_basra(basra_env, "serve", "--bind", "127.0.0.1", "--port", str(port), "--plain", "--target", "40", "--no-announce")
-    try:
-        wait_for_line(serve, "basra join")
-        joins = [
-            start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", name,
-                        "--transcript", str(tmp_path / f"{name}.basra"))
-            for name in ("Amr", "Dina")
-        ]
-        outcomes = [finish(join, MATCH_TIMEOUT) for join in joins]
-    finally:
-        serve.terminate()
-        serve.communicate(timeout=30)
+    outcomes, _ = two_joins_at_serve(basra_env, tmp_path)
     for code, out in outcomes:
         assert code == 0, out
         assert "game 1: deal verified: every unmasking and reveal proven" in out, out
@@ -139,9 +127,22 @@ def test_join_with_nobody_listening_says_so_once_with_what_to_check(basra_env):
 def test_basra_serve_deals_the_commit_reveal_deal_when_asked_though_both_players_offer_hidden_hands(basra_env, tmp_path):
     """`basra serve --deal commit-reveal` withdraws the server's offer of hidden hands: two `basra join` processes
     that offer it (their default) play the commit-reveal deal, and both records say so and verify."""
+    outcomes, serve_out = two_joins_at_serve(basra_env, tmp_path, "--deal", "commit-reveal")
+    assert "(commit-reveal deal)" in serve_out and "(hidden hands)" not in serve_out, serve_out
+    for (code, out), name in zip(outcomes, ("Amr", "Dina")):
+        assert code == 0, out
+        kept = transcript_format.parse((tmp_path / f"{name}.basra").read_bytes()).records
+        assert next(m for _, m in kept if isinstance(m, MatchStart)).deal is None
+        verified = _verify(basra_env, tmp_path / f"{name}.basra")
+        assert verified.returncode == 0 and "deal: commit-reveal" in verified.stdout, verified.stdout
+
+
+def two_joins_at_serve(basra_env, tmp_path, *serve_options: str) -> tuple[list[tuple[int, str]], str]:
+    """Amr and Dina, two `basra join --auto greedy` processes, play a match to 40 at one `basra serve`:
+    their exit codes and outputs, and the server's output."""
     port = free_port()
     serve = start_basra(basra_env, "serve", "--bind", "127.0.0.1", "--port", str(port), "--plain", "--target", "40",
-                        "--no-announce", "--deal", "commit-reveal")
+                        "--no-announce", *serve_options)
     try:
         wait_for_line(serve, "basra join")
         joins = [
@@ -153,10 +154,4 @@ def test_basra_serve_deals_the_commit_reveal_deal_when_asked_though_both_players
     finally:
         serve.terminate()
         serve_out, _ = serve.communicate(timeout=30)
-    assert "(commit-reveal deal)" in serve_out and "(hidden hands)" not in serve_out, serve_out
-    for (code, out), name in zip(outcomes, ("Amr", "Dina")):
-        assert code == 0, out
-        kept = transcript_format.parse((tmp_path / f"{name}.basra").read_bytes()).records
-        assert next(m for _, m in kept if isinstance(m, MatchStart)).deal is None
-        verified = _verify(basra_env, tmp_path / f"{name}.basra")
-        assert verified.returncode == 0 and "deal: commit-reveal" in verified.stdout, verified.stdout
+    return outcomes, serve_out

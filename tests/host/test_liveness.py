@@ -40,8 +40,11 @@ class SilentSeat:
         self.connection = ClientConnection()
         self.received: list[tuple[float, object]] = []
 
+    def hello(self) -> Hello:
+        return Hello((1,), "Quiet", bytes(32))
+
     async def run(self) -> None:
-        await self.stream.send_all(self.connection.send(Hello((1,), "Quiet", bytes(32))))
+        await self.stream.send_all(self.connection.send(self.hello()))
         while True:
             data = await self.stream.receive_some(65536)
             self.connection.receive_data(data)
@@ -49,6 +52,10 @@ class SilentSeat:
                 self.received.append((trio.current_time(), event))
                 if isinstance(event, ConnectionClosed):
                     return
+                await self.answer(event)
+
+    async def answer(self, event: object) -> None:
+        """Nothing: the seat never answers."""
 
 
 class NoticingBot(BotPlayer):
@@ -235,17 +242,12 @@ class MuteParty(SilentSeat):
         super().__init__(stream)
         self.pongs = pongs
 
-    async def run(self) -> None:
-        await self.stream.send_all(self.connection.send(Hello((2,), "Quiet", GUEST_KEY, key=GUEST_KEY, deals=(HIDDEN_DEAL,))))
-        while True:
-            data = await self.stream.receive_some(65536)
-            self.connection.receive_data(data)
-            while (event := self.connection.next_event()) is not None:
-                self.received.append((trio.current_time(), event))
-                if isinstance(event, ConnectionClosed):
-                    return
-                if isinstance(event, Ping) and self.pongs:
-                    await self.stream.send_all(self.connection.send(Pong(event.id)))
+    def hello(self) -> Hello:
+        return Hello((2,), "Quiet", GUEST_KEY, key=GUEST_KEY, deals=(HIDDEN_DEAL,))
+
+    async def answer(self, event: object) -> None:
+        if isinstance(event, Ping) and self.pongs:
+            await self.stream.send_all(self.connection.send(Pong(event.id)))
 
 
 GUEST_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33))).public_key().public_bytes_raw()
