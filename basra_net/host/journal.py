@@ -81,6 +81,8 @@ from typing import Any
 
 import msgpack
 
+from ..protocol.framing import MSGPACK_ERRORS
+
 try:
     import fcntl
 except ImportError:  # Windows: no lock against a second writer
@@ -93,7 +95,6 @@ CHECK_SIZE = 32
 
 _LENGTH = struct.Struct(">I")
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
-_MSGPACK_ERRORS = (msgpack.UnpackException, ValueError, TypeError, OverflowError)
 # A folder fsync the file system does not do; anything else is a failed write.
 _NO_FOLDER_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -379,7 +380,7 @@ def _decode(body: bytes, path: Path, number: int) -> dict:
             max_map_len=MAX_RECORD,
             max_ext_len=0,
         )
-    except _MSGPACK_ERRORS as e:
+    except MSGPACK_ERRORS as e:
         raise JournalError(f"{path}: record {number} is not one msgpack map ({e})") from e
     if not isinstance(record, dict):
         raise JournalError(f"{path}: record {number} is not a msgpack map")
