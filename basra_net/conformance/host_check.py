@@ -327,13 +327,21 @@ class Seat:
             await self.answer(message)
 
     async def answer(self, message: Message) -> None:
-        if isinstance(message, Commit):
-            await self.send(Seed(message.game, os.urandom(32)))
-        elif isinstance(message, YourTurn) and self.connection.open_request == message.request:
-            move = message.moves[0]
-            await self.send(Play(message.request, move.card, move.captures))
+        reply = honest_answer(message, self.connection.open_request)
+        if reply is not None:
+            await self.send(reply)
         elif isinstance(message, Error):
             raise CaseFailed(f"the host refused a valid message: {message.code}: {message.message}")
+
+
+def honest_answer(message: Message, open_request: int | None) -> Message | None:
+    """A seat's answer to a commit (a random seed) or to its open request to act (the first listed move); else None."""
+    if isinstance(message, Commit):
+        return Seed(message.game, os.urandom(32))
+    if isinstance(message, YourTurn) and open_request == message.request:
+        move = message.moves[0]
+        return Play(message.request, move.card, move.captures)
+    return None
 
 
 class TakingSeat(Protocol):

@@ -42,7 +42,6 @@ from ..protocol.messages import (
     COMMIT_DEAL,
     HIDDEN_DEAL,
     Audited,
-    Commit,
     Deal,
     Error,
     GameEnd,
@@ -60,21 +59,29 @@ from ..protocol.messages import (
     Pake,
     PakeConfirm,
     Ping,
-    Play,
     Played,
     Pong,
     Seed,
     Shuffle,
     Sig,
     Welcome,
-    YourTurn,
     kind_of,
     to_wire,
 )
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, Status
 from ..protocol.verify import GUEST, HOST, MatchVerifier
-from .host_check import ANSWER_TIMEOUT, TURN_TIMEOUT, Target, _what, expect_refusal, next_taken, open_wire, run_case
+from .host_check import (
+    ANSWER_TIMEOUT,
+    TURN_TIMEOUT,
+    Target,
+    _what,
+    expect_refusal,
+    honest_answer,
+    next_taken,
+    open_wire,
+    run_case,
+)
 from .report import CaseFailed, Report
 from .wire import Ended, Wire
 
@@ -297,11 +304,8 @@ class SignedSeat:
     async def answer(self, message: Message) -> None:
         if isinstance(message, MatchEnd):
             self.end = message
-        elif isinstance(message, Commit):
-            await self.send(Seed(message.game, os.urandom(32)))
-        elif isinstance(message, YourTurn) and self.connection.open_request == message.request:
-            move = message.moves[0]
-            await self.send(Play(message.request, move.card, move.captures))
+        elif (reply := honest_answer(message, self.connection.open_request)) is not None:
+            await self.send(reply)
         elif isinstance(message, Sig):
             if self.countersigns:
                 await self.countersign()
