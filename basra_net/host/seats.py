@@ -59,20 +59,18 @@ class Seat:
             self.outbox.close()
 
 
-def outgoing(message: Message, frame: bytes | None = None) -> tuple[Message | None, bytes]:
-    """A message for a seat's outbox, with its frame: encoded once, whether sent, kept or both.
-
-    Everything a seat's outbox carries goes out after the seat's welcome (the
-    writer starts once the welcome is sent), so a message whose check would
-    pass on any seated connection and change nothing goes without it (None).
-    """
-    if frame is None:
-        frame = encode_frame(to_wire(message))
-    return to_check(message), frame
+def outgoing(message: Message) -> tuple[Message | None, bytes]:
+    """A message for a seat's outbox: the message to check as it goes out (to_check), and its frame."""
+    return to_check(message), encode_frame(to_wire(message))
 
 
 def to_check(message: Message) -> Message | None:
-    """The message a seat's connection checks as it goes out, or None for one whose check is left out (outgoing)."""
+    """The message a seat's connection checks as it goes out, or None for one that goes without the check.
+
+    Everything a seat's outbox carries goes out after the seat's welcome (the
+    writer starts once the welcome is sent), so a message whose check would
+    pass on any seated connection and change nothing goes without it.
+    """
     return None if type(message) in CHECK_FREE_WHEN_SEATED else message
 
 

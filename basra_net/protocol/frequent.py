@@ -41,13 +41,10 @@ def decode_frequent(body: bytes) -> Message | None:
     kind = wire.get("type")
     if kind == "play" and len(wire) == 4:
         return _play(wire)
-    if len(wire) == 2:
-        if kind == "ping":
-            ident = wire.get("id")
-            return Ping(ident) if type(ident) is int and _LOWEST_REQUEST <= ident <= _HIGHEST_REQUEST else None
-        if kind == "pong":
-            ident = wire.get("id")
-            return Pong(ident) if type(ident) is int and _LOWEST_REQUEST <= ident <= _HIGHEST_REQUEST else None
+    if len(wire) == 2 and (kind == "ping" or kind == "pong"):
+        ident = wire.get("id")
+        if type(ident) is int and _LOWEST_REQUEST <= ident <= _HIGHEST_REQUEST:
+            return Ping(ident) if kind == "ping" else Pong(ident)
     return None
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, ClassVar
 
-from ..engine.cards import CARD_NAMES, Card, card_name, parse_card
+from ..engine.cards import CARD_NAMES, Card, card_name, card_names, parse_card
 from ..engine.events import Move, Played as PlayedEvent
 from ..engine.scoring import PRESETS, GameScore
 from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
@@ -1092,7 +1092,7 @@ def to_wire(message: Message) -> dict:
 # seat to act next.  These build those maps from the engine's own values, key for key what
 # to_wire makes of the message (the tests hold them to its bytes), without a message object
 # per play or a walk of the catalogue's field types.  The engine's cards need no check, so a
-# card's name is looked up directly.
+# card's name is looked up directly (cards.CARD_NAMES, card_names).
 
 
 def played_wire(event: PlayedEvent, turn: int | None, position: int | None = None, reveal: bytes | None = None) -> dict:
@@ -1104,9 +1104,9 @@ def played_wire(event: PlayedEvent, turn: int | None, position: int | None = Non
         "game": event.game,
         "seat": event.seat,
         "card": CARD_NAMES[event.card],
-        "captures": [CARD_NAMES[c] for c in event.captured],
+        "captures": card_names(event.captured),
         "kind": event.kind,
-        "table": [CARD_NAMES[c] for c in event.table],
+        "table": card_names(event.table),
         "turn": turn,
     }
     if position is not None:
@@ -1121,7 +1121,7 @@ def your_turn_wire(request: int, moves: list[Move] | tuple[Move, ...]) -> dict:
     return {
         "type": "your_turn",
         "request": request,
-        "moves": [{"card": CARD_NAMES[m.card], "captures": [CARD_NAMES[c] for c in m.captures], "kind": m.kind} for m in moves],
+        "moves": [{"card": CARD_NAMES[m.card], "captures": card_names(m.captures), "kind": m.kind} for m in moves],
     }
 
 
@@ -1130,5 +1130,5 @@ def hidden_turn_wire(request: int, options: tuple[tuple[Option, ...], ...]) -> d
     return {
         "type": "hidden_turn",
         "request": request,
-        "options": [[{"captures": [CARD_NAMES[c] for c in o.captures], "kind": o.kind} for o in kind] for kind in options],
+        "options": [[{"captures": card_names(o.captures), "kind": o.kind} for o in kind] for kind in options],
     }
