@@ -180,6 +180,7 @@ class Lobby:
         table.on_seat_change = lambda token, nonce, held, table=table: self._seat_changed(table, token, nonce, held)
         table.on_match_over = lambda name=name, table=table: self._match_over(name, table)
         self.tables[name] = table
+        table.start()  # a journal replayed before any connection can resume one of its seats
         self._nursery.start_soon(self._run, name, table)
 
     async def _run(self, name: str, table: Table) -> None:

@@ -219,6 +219,7 @@ async def run_host(
         table, path, tokens = _new_table(settings, identity, bot_level if bot_player else None)
     if log is not None:
         table.on_event = log
+    table.start()  # a journal replayed before either seat can connect and resume
     accept_scope = trio.CancelScope()
     announcing = trio.CancelScope()
     try:

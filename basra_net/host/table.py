@@ -176,6 +176,7 @@ class Table:
         self._signing = ChannelSigning(identity, self.match_id, self.host_key, reserved_seats)
         self._answer_by = math.inf  # while a countersignature is awaited: when the seat's connected time is up
         self._machine = InlineMachine()
+        self._machine_started = False
         self.finished = self._machine.finished
         self._phase = Phase.SEATING
         self._quiet_until = math.inf  # after the end: when a connected seat that says nothing is done
@@ -555,11 +556,24 @@ class Table:
 
     # --- the match -----------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Run the match up to its first wait: a table from a journal replays it to where it stopped.
+
+        Its owner calls this before any connection can reach the table (``run``
+        calls it too), so that a seat resumes after the replay and is sent the
+        replayed stream as the frames it missed.  Resumed before it, the seat
+        would have the whole replay queued on its outbox at once, more than a
+        seat that reads may have waiting, and be cut off as one that stopped reading.
+        """
+        if not self._machine_started:
+            self._machine_started = True
+            self._machine.start(self._match_to_end())
+
     async def run(self) -> TableResult:
-        """Start the match and keep its clock until it is over; the seats' connections feed it."""
+        """Start the match (if ``start`` has not) and keep its clock until it is over; the seats' connections feed it."""
         machine = self._machine
         try:
-            machine.start(self._match_to_end())
+            self.start()
             while not self.finished.is_set():
                 with trio.CancelScope(deadline=machine.wake_at) as machine.clock:
                     await self.finished.wait()

@@ -12,6 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import trio
+
+from basra_net.client.players import BotPlayer
+from basra_net.exits import EXIT_OK
+from basra_net.host.server import HostSettings, latest_journal, run_host
+from basra_net.host.table import Table
 
 from basra_net.protocol import transcript
 from basra_net.protocol.messages import STREAM_TYPES, Commit, MatchStart, Played, Reveal
@@ -173,6 +179,34 @@ def test_a_host_with_the_bot_seated_killed_mid_game_resumes_both_its_own_seats(t
     assert "the match is over" in out
     checked = verify(env, host_file)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_host_resumed_with_the_bot_seated_replays_its_journal_before_either_seat_resumes(tmp_path, env, monkeypatch):
+    """Whichever of the resumed host's tasks trio runs first: here both seats connect and resume while the table's
+    task has not run yet, and each is sent the replayed stream as the frames it missed, not all of it queued on its outbox."""
+    host = start_basra(env, "host", "--auto", "greedy", "--bot", "greedy", "--target", "301", "--transcript", str(tmp_path / "host.basra"))
+    wait_for_line(host, "game 2 dealt")
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    monkeypatch.setenv("BASRA_HOME", env["BASRA_HOME"])  # the key and the journal the killed host left
+    run = Table.run
+
+    async def run_late(table: Table):
+        await trio.sleep(0.5)  # meanwhile both local seats connect and resume
+        return await run(table)
+
+    monkeypatch.setattr(Table, "run", run_late)
+    said: list[str] = []
+
+    async def resume():
+        with trio.fail_after(PROCESS_DEADLINE):
+            return await run_host(HostSettings(tls=False, resume=latest_journal()), BotPlayer("greedy"), say=said.append, log=said.append)
+
+    outcome = trio.run(resume)
+    assert outcome.table.completed, said
+    assert outcome.own_seat is not None and outcome.own_seat.exit_code == EXIT_OK, said
+    resumed = [line for line in said if " resumed seat " in line]
+    assert len(resumed) == 2 and all(" after 0 of 0 " not in line for line in resumed), said  # both after the replay
 
 
 @pytest.mark.parametrize("moment", ["game 1 dealt", "game 2 dealt"])
