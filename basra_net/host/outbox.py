@@ -96,22 +96,42 @@ class Outbox:
         if self._fd is None:
             self._wake_writer()
             return
-        frames = []
+        rest = self._write_at_once(self._take_queued())
+        if rest:
+            self._queue.appendleft((None, rest))
+            self._wake_writer()
+
+    def write_first(self, first: bytes) -> bytes:
+        """A connection's first frames (its welcome), with whatever the table has queued since, in one write.
+
+        Called once, before the writer starts, so nothing else writes to the
+        socket meanwhile; frames still held for the journal stay held.
+        Returns what the socket did not take at once (all of it without a
+        socket of its own), to be sent before anything else.
+        """
+        return self._write_at_once(self._take_queued(first))
+
+    def _take_queued(self, first: bytes = b"") -> bytes:
+        """Everything queued, after ``first``, as one piece: each message checked in order, as it goes out."""
+        frames = [first] if first else []
         while self._queue:
             message, frame = self._queue.popleft()
             if message is not None:
                 self._connection.check_send(message)
             frames.append(frame)
-        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        return frames[0] if len(frames) == 1 else b"".join(frames)
+
+    def _write_at_once(self, data: bytes) -> bytes:
+        """Write what the socket takes now, without waiting; returns the rest."""
+        if self._fd is None:
+            return data
         try:
             sent = os.write(self._fd, data)
         except BlockingIOError:
             sent = 0
         except OSError:
-            sent = 0  # a broken connection: the writer's own send fails and ends it
-        if sent < len(data):
-            self._queue.appendleft((None, data[sent:]))
-            self._wake_writer()
+            sent = 0  # a broken connection: the next send, which waits, fails and ends it
+        return data[sent:] if sent else data
 
     def _wake_writer(self) -> None:
         if self._writer_waiting is not None:

@@ -84,13 +84,14 @@ async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: Pr
 
 
 async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) -> Hello | None:
+    receive = _receiver(stream, read_first=True)  # most often the hello has arrived by now
     while True:
         event = connection.next_event()
         if isinstance(event, Hello):
             return event
         if isinstance(event, ConnectionClosed):
             return None
-        data = await stream.receive_some(RECEIVE_SIZE)
+        data = await receive()
         connection.receive_data(data)
 
 
@@ -157,7 +158,7 @@ async def serve_connection(
         placed = None
         try:
             with waiting.scope:
-                if not await _first_bytes(stream):
+                if not await _first_bytes(stream, None if tls is not None else connection):
                     if tls is None:
                         await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
                     return
@@ -178,14 +179,25 @@ async def serve_connection(
         await _serve_seat(stream, connection, *placed)
 
 
-async def _first_bytes(stream: trio.abc.Stream) -> bool:
+async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | None) -> bool:
     """Whether a connection from the network sends something (a ClientHello, or hello) within FIRST_BYTES_TIMEOUT.
 
     Idle sockets would otherwise hold a place in the handshake for its whole
-    deadline.  Only waits: the bytes stay for the handshake to read.
+    deadline.  With a ``connection`` (plain TCP) what has arrived already is
+    read into it at once, most often the whole hello, and only a socket with
+    nothing to read is waited for; otherwise (TLS) this only waits: the
+    bytes stay for the handshake to read.
     """
     if not isinstance(stream, trio.SocketStream):
         return True
+    if connection is not None and os.name == "posix":
+        try:
+            connection.receive_data(os.read(stream.socket.fileno(), RECEIVE_SIZE))
+            return True  # bytes, or the end of the stream, which the hello's reading reports
+        except BlockingIOError:
+            pass
+        except OSError:
+            return True  # a broken connection, which the hello's reading finds too
     with trio.move_on_after(FIRST_BYTES_TIMEOUT):
         await trio.lowlevel.wait_readable(stream.socket)
         return True
@@ -300,8 +312,10 @@ async def _serve_seat(
         lost = "the server's journal failed"
     try:
         if lost is None:
-            with trio.fail_after(SEND_TIMEOUT):
-                await stream.send_all(first)
+            first = outbox.write_first(first)  # the welcome, and what the table has queued since (a match starting)
+            if first:
+                with trio.fail_after(SEND_TIMEOUT):
+                    await stream.send_all(first)
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         lost = "the connection broke during the welcome"
     if lost is None:
@@ -466,13 +480,15 @@ async def _relay_inbound(
             return "it stopped reading", None
 
 
-def _receiver(stream: trio.abc.Stream) -> Callable[[], Awaitable[bytes]]:
-    """What the reader receives with: on a plain socket, a wait until it is readable and one read.
+def _receiver(stream: trio.abc.Stream, *, read_first: bool = False) -> Callable[[], Awaitable[bytes]]:
+    """What a connection receives with: on a plain socket, a wait until it is readable and one read.
 
     trio's receive_some tries a read first (which finds nothing: the reader
     has taken all there was), waits, reads, then yields to the scheduler
-    once more; this is one wait and one read.  Other streams (TLS, memory
-    streams in tests) use their own receive_some.
+    once more; this is one wait and one read.  With ``read_first`` (the
+    hello, which has most often arrived by then) it reads first and waits
+    only when nothing is there.  Other streams (TLS, memory streams in
+    tests) use their own receive_some.
     """
     if not isinstance(stream, trio.SocketStream) or os.name != "posix":
         return partial(stream.receive_some, RECEIVE_SIZE)
@@ -487,7 +503,13 @@ def _receiver(stream: trio.abc.Stream) -> Callable[[], Awaitable[bytes]]:
             except BlockingIOError:
                 continue  # woken without data after all
 
-    return receive
+    async def receive_at_once() -> bytes:
+        try:
+            return os.read(fd, RECEIVE_SIZE)
+        except BlockingIOError:
+            return await receive()
+
+    return receive_at_once if read_first else receive
 
 
 def _queue(outbox: Outbox, message: Message) -> bool:

@@ -138,6 +138,29 @@ async def test_a_connection_that_has_started_its_hello_is_not_let_go_after_a_sec
     assert trio.current_time() - start >= 3 * FIRST_BYTES_TIMEOUT
 
 
+async def test_a_hello_waiting_before_its_connection_is_served_is_read_at_once_and_answered(autojump_clock):
+    """The whole hello, and the end of the peer's sending, already there: read in the first read, no wait and no timeout."""
+    host_end, peer = _pair()
+    await peer.send_all(encode_frame(to_wire(hello())))
+    await peer.send_eof()
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_once, Admission(), host_end)
+        error = await _read_error(peer)
+    assert error is not None and error.code == TABLE_FULL  # the hello was read: the seat is what was missing
+    assert trio.current_time() == start
+
+
+async def test_a_connection_closed_before_it_sends_anything_is_let_go_without_a_timeout(autojump_clock):
+    host_end, peer = _pair()
+    await peer.send_eof()
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_once, Admission(), host_end)
+        assert await peer.receive_some(4096) == b""  # closed, with no error frame
+    assert trio.current_time() == start
+
+
 async def test_the_handshake_dropped_for_a_newcomer_is_told_busy_and_the_newcomer_goes_on(autojump_clock):
     admission = Admission(gate=HandshakeGate(total=1, per_address=8, per_prefix=64))
     old_host, old_peer = _pair()

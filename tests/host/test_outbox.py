@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 
+import pytest
 import trio
 import trio.testing
 
@@ -214,3 +215,50 @@ async def test_an_outbox_closed_while_its_last_frame_waits_for_the_journal_sends
             journal.position = 0
             assert journal.watching == [outbox] and not outbox.release(1)
             assert await _read_all(peer, 65536, 0) == [refusal]  # the end of the stream came, within the deadline
+
+
+async def test_a_welcome_goes_out_first_with_what_is_queued_and_frames_held_for_the_journal_stay_held():
+    """write_first: the welcome and the frames queued since, in order and in one write; a held frame waits for its record."""
+    from basra_net.host.outbox import Outbox
+
+    host_sock, peer_sock = trio.socket.socketpair()
+    host_end, peer = trio.SocketStream(host_sock), trio.SocketStream(peer_sock)
+    connection = HostConnection()
+    connection.receive_data(encode_frame(to_wire(Hello((1,), "Reader", bytes(32)))))
+    assert isinstance(connection.next_event(), Hello)
+    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
+    journal = _Journal()
+    journal.position = 0
+    outbox.hold_until_durable(journal)
+    queued = [Ping(1), Ping(2)]
+    for message in queued:
+        outbox.send_nowait(outgoing(message))
+    journal.position = 1  # a record not yet on disk: what follows it is held
+    held = Ping(3)
+    outbox.send_nowait(outgoing(held))
+    welcome = Welcome(1, 1, bytes(16), bytes(range(32)), "egyptian", 101, bytes(16), 0)
+    assert outbox.write_first(connection.send(welcome)) == b""  # the socket took all of it at once
+    decoder = FrameDecoder()
+    with trio.fail_after(5):
+        decoder.feed(await peer.receive_some())
+    assert [from_wire(wire) for wire in decoder] == [welcome, *queued]
+    assert journal.watching == [outbox]
+    with pytest.raises(trio.WouldBlock):
+        outbox.receive_nowait()  # the held frame is not the writer's yet
+    assert not outbox.release(1)
+    assert outbox.receive_nowait()[1] == encode_frame(to_wire(held))
+
+
+def test_without_a_socket_of_its_own_the_welcome_and_what_is_queued_are_left_to_send_in_order():
+    from basra_net.host.outbox import Outbox
+
+    connection = HostConnection()
+    connection.receive_data(encode_frame(to_wire(Hello((1,), "Reader", bytes(32)))))
+    assert isinstance(connection.next_event(), Hello)
+    host_end, _ = trio.testing.memory_stream_pair()
+    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
+    outbox.send_nowait(outgoing(Ping(1)))
+    first = connection.send(Welcome(1, 1, bytes(16), bytes(range(32)), "egyptian", 101, bytes(16), 0))
+    assert outbox.write_first(first) == first + encode_frame(to_wire(Ping(1)))
+    with pytest.raises(trio.WouldBlock):
+        outbox.receive_nowait()  # taken: the caller sends it before the writer starts
