@@ -9,6 +9,7 @@ of the host, so tests can run them in virtual time.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections import OrderedDict, deque
 from typing import Callable
 
@@ -37,6 +38,13 @@ def network_prefix(address: str, v4_bits: int = 24, v6_bits: int = 64) -> str:
     An IPv4 address mapped into IPv6 counts as IPv4.  A name that is no IP
     address (a local socket) is its own network.
     """
+    try:  # an IPv4 address, the usual peer, without building an address object: a fifth of the cost
+        packed = socket.inet_pton(socket.AF_INET, address)
+    except OSError:
+        pass
+    else:
+        shift = 32 - v4_bits
+        return f"{socket.inet_ntop(socket.AF_INET, (int.from_bytes(packed, 'big') >> shift << shift).to_bytes(4, 'big'))}/{v4_bits}"
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:

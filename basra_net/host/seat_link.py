@@ -83,16 +83,20 @@ async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: Pr
     await trio.aclose_forcefully(stream)
 
 
-async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection) -> Hello | None:
-    receive = _receiver(stream, read_first=True)  # most often the hello has arrived by now
-    while True:
-        event = connection.next_event()
-        if isinstance(event, Hello):
-            return event
-        if isinstance(event, ConnectionClosed):
-            return None
-        data = await receive()
-        connection.receive_data(data)
+async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection, timeout: float) -> Hello | None:
+    """The hello, or None when the connection closes first; trio.TooSlowError after ``timeout`` seconds.
+
+    Most often the whole hello came with the first bytes, read already: then
+    there is nothing to wait for, and no deadline (a cancel scope) is set up.
+    """
+    event = connection.next_event()
+    if not isinstance(event, (Hello, ConnectionClosed)):
+        receive = _receiver(stream, read_first=True)  # most often the rest has arrived by now
+        with trio.fail_after(timeout):
+            while not isinstance(event, (Hello, ConnectionClosed)):
+                connection.receive_data(await receive())
+                event = connection.next_event()
+    return event if isinstance(event, Hello) else None
 
 
 async def _exchange_code(
@@ -227,8 +231,7 @@ async def _handshake(
     """Hello, version, code, and the seat it takes or resumes: (table, seat, hello, version agreed,
     stream messages already received when it resumes).  None when refused or lost."""
     try:
-        with trio.fail_after(handshake_timeout):
-            hello = await _receive_hello(stream, connection)
+        hello = await _receive_hello(stream, connection, handshake_timeout)
     except trio.TooSlowError:
         await _refuse(stream, connection, ProtocolError(TIMEOUT, "no hello within the handshake deadline"))
         return None

@@ -3,8 +3,11 @@ how wrong codes are counted and forgotten, and when the code itself is replaced.
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 import trio
+from hypothesis import given, strategies as st
 
 from basra_net.host.admission import Admission, code_strength_bits, GENERATED_CODE_BITS, make_join_code, weak_code_problem
 from basra_net.host.limits import (
@@ -38,6 +41,13 @@ def test_networks_are_the_24_of_ipv4_and_the_64_of_ipv6():
     assert network_prefix("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64"
     assert network_prefix("2001:db8:1:2:aaaa::1", 16, 48) == "2001:db8:1::/48"
     assert network_prefix("local") == "local"
+
+
+@given(st.ip_addresses(v=4), st.integers(0, 32))
+def test_an_ipv4_network_is_the_one_ipaddress_names(address, bits):
+    expected = str(ipaddress.ip_network(f"{address}/{bits}", strict=False))
+    assert network_prefix(str(address), bits) == expected
+    assert network_prefix(f"::ffff:{address}", bits) == expected  # mapped into IPv6, the same network
 
 
 def test_a_full_gate_drops_its_oldest_handshake_and_lets_the_newcomer_in():
