@@ -219,3 +219,32 @@ async def test_at_a_served_table_each_guests_channel_is_signed_by_both_ends():
         assert (record.result.host, record.result.guest) == (Status.VALID, Status.VALID)
     assert records[0].context.guest_key != records[1].context.guest_key
     assert records[0].result.result.totals == records[1].result.result.totals
+
+
+async def test_a_table_adopted_from_a_journal_has_replayed_it_before_a_connection_can_resume_a_seat():
+    """Whatever task runs first: by the time adopt returns, each seat's log holds the replayed stream,
+    so a seat that resumes at once is sent it as frames it missed (and a count it holds is not refused as too high)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.host.lobby import Lobby
+    from basra_net.host.replay import seat_record
+    from basra_net.host.seats import Seat
+    from basra_net.host.table import Table
+    from basra_net.protocol.messages import Hello
+
+    identity = Ed25519PrivateKey.generate()
+    header = {"match_id": bytes(16), "scoring": "egyptian", "target": 40, "hidden_hands": False, "name": "club"}
+    tokens = [bytes([seat + 1]) * 16 for seat in (0, 1)]
+    records = [
+        seat_record(seat, Seat(name, Hello((1,), name, bytes([seat]) * 32, table="club"), 1, tokens[seat], None))
+        for seat, name in enumerate(("Amr", "Dina"))
+    ]
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(nursery, max_tables=1, scoring="egyptian", target=40, identity=identity, keep_transcripts=False)
+        table = Table.from_journal(header, records, identity=identity, reserved_seats=frozenset(), name="club", grace=60)
+        lobby.adopt("club", True, table)
+        # No checkpoint since adopt: the lobby's task for the table has not run yet.
+        for seat in (0, 1):
+            assert lobby.seat_holding(token=tokens[seat]) == (table, seat)
+            assert table.sent_to(seat) > 0  # at least the match's start, replayed
+        nursery.cancel_scope.cancel()
