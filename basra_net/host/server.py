@@ -219,12 +219,12 @@ async def run_host(
         table, path, tokens = _new_table(settings, identity, bot_level if bot_player else None)
     if log is not None:
         table.on_event = log
-    table.start()  # a journal replayed before either seat can connect and resume
     accept_scope = trio.CancelScope()
     announcing = trio.CancelScope()
     try:
         # Opened before any task starts, so that a port in use is a plain OSError for the caller.
         listeners = [] if bot_player else await open_listeners(settings.bind, settings.port)
+        table.start()  # a journal replayed before either seat can connect and resume
         async with trio.open_nursery() as nursery:
             if listeners:
                 port = listeners[0].socket.getsockname()[1]
