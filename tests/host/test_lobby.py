@@ -219,3 +219,32 @@ async def test_at_a_served_table_each_guests_channel_is_signed_by_both_ends():
         assert (record.result.host, record.result.guest) == (Status.VALID, Status.VALID)
     assert records[0].context.guest_key != records[1].context.guest_key
     assert records[0].result.result.totals == records[1].result.result.totals
+
+
+async def test_a_finished_table_is_freed_at_once_not_left_to_the_cycle_collector():
+    """A served table's objects go when its match ends: a lobby of many tables must not hold every finished
+    match until the collector's oldest generation is walked."""
+    import gc
+    import weakref
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.host.lobby import Lobby
+    from basra_net.protocol.messages import Hello
+
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(nursery, max_tables=1, scoring="egyptian", target=40, identity=Ed25519PrivateKey.generate(),
+                      keep_transcripts=False)
+        hello = Hello((1,), "Amr", bytes(32))
+        table, seat = lobby.seat_for(hello, None)
+        table.seat_joined(seat, hello, 1, _outbox())
+        freed = weakref.ref(table)
+        gc.disable()
+        try:
+            table.stop("the server is stopping")
+            del table
+            await trio.testing.wait_all_tasks_blocked()
+            assert freed() is None
+        finally:
+            gc.enable()
+        nursery.cancel_scope.cancel()
