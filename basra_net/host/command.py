@@ -105,11 +105,11 @@ def run_host_command(args: argparse.Namespace) -> int:
     return EXIT_FAILURE
 
 
-# The young generation's size at `basra serve`.  Each play leaves a few hundred short-lived containers, so at
-# the default of 700 the collector ran after every few plays, and each young collection promoted survivors
-# towards the older generations, whose collections walk every table: at 500 tables, collections took about
-# a fifth of the server's CPU, and about a fourteenth with this size.  gc.freeze() after start-up did not
-# pay there: the objects the old collections walk are the tables', made after start-up.
+# The young generation's size at `basra serve`.  Each play makes a few hundred short-lived containers, so at
+# the default of 700 the collector ran after every few plays, and every tenth young collection walked the
+# middle generation, every hundredth all of it, every live table included: at 500 tables, collections took
+# about a fifth of the server's CPU, and about a twentieth with this size, for the same memory.  gc.freeze()
+# after start-up did not pay there: the objects the old collections walk are the tables', made after start-up.
 SERVE_YOUNG_GENERATION = 10_000
 
 
