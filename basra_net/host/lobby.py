@@ -199,6 +199,13 @@ class Lobby:
             for entry in table.seats:
                 if entry is not None:
                     self._seat_changed(table, entry.token, entry.hello.nonce, held=False)
+            # The table is done with the lobby: the callbacks that name it go, so that reference counting frees
+            # a finished match at once, not the cycle collector once it has aged into the oldest generation.
+            table.on_seat_change = table.on_match_over = _ignore
+
+
+def _ignore(*args: object) -> None:
+    pass
 
 
 def _file_safe(name: str) -> str:

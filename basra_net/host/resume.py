@@ -93,8 +93,12 @@ class Absences:
 
     def next_deadline(self) -> tuple[float, int | None]:
         """The earliest end of an away seat's grace, and whose it is."""
-        waits = [(entry.away_until, seat) for seat, entry in enumerate(self._seating.seats) if entry and entry.away_until is not None]
-        return min(waits) if waits else (math.inf, None)
+        # Asked before every input the match waits for: two seats, looked at without building a list.
+        earliest: tuple[float, int | None] = (math.inf, None)
+        for seat, entry in enumerate(self._seating.seats):
+            if entry is not None and entry.away_until is not None and entry.away_until < earliest[0]:
+                earliest = (entry.away_until, seat)
+        return earliest
 
     def expired(self, seat: int | None) -> Seat | None:
         """The seat, if it is away and its grace has run out."""

@@ -686,10 +686,11 @@ class Table:
         match_ended: list = []
         while match.turn is not None:
             events = await self._take_turn(match.turn)
-            # The match's end is announced after the reveal, so that seat 1
-            # checks the last deal before the session closes.
-            match_ended = [e for e in events if isinstance(e, MatchEnded)]
-            self._announce([e for e in events if not isinstance(e, MatchEnded)])
+            # The match's end, always the last event, is announced after the reveal,
+            # so that seat 1 checks the last deal before the session closes.
+            if isinstance(events[-1], MatchEnded):
+                match_ended = [events.pop()]
+            self._announce(events)
         self._send(1, self._dealer.reveal(game, host_seed))
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
         await self._countersignatures()

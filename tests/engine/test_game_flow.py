@@ -237,3 +237,22 @@ def test_captures_may_be_given_in_any_order(order):
     events = match.play(0, Move(cards("6S")[0], order))
     assert events[0] == Played(game=1, seat=0, card=cards("6S")[0], captured=cards("AH 2H 3H"),
                                kind=CAPTURE, table=cards("4H"))
+
+
+# --- the events' own constructors ---------------------------------------------------
+
+
+def test_moves_and_plays_are_built_by_position_or_name_and_stay_frozen():
+    import dataclasses
+    import pickle
+
+    by_position, by_name = Move(4, (1, 2), CAPTURE), Move(card=4, captures=(1, 2), kind=CAPTURE)
+    assert (by_position.card, by_position.captures, by_position.kind) == (4, (1, 2), CAPTURE)
+    assert by_position == by_name == Move(4, (1, 2)) and hash(by_position) == hash(Move(4, (1, 2)))
+    assert Move(4) == Move(4, ()) and Move(4).kind is None
+    played = Played(game=1, seat=0, card=4, captured=(1, 2), kind=CAPTURE, table=(7,))
+    assert dataclasses.astuple(played) == (1, 0, 4, (1, 2), CAPTURE, (7,)) == dataclasses.astuple(Played(1, 0, 4, (1, 2), CAPTURE, (7,)))
+    assert pickle.loads(pickle.dumps(played)) == played and dataclasses.replace(played, seat=1).seat == 1
+    for event, field in ((by_position, "card"), (played, "table")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(event, field, None)

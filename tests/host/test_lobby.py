@@ -248,3 +248,32 @@ async def test_a_table_adopted_from_a_journal_has_replayed_it_before_a_connectio
             assert lobby.seat_holding(token=tokens[seat]) == (table, seat)
             assert table.sent_to(seat) > 0  # at least the match's start, replayed
         nursery.cancel_scope.cancel()
+
+
+async def test_a_finished_table_is_freed_at_once_not_left_to_the_cycle_collector():
+    """A served table's objects go when its match ends: a lobby of many tables must not hold every finished
+    match until the collector's oldest generation is walked."""
+    import gc
+    import weakref
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.host.lobby import Lobby
+    from basra_net.protocol.messages import Hello
+
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(nursery, max_tables=1, scoring="egyptian", target=40, identity=Ed25519PrivateKey.generate(),
+                      keep_transcripts=False)
+        hello = Hello((1,), "Amr", bytes(32))
+        table, seat = lobby.seat_for(hello, None)
+        table.seat_joined(seat, hello, 1, _outbox())
+        freed = weakref.ref(table)
+        gc.disable()
+        try:
+            table.stop("the server is stopping")
+            del table
+            await trio.testing.wait_all_tasks_blocked()
+            assert freed() is None
+        finally:
+            gc.enable()
+        nursery.cancel_scope.cancel()
