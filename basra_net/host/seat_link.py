@@ -314,13 +314,13 @@ async def _serve_seat(
             writing_ended.append(why)
             nursery.cancel_scope.cancel()
 
-        try:
-            async with trio.open_nursery() as nursery:
-                outbox.start(nursery, end_writing)
+        async with trio.open_nursery() as nursery:
+            outbox.start(nursery, end_writing)
+            try:
                 lost, last_error = await _relay_inbound(wire, connection, seat, table, outbox)
-                nursery.cancel_scope.cancel()
-        finally:
-            outbox.stop()
+            finally:
+                outbox.stop()  # before the nursery closes: the other seat's reader may flush this outbox meanwhile
+            nursery.cancel_scope.cancel()
         if lost is None and writing_ended and not table.finished.is_set():
             # Writing stopped first (a write that failed or timed out, or the table cut
             # off a seat that stopped reading): the seat is lost all the same.
