@@ -138,14 +138,19 @@ class TlsSocket(SocketWire, trio.abc.Stream):
     def _decrypt(self) -> bytes:
         pieces: list[bytes] = []
         size = 0
+        tls, incoming = self._tls, self._incoming
         try:
-            while size < RECEIVE_SIZE:
-                piece = self._tls.read(RECEIVE_SIZE)
+            while True:
+                piece = tls.read(RECEIVE_SIZE)  # one record's plaintext at most
                 if not piece:
                     self._peer_closed = True
                     break
                 pieces.append(piece)
                 size += len(piece)
+                # Read on only while bytes are left (the next record, whole or not): one read fewer
+                # than reading until the object wants more, and no exception, in the usual case.
+                if size >= RECEIVE_SIZE or not (incoming.pending or tls.pending()):
+                    break
         except ssl.SSLWantReadError:
             pass
         except ssl.SSLError as err:  # a truncated stream (SSLEOFError), a bad record

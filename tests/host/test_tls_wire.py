@@ -50,16 +50,35 @@ class Chunked(CountingStream):
             await trio.sleep(0.002)
 
 
+class Gathered(CountingStream):
+    """A socket stream that, while ``gathering``, keeps what it is given and then writes it all at once."""
+
+    def __init__(self, inner: trio.SocketStream) -> None:
+        super().__init__(inner)
+        self.gathering = False
+        self.gathered = bytearray()
+
+    async def send_all(self, data) -> None:
+        if self.gathering:
+            self.gathered += data
+        else:
+            await self.inner.send_all(data)
+
+    async def release(self) -> None:
+        self.gathering = False
+        await self.inner.send_all(bytes(self.gathered))
+
+
 async def _tls_pair(
-    context: ssl.SSLContext, host_buffer: int | None = None, chunk: int | None = None
+    context: ssl.SSLContext, host_buffer: int | None = None, transport_as=None
 ) -> tuple[TlsSocket, trio.SSLStream]:
     """A host's TLS socket and its peer, the handshake done over a real socket pair."""
     host_sock, peer_sock = trio.socket.socketpair()
     if host_buffer is not None:
         host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, host_buffer)
     transport: trio.abc.Stream = trio.SocketStream(peer_sock)
-    if chunk is not None:
-        transport = Chunked(transport, chunk)
+    if transport_as is not None:
+        transport = transport_as(transport)
     peer = trio.SSLStream(transport, client_tls_context())
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -87,7 +106,7 @@ async def test_the_handshake_presents_the_identity_key(tmp_path, host_context):
 
 
 async def test_a_frame_split_across_tls_records_and_reads_decodes(host_context):
-    host, peer = await _tls_pair(host_context, chunk=7)  # each record reaches the host 7 bytes at a time
+    host, peer = await _tls_pair(host_context, transport_as=partial(Chunked, size=7))  # records reach the host 7 bytes at a time
     hello = encode_frame(to_wire(Hello((1,), "Split", bytes(32))))
     connection = HostConnection()
     reads = 0
@@ -114,6 +133,19 @@ async def test_a_frame_split_across_tls_records_and_reads_decodes(host_context):
             decoder.feed(await host.receive())
             got.extend(from_wire(wire) for wire in decoder)
     assert got == [Ping(0), Ping(1), Ping(2)]
+    await host.aclose()
+
+
+async def test_several_records_in_one_read_are_all_decrypted_at_once(host_context):
+    host, peer = await _tls_pair(host_context, transport_as=Gathered)
+    peer.transport_stream.gathering = True
+    for i in range(5):
+        await peer.send_all(encode_frame(to_wire(Ping(i))))  # a record each
+    with trio.fail_after(10):
+        await peer.transport_stream.release()  # all five in one write
+        decoder = FrameDecoder()
+        decoder.feed(await host.receive())
+    assert [from_wire(wire) for wire in decoder] == [Ping(i) for i in range(5)]
     await host.aclose()
 
 
