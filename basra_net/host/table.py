@@ -560,6 +560,7 @@ class Table:
         machine = self._machine
         try:
             machine.start(self._match_to_end())
+            self.flush()  # seats taken before the table started: the match's first frames are queued for them now
             while not self.finished.is_set():
                 with trio.CancelScope(deadline=machine.wake_at) as machine.clock:
                     await self.finished.wait()

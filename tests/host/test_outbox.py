@@ -4,16 +4,18 @@ a peer that stops reading is still let go."""
 from __future__ import annotations
 
 import socket
+from functools import partial
 
 import trio
 import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.host.outbox import BROKEN, CLOSED_BY_TABLE, SEND_TIMEOUT, STOPPED_READING, Outbox
-from basra_net.host.seat_link import OUTBOX_SIZE
-from basra_net.host.table import outgoing
-from basra_net.protocol.connection import HostConnection
+from basra_net.host.seat_link import OUTBOX_SIZE, serve_connection
+from basra_net.host.table import Table, outgoing
+from basra_net.protocol.connection import ClientConnection, HostConnection
 from basra_net.protocol.framing import FrameDecoder, encode_frame
-from basra_net.protocol.messages import MAX_TEXT, Error, Hello, Message, Ping, Welcome, from_wire, to_wire
+from basra_net.protocol.messages import MAX_TEXT, Error, Hello, MatchStart, Message, Ping, Welcome, from_wire, to_wire
 
 
 def _seated() -> HostConnection:
@@ -217,3 +219,27 @@ async def test_an_outbox_closed_while_its_last_frame_waits_for_the_journal_sends
             assert journal.watching == [outbox] and not outbox.release(1)
             assert ended == [CLOSED_BY_TABLE]
             assert await _read_all(peer, 65536, 0) == [refusal]  # the end of the stream came, within the deadline
+
+
+async def test_a_table_started_after_both_seats_are_taken_writes_the_matchs_first_frames():
+    """`basra serve` starts a table's task when its first seat is taken; both may be seated before it runs."""
+    table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            peers = []
+            for seat in (0, 1):
+                host_end, peer = _socket_pair()
+                nursery.start_soon(partial(serve_connection, host_end, table, reserved_seat=seat))
+                peers.append((peer, ClientConnection()))
+            for seat, (peer, connection) in enumerate(peers):
+                await peer.send_all(connection.send(Hello((1,), f"Seat {seat}", bytes([seat]) * 32)))
+                while not isinstance(event := connection.next_event(), Welcome):
+                    if event is None:
+                        connection.receive_data(await peer.receive_some())
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(table.run)
+            for peer, connection in peers:
+                while not isinstance(event := connection.next_event(), MatchStart):
+                    assert event is None, event
+                    connection.receive_data(await peer.receive_some())
+            nursery.cancel_scope.cancel()
