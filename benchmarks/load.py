@@ -280,9 +280,9 @@ def start_host(tables: int, target: int, home: str, tls: bool, profile: str | No
     return Server(argv, env)
 
 
-def start_relay(tls: bool) -> Server:
+def start_relay(tls: bool, journal: Path | None = None) -> Server:
     argv = [sys.executable, str(Path(relay_module.__file__)), "--port", "0", "--bind", LOOPBACK]
-    return Server(argv + (["--tls"] if tls else []))
+    return Server(argv + (["--tls"] if tls else []) + (["--journal", str(journal)] if journal else []))
 
 
 def client_tls_context() -> ssl.SSLContext:
@@ -931,11 +931,12 @@ def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespac
     print(line, flush=True)
 
 
-def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, frames: list[bytes]) -> Result:
+def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, frames: list[bytes],
+                  journal: Path | None = None) -> Result:
     interval = 1.0 / args.rate if mode == "paced" else 0.0
     result = Result("relay", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
     transport = Transport(tls, not args.one_address)
-    server = start_relay(tls)
+    server = start_relay(tls, journal)
     try:
         result.idle_rss_kb = idle_rss(server.pid)
         trio.run(drive_relay, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,

@@ -8,12 +8,15 @@ connections naming a table are paired; a third naming it waits for a fourth.
 When either peer closes, the other is closed too.  With --tls each
 connection is TLS 1.3 first, with a throwaway self-signed Ed25519 certificate
 (the kind of certificate `basra serve` presents), so that the floor pays for
-the same transport as the host.
+the same transport as the host.  With --journal FILE, every batch of frames
+is appended to FILE and made durable before it is forwarded, in group
+commits (one fsync for whatever all connections forwarded meanwhile), as
+`basra serve` journals its tables: the floor of a durable relay.
 
 benchmarks/load.py starts it as its own process and drives it with the same
 number of connections and the same frames as the real host.  To run it alone:
 
-    python benchmarks/relay.py [--port 0] [--bind 127.0.0.1] [--tls]
+    python benchmarks/relay.py [--port 0] [--bind 127.0.0.1] [--tls] [--journal FILE]
 
 It prints "relay: listening on port N" and serves until interrupted.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import signal
 import ssl
 import struct
@@ -92,6 +96,36 @@ def self_signed_tls_context() -> ssl.SSLContext:
     return context
 
 
+class GroupJournal:
+    """Frames made durable in group commits: one write and one fsync, in a worker thread, for every batch
+    queued while the last commit was under way."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._pending: list[tuple[bytes, trio.Event]] = []
+        self._queued = trio.Event()
+
+    async def commit(self, data: bytes) -> None:
+        """Return once data is on disk."""
+        durable = trio.Event()
+        self._pending.append((data, durable))
+        self._queued.set()
+        await durable.wait()
+
+    async def run(self) -> None:
+        while True:
+            await self._queued.wait()
+            self._queued = trio.Event()
+            batch, self._pending = self._pending, []
+            await trio.to_thread.run_sync(self._write, b"".join(data for data, _ in batch))
+            for _, durable in batch:
+                durable.set()
+
+    def _write(self, data: bytes) -> None:
+        os.write(self._fd, data)
+        os.fsync(self._fd)
+
+
 class _Peer:
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
@@ -101,9 +135,10 @@ class _Peer:
 
 
 class Relay:
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, journal: GroupJournal | None = None) -> None:
         self._waiting: dict[str, _Peer] = {}
         self._tls = tls
+        self._journal = journal
 
     async def handle(self, stream: trio.abc.Stream) -> None:
         buffer = bytearray()
@@ -146,7 +181,7 @@ class Relay:
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(watch_partner)
-                await _forward(stream, partner.stream, buffer)
+                await _forward(stream, partner.stream, buffer, self._journal)
                 nursery.cancel_scope.cancel()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ValueError, KeyError, TypeError):
             pass
@@ -155,31 +190,35 @@ class Relay:
             await trio.aclose_forcefully(stream)
 
 
-async def _forward(source: trio.abc.Stream, target: trio.abc.Stream, buffer: bytearray) -> None:
-    """Copy complete frames from source to target until either ends."""
+async def _forward(source: trio.abc.Stream, target: trio.abc.Stream, buffer: bytearray, journal: GroupJournal | None) -> None:
+    """Copy complete frames from source to target until either ends (with a journal, each batch once it is durable)."""
     try:
         pending = split_frames(buffer)
-        if pending:
-            await target.send_all(pending)
         while True:
+            if pending:
+                if journal is not None:
+                    await journal.commit(pending)
+                await target.send_all(pending)
             data = await source.receive_some(RECEIVE_SIZE)
             if not data:
                 return
             buffer += data
-            frames = split_frames(buffer)
-            if frames:
-                await target.send_all(frames)
+            pending = split_frames(buffer)
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ValueError):
         return
 
 
 async def serve(
-    port: int, bind: str = "127.0.0.1", tls: bool = False, *, task_status=trio.TASK_STATUS_IGNORED
+    port: int, bind: str = "127.0.0.1", tls: bool = False, journal: Path | None = None, *, task_status=trio.TASK_STATUS_IGNORED
 ) -> None:
     listeners = await trio.open_tcp_listeners(port, host=bind)
-    relay = Relay(self_signed_tls_context() if tls else None)
-    task_status.started(listeners[0].socket.getsockname()[1])
-    await trio.serve_listeners(relay.handle, listeners)
+    group = GroupJournal(journal) if journal is not None else None
+    relay = Relay(self_signed_tls_context() if tls else None, group)
+    async with trio.open_nursery() as nursery:
+        if group is not None:
+            nursery.start_soon(group.run)
+        task_status.started(listeners[0].socket.getsockname()[1])
+        await trio.serve_listeners(relay.handle, listeners)
 
 
 def main() -> int:
@@ -187,12 +226,13 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0, help="TCP port (0 picks a free one)")
     parser.add_argument("--bind", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--tls", action="store_true", help="TLS 1.3 on every connection, as `basra serve` does by default")
+    parser.add_argument("--journal", type=Path, metavar="FILE", help="make every forwarded frame durable in FILE first")
     args = parser.parse_args()
 
     async def run() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
-                port = await nursery.start(serve, args.port, args.bind, args.tls)
+                port = await nursery.start(serve, args.port, args.bind, args.tls, args.journal)
                 print(f"relay: listening on port {port} ({'TLS' if args.tls else 'plain TCP'})", flush=True)
                 async for _ in signals:
                     nursery.cancel_scope.cancel()

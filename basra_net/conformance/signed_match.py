@@ -85,7 +85,7 @@ from .host_check import (
 from .report import CaseFailed, Report
 from .wire import Ended, Wire
 
-SIGN_WAIT = 30.0  # PROTOCOL.md 14.8: how long a host waits for a countersignature while the seat is connected
+SIGN_WAIT = 40.0  # PROTOCOL.md 14.8: how long a host waits for a countersignature while the seat is connected
 STEP_WAIT = 40.0  # PROTOCOL.md 15.15: how long it waits for a step of the hidden deal (past the liveness deadline)
 START_TIMEOUT = 20.0  # seconds a host run by --exec has to accept connections
 MATCH_TIMEOUT = 600.0  # seconds a match of the checker may take in all
@@ -461,7 +461,7 @@ class Version2Checks:
             await self._match(section, name, lambda table, t=tamper, c=code: self._hidden_fault(table, t, c), hidden=True)
         for case, event, hidden in ((UNSIGNED, "unsigned", False), (WITHHELD, "withheld", True)):
             if self.sign_wait <= 0:
-                self.report.skipped(*case, "--sign-wait 0: the cases that wait out the host's 30 s and 40 s are left out")
+                self.report.skipped(*case, "--sign-wait 0: the cases that wait out the host's 40 s are left out")
             else:
                 await self._match(*case, lambda table, e=event: self._waited_out(table, e), hidden=hidden)
 

@@ -25,11 +25,11 @@ from ..protocol.record import (
 )
 from .seats import Seat
 
-SIGN_WAIT = 30.0  # seconds of connected time a seat has to countersign a game (PROTOCOL.md 14.8)
-# Seconds of connected time a party has to send a step of the hidden deal it owes (15.15): longer than the silence
-# after which a seat counts as gone, so that a connection that died without a word makes its seat away (an
-# absence) before its step can count as withheld (a cheat).
-STEP_WAIT = DEAD_AFTER + PING_AFTER
+# Seconds of connected time a seat has to countersign a game (PROTOCOL.md 14.8) or to send a step of the hidden
+# deal it owes (15.15): longer than the silence after which a seat counts as gone, so that a connection that
+# died without a word makes its seat away (an absence) before what it owes counts as refused.
+SIGN_WAIT = DEAD_AFTER + PING_AFTER
+STEP_WAIT = SIGN_WAIT
 
 
 class ChannelSigning:

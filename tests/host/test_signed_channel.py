@@ -68,6 +68,61 @@ async def test_a_guest_that_refuses_to_countersign_loses_the_match_abandoned_as_
     assert channel_of(tmp_path / "guest.basra").result.account == account
 
 
+class DeadNetwork(trio.abc.Stream):
+    """A guest's link that, once ``die`` is called, drops everything both ways without a word, as a network
+    that loses every packet does: no end of stream reaches either side."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.dead = False
+
+    def die(self) -> None:
+        self.dead = True
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if not self.dead:
+            await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        data = b"" if self.dead else await self.inner.receive_some(max_bytes)
+        if self.dead:
+            await trio.sleep_forever()
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CutAtCountersignature(ClientSession):
+    """A guest whose network dies the moment its first countersignature falls due."""
+
+    def __init__(self, link: DeadNetwork, *args: object, **kwargs: object) -> None:
+        super().__init__(link, *args, **kwargs)
+        self.link = link
+
+    async def _countersign(self) -> None:
+        self.link.die()
+
+
+async def test_a_guest_whose_network_dies_as_its_countersignature_falls_due_is_away_not_unsigned(autojump_clock):
+    """The host counts a silent seat gone after the liveness deadline (30 s), before the countersignature's wait runs out, so the
+    match waits out the seat's grace and ends as an absence, never as a refused signature (PROTOCOL.md 14.8)."""
+    table = Table(scoring="egyptian", target=40, identity=KEY, grace=5)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        link = DeadNetwork(_seat(nursery, table, 1))
+        guest = CutAtCountersignature(link, "Omar", BotPlayer("greedy"), keep_transcript=False)
+        nursery.start_soon(guest.run)
+        own = ClientSession(_seat(nursery, table, 0), "Hoda", BotPlayer("greedy"), keep_transcript=False)
+        result = await own.run()
+        nursery.cancel_scope.cancel()
+    assert result.state.end_reason == "abandoned" and result.state.winner == 0
+    assert table.result.reason == "Omar did not come back within 5 s"
+
+
 class ForgingSession(ClientSession):
     """A guest whose countersignature is made with a key other than its own."""
 
