@@ -7,6 +7,7 @@ the table and the other seat carry on.
 
 from __future__ import annotations
 
+import os
 import ssl
 from typing import Protocol
 

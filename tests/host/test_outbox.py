@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 from functools import partial
 
-import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
