@@ -236,7 +236,8 @@ async def _until_decided(outcome: RelayedOutcome, match: RelayedMatch, offered: 
     with trio.move_on_after(CONNECT_TIMEOUT):
         while outcome.watched is None:
             outcome.watched = next((c for c in connections if c.hello is not None and c.hello.token is None), None)
-            if client is not None and client.exited.is_set():
+            # A quick client may have connected, played and exited within one look: it asked for a seat all the same.
+            if outcome.watched is None and client is not None and client.exited.is_set():
                 outcome.failure = f"the client exited without asking for a seat: {client.told()}"
                 return
             await trio.sleep(0.05)

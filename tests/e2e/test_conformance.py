@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from basra_net.client.players import BotPlayer
 from basra_net.conformance.host_check import Target, check_host
@@ -362,3 +363,25 @@ async def test_a_referee_that_takes_unmaskings_without_their_proofs_fails_the_pr
     assert len(failed) == 2, failed
     assert "an unmasking whose proof does not verify: bad_deal" in failed[0], failed
     assert "an unmasking carrying the proof of another position: bad_deal" in failed[1], failed
+
+
+async def test_a_client_that_connects_plays_and_exits_between_two_looks_of_the_checker_asked_for_a_seat():
+    """The relayed match looks for the client's hello every 50 ms; a client fast enough to connect, finish its match
+    and exit in between is judged by what it sent, not reported as never having asked for a seat."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.conformance.client_check import ClientRun
+    from basra_net.conformance.relayed_table import RELAYED_MATCHES, Offered, RelayedOutcome, WatchedStream, _until_decided
+    from basra_net.host.table import Table
+    from basra_net.protocol.messages import Hello
+
+    watched = WatchedStream(trio.testing.memory_stream_pair()[0], None)
+    watched.hello = Hello((1,), "Quick", bytes(32))
+    client = ClientRun(["quick-client"])
+    client.exited.set()
+    outcome = RelayedOutcome(table=Table(scoring="egyptian", target=30, identity=Ed25519PrivateKey.generate()))
+    offered = Offered()
+    with trio.fail_after(5):
+        await _until_decided(outcome, RELAYED_MATCHES[0], offered, [watched], client)
+    assert outcome.failure is None and outcome.watched is watched
+    assert offered.version_2 is False  # so the version-2 cases are reported not applicable, as for any version-1 client
