@@ -2,30 +2,40 @@
 
 The table queues a seat's messages without waiting (``send_nowait``, as on a
 trio channel) while it applies one input; when that input is done, ``flush``
-joins everything queued and hands it to the socket with one non-blocking
-write.  Only what the socket does not take at once (a peer that reads
-slowly) and a connection without a socket of its own (TLS, a memory stream)
-go through the connection's writer task, which iterates the outbox like a
-channel and sends with a deadline.  So a play costs one system call per seat
-and no task switch, and a slow peer still never stalls the table.
+joins everything queued and hands it to the connection's wire (wire.py):
+one non-blocking write, over plain TCP as over TLS.  A seat has no writer
+task of its own: only when the socket does not take everything (a peer that
+reads slowly) does a task start, in the connection's nursery, to wait for
+the socket with a deadline and write the rest and whatever is queued
+behind it; it ends once all of it is written.  So a play costs one system
+call per seat and no task switch, and a slow peer still never stalls the
+table.
 
 Under `basra serve` the table's journal commits records in groups
 (serve_journal.py), so a frame may be queued before the record it follows
 from is on disk.  Such frames are held, in order, each marked with the
 journal position it waits for, until the journal reports that position
-durable (``release``); neither ``flush`` nor the writer sees them before.
+durable (``release``); neither ``flush`` nor the draining task sees them
+before.
 """
 
 from __future__ import annotations
 
-import os
 from collections import deque
-from typing import Protocol
+from typing import Callable, Protocol
 
 import trio
 
 from ..protocol.connection import HostConnection
 from ..protocol.messages import Message
+from .wire import Wire, wire_for
+
+SEND_TIMEOUT = 20.0  # seconds one batch of frames may wait for the peer to read
+SEND_BATCH = 65536  # bytes of queued frames joined into one write while draining, at most (one frame may exceed it)
+
+CLOSED_BY_TABLE = "the table closed the connection (or cut off a seat that stopped reading)"
+STOPPED_READING = "it stopped reading"
+BROKEN = "the connection broke"
 
 
 class Durability(Protocol):
@@ -41,18 +51,19 @@ class Durability(Protocol):
 
 
 class Outbox:
-    def __init__(self, size: int, connection: HostConnection, stream: trio.abc.Stream) -> None:
+    def __init__(self, size: int, connection: HostConnection, stream: trio.abc.Stream | Wire) -> None:
         self._size = size
         self._connection = connection
-        # A socket written to directly; os.write is a socket's send(2) on POSIX.
-        self._fd = stream.socket.fileno() if isinstance(stream, trio.SocketStream) and os.name == "posix" else None
-        # (message, frame); a message of None marks bytes already checked, left over by a partial write.
+        self.wire = wire_for(stream)
         self._queue: deque[tuple[Message | None, bytes]] = deque()
         self._closed = False
-        self._writer_waiting: trio.Event | None = None  # set while the writer task waits for work
         self._journal: Durability | None = None
         # (journal position, item): frames waiting for records to reach the disk.
-        self._held: deque[tuple[int, tuple[Message, bytes]]] = deque()
+        self._held: deque[tuple[int, tuple[Message | None, bytes]]] = deque()
+        self._nursery: trio.Nursery | None = None  # set by start: writing has begun
+        self._on_end: Callable[[str], None] | None = None
+        self._draining = False  # a task waits for the socket to take the backlog
+        self._ended = False
 
     # --- the table's side, as on a trio channel ---------------------------------------------
 
@@ -60,7 +71,7 @@ class Outbox:
         """From now on, hold each frame until the journal has on disk every record the table wrote before it."""
         self._journal = journal
 
-    def send_nowait(self, item: tuple[Message, bytes]) -> None:
+    def send_nowait(self, item: tuple[Message | None, bytes]) -> None:
         if self._closed:
             raise trio.ClosedResourceError
         if len(self._queue) + len(self._held) >= self._size:
@@ -72,8 +83,6 @@ class Outbox:
                 self._journal.watch(self)
                 return
         self._queue.append(item)
-        if self._fd is None:
-            self._wake_writer()
 
     def release(self, durable: int) -> bool:
         """The journal is on disk up to position ``durable``: send what waited for it; True while more is held."""
@@ -81,81 +90,85 @@ class Outbox:
         while held and held[0][0] <= durable:
             self._queue.append(held.popleft()[1])
         self.flush()
-        if self._closed and not held:
-            self._wake_writer()  # closed while frames were held: the writer, idle since, ends the connection now
         return bool(held)
 
     def close(self) -> None:
+        """No more frames: once what is queued and held is written, the connection ends."""
         self._closed = True
-        self._wake_writer()
+        self.flush()
 
     def flush(self) -> None:
-        """Write whatever is queued now, when the writer is idle; what the socket does not take goes to the writer."""
-        if not self._queue or self._writer_waiting is None:
-            return  # nothing to send, or the writer is busy (or not started) and sends it in turn
-        if self._fd is None:
-            self._wake_writer()
-            return
-        rest = self._write_at_once(self._take_queued())
-        if rest:
-            self._queue.appendleft((None, rest))
-            self._wake_writer()
-
-    def write_first(self, first: bytes) -> bytes:
-        """A connection's first frames (its welcome), with whatever the table has queued since, in one write.
-
-        Called once, before the writer starts, so nothing else writes to the
-        socket meanwhile; frames still held for the journal stay held.
-        Returns what the socket did not take at once (all of it without a
-        socket of its own), to be sent before anything else.
-        """
-        return self._write_at_once(self._take_queued(first))
-
-    def _take_queued(self, first: bytes = b"") -> bytes:
-        """Everything queued, after ``first``, as one piece: each message checked in order, as it goes out."""
-        frames = [first] if first else []
-        while self._queue:
-            message, frame = self._queue.popleft()
-            if message is not None:
-                self._connection.check_send(message)
-            frames.append(frame)
-        return frames[0] if len(frames) == 1 else b"".join(frames)
-
-    def _write_at_once(self, data: bytes) -> bytes:
-        """Write what the socket takes now, without waiting; returns the rest."""
-        if self._fd is None:
-            return data
-        try:
-            sent = os.write(self._fd, data)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            sent = 0  # a broken connection: the next send, which waits, fails and ends it
-        return data[sent:] if sent else data
-
-    def _wake_writer(self) -> None:
-        if self._writer_waiting is not None:
-            self._writer_waiting.set()
-
-    # --- the writer task's side -------------------------------------------------------------
-
-    def receive_nowait(self) -> tuple[Message | None, bytes]:
+        """Write whatever is queued now; what the socket does not take is left to a draining task."""
+        if self._nursery is None or self._draining:
+            return  # not started yet, or the draining task writes it in turn
         if self._queue:
-            return self._queue.popleft()
+            if not self.wire.write_nowait(self._take(None)):
+                self._start_draining()
+                return
+        elif self.wire.backlog:  # bytes the wire made on its own, such as the answer to a TLS key update
+            self._start_draining()
+            return
         if self._closed and not self._held:
-            raise trio.EndOfChannel
-        raise trio.WouldBlock
+            self._end(CLOSED_BY_TABLE)
 
-    def __aiter__(self) -> "Outbox":
-        return self
+    # --- the connection's side --------------------------------------------------------------
 
-    async def __anext__(self) -> tuple[Message | None, bytes]:
-        while not self._queue:
-            if self._closed and not self._held:
-                raise StopAsyncIteration
-            self._writer_waiting = waiting = trio.Event()
+    def start(self, nursery: trio.Nursery, on_end: Callable[[str], None]) -> None:
+        """Begin writing, with draining tasks in ``nursery``; ``on_end(why)`` once writing is over for good.
+
+        It is over when the table has closed the outbox and everything is
+        written, when a write fails, or when a batch waits SEND_TIMEOUT for a
+        peer that does not read.
+        """
+        self._nursery = nursery
+        self._on_end = on_end
+        self.flush()
+
+    def stop(self) -> None:
+        """Writing is over (the connection is ending): what the table queues from now on is not written."""
+        self._nursery = None
+
+    def _take(self, limit: int | None) -> bytes:
+        """The queued frames, checked in order and joined; with a limit, about that many bytes of them."""
+        queue, check = self._queue, self._connection.check_send
+        message, frame = queue.popleft()
+        if message is not None:  # None: a message that needs no check once seated (seats.to_check)
+            check(message)
+        if not queue:
+            return frame
+        frames, size = [frame], len(frame)
+        while queue and (limit is None or size < limit):
+            message, frame = queue.popleft()
+            if message is not None:
+                check(message)
+            frames.append(frame)
+            size += len(frame)
+        return b"".join(frames)
+
+    def _start_draining(self) -> None:
+        assert self._nursery is not None
+        self._draining = True
+        self._nursery.start_soon(self._drain)
+
+    async def _drain(self) -> None:
+        why = CLOSED_BY_TABLE
+        with trio.CancelScope() as waiting:
             try:
-                await waiting.wait()
-            finally:
-                self._writer_waiting = None
-        return self._queue.popleft()
+                while True:
+                    waiting.deadline = trio.current_time() + SEND_TIMEOUT
+                    await self.wire.drain()
+                    if not self._queue:
+                        break
+                    self.wire.write_nowait(self._take(SEND_BATCH))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                why = BROKEN
+        self._draining = False
+        if waiting.cancelled_caught:
+            why = STOPPED_READING
+        if why != CLOSED_BY_TABLE or (self._closed and not self._held):
+            self._end(why)
+
+    def _end(self, why: str) -> None:
+        if not self._ended and self._on_end is not None:
+            self._ended = True
+            self._on_end(why)

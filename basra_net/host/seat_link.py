@@ -7,11 +7,9 @@ the table and the other seat carry on.
 
 from __future__ import annotations
 
-import math
 import os
 import ssl
-from functools import partial
-from typing import Awaitable, Callable, Protocol
+from typing import Protocol
 
 import trio
 
@@ -31,19 +29,17 @@ from ..protocol.errors import (
 from ..protocol.messages import PROTOCOL_VERSIONS, Chat, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
 from .admission import Admission
 from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, FIRST_BYTES_TIMEOUT, ChatRate, MessageRate
-from .outbox import Outbox
+from .outbox import SEND_TIMEOUT, Outbox
 from .serve_journal import TableLog
 from .table import SeatLost, Table, outgoing
+from .wire import RECEIVE_SIZE, TlsSocket, Wire, wire_for
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
 FRAME_TIMEOUT = 10.0  # seconds a started frame has to finish
 CLOSE_LINGER = 1.0  # seconds to let a seated peer read its last frame before the socket closes
 REFUSE_SEND_TIMEOUT = 1.0  # seconds to hand a refusal to a peer in its handshake
-RECEIVE_SIZE = 65536
 OUTBOX_SIZE = 64  # messages; a seat that lets more pile up is not reading, and is dropped
-SEND_TIMEOUT = 20.0  # seconds one send (a batch of frames) may wait for the peer to read
 CHAT_TOO_FAST = "chat line not sent: a few lines at once, then one every 2 seconds"
-SEND_BATCH = 65536  # bytes of queued frames joined into one send, at most (one frame may exceed it)
 
 
 async def close_gracefully(stream: trio.abc.Stream) -> None:
@@ -57,7 +53,9 @@ async def close_gracefully(stream: trio.abc.Stream) -> None:
     """
     with trio.move_on_after(CLOSE_LINGER):
         try:
-            if isinstance(stream, trio.SSLStream):
+            if isinstance(stream, TlsSocket):
+                stream = await stream.unwrap()  # sends close_notify; the peer's is read and dropped below
+            elif isinstance(stream, trio.SSLStream):
                 stream, _ = await stream.unwrap()  # sends close_notify, then reads until the peer's
             if isinstance(stream, trio.abc.HalfCloseableStream):
                 await stream.send_eof()
@@ -91,7 +89,7 @@ async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection, ti
     """
     event = connection.next_event()
     if not isinstance(event, (Hello, ConnectionClosed)):
-        receive = _receiver(stream, read_first=True)  # most often the rest has arrived by now
+        receive = wire_for(stream).receive
         with trio.fail_after(timeout):
             while not isinstance(event, (Hello, ConnectionClosed)):
                 connection.receive_data(await receive())
@@ -208,15 +206,15 @@ async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | Non
     return False
 
 
-async def _tls_handshake(stream: trio.abc.Stream, context: ssl.SSLContext, timeout: float) -> trio.SSLStream | None:
-    secure = trio.SSLStream(stream, context, server_side=True)
+async def _tls_handshake(stream: trio.abc.Stream, context: ssl.SSLContext, timeout: float) -> TlsSocket | None:
+    if not isinstance(stream, trio.SocketStream):
+        raise TypeError("TLS is served on a socket")
     try:
         with trio.fail_after(timeout):
-            await secure.do_handshake()
+            return await TlsSocket.accept(stream, context)
     except (trio.BrokenResourceError, trio.TooSlowError, OSError):
-        await trio.aclose_forcefully(secure)
+        await trio.aclose_forcefully(stream)
         return None
-    return secure
 
 
 async def _handshake(
@@ -294,8 +292,14 @@ async def _handshake(
 async def _serve_seat(
     stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, version: int, received: int | None
 ) -> None:
-    """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends."""
-    outbox = Outbox(OUTBOX_SIZE, connection, stream)
+    """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends.
+
+    The seat's reader is the connection's one task: the table writes to the
+    socket itself (outbox.py), and a second task runs only while the socket
+    holds back what the table wrote.
+    """
+    wire = wire_for(stream)
+    outbox = Outbox(OUTBOX_SIZE, connection, wire)
     # A journal that commits in groups: what the table sends waits for its records to reach the disk.
     journal = table.journal if isinstance(table.journal, TableLog) else None
     if journal is not None:
@@ -315,27 +319,33 @@ async def _serve_seat(
         lost = "the server's journal failed"
     try:
         if lost is None:
-            first = outbox.write_first(first)  # the welcome, and what the table has queued since (a match starting)
-            if first:
-                with trio.fail_after(SEND_TIMEOUT):
-                    await stream.send_all(first)
+            with trio.fail_after(SEND_TIMEOUT):
+                await stream.send_all(first)
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         lost = "the connection broke during the welcome"
     if lost is None:
-        writer_ended: list[str] = []
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope, writer_ended)
-            lost, last_error = await _relay_inbound(stream, connection, seat, table, outbox)
+        writing_ended: list[str] = []
+
+        def end_writing(why: str) -> None:
+            writing_ended.append(why)
             nursery.cancel_scope.cancel()
-        if lost is None and writer_ended and not table.finished.is_set():
-            # The writer stopped first (a send that failed or timed out, or the table cut
+
+        async with trio.open_nursery() as nursery:
+            outbox.start(nursery, end_writing)
+            try:
+                lost, last_error = await _relay_inbound(wire, connection, seat, table, outbox)
+            finally:
+                outbox.stop()  # before the nursery closes: the other seat's reader may flush this outbox meanwhile
+            nursery.cancel_scope.cancel()
+        if lost is None and writing_ended and not table.finished.is_set():
+            # Writing stopped first (a write that failed or timed out, or the table cut
             # off a seat that stopped reading): the seat is lost all the same.
-            lost = writer_ended[0]
+            lost = writing_ended[0]
     if lost is not None:
         table.feed(seat, SeatLost(lost, link))
         table.flush()
-    if last_error is not None:
-        # The writer has stopped, so this frame cannot interleave with another.
+    if last_error is not None and not wire.backlog:
+        # Nothing is left half-written, so this frame cannot interleave with another.
         with trio.move_on_after(CLOSE_LINGER):
             try:
                 await stream.send_all(connection.send_error(last_error))
@@ -344,59 +354,8 @@ async def _serve_seat(
     await close_gracefully(stream)
 
 
-async def _write_outbox(
-    stream: trio.abc.Stream,
-    connection: HostConnection,
-    outbox: Outbox | trio.MemoryReceiveChannel,
-    scope: trio.CancelScope,
-    ended: list[str],
-) -> None:
-    """Send the table's messages in order; when the table closes the outbox, the connection ends.
-
-    Messages come with their frames, encoded once by whoever queued them (the
-    table keeps the same bytes for a resume).  The table queues several at
-    once (a play's `played` and the next `your_turn`, a deal), so whatever is
-    queued when the writer wakes goes out in one send of up to SEND_BATCH
-    bytes: one system call (and over TLS, one record for each 16 KiB) instead
-    of one for each frame.  Each message still passes the connection's
-    checks, in order (a message of None: bytes checked already, the rest of a write the socket cut short).
-
-    A peer that stops reading fills its socket buffer and then this outbox;
-    a send that cannot be handed to the socket in SEND_TIMEOUT ends the
-    connection, and a full outbox makes the table cut the seat off.  Why the
-    writing stopped goes into ``ended``.
-    """
-    why = "the table closed the connection (or cut off a seat that stopped reading)"
-    # One cancel scope for the writer's life, given a deadline only while a send is under way: a scope
-    # entered and left for each send cost more than a TLS record's encryption.
-    with trio.CancelScope() as sending:
-        try:
-            async for message, frame in outbox:
-                if message is not None:
-                    connection.check_send(message)
-                frames, size = [frame], len(frame)
-                while size < SEND_BATCH:
-                    try:
-                        message, frame = outbox.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break  # nothing more queued now; a closed outbox ends the loop above
-                    if message is not None:
-                        connection.check_send(message)
-                    frames.append(frame)
-                    size += len(frame)
-                sending.deadline = trio.current_time() + SEND_TIMEOUT
-                await stream.send_all(frames[0] if len(frames) == 1 else b"".join(frames))
-                sending.deadline = math.inf
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            why = "the connection broke"
-    if sending.cancelled_caught:
-        why = "it stopped reading"
-    ended.append(why)
-    scope.cancel()
-
-
 async def _relay_inbound(
-    stream: trio.abc.Stream,
+    wire: Wire,
     connection: HostConnection,
     seat: int,
     table: Table,
@@ -415,7 +374,7 @@ async def _relay_inbound(
     unsolicited = MessageRate()
     chat_rate = ChatRate()
     liveness = Liveness()
-    receive = _receiver(stream)
+    receive = wire.receive
     frame_deadline: float | None = None  # when the frame that has started must be complete
     while True:
         # One cancel scope for each liveness check (seconds apart), not one for each receive:
@@ -481,38 +440,6 @@ async def _relay_inbound(
         ping = liveness.ping_due()
         if ping is not None and not _queue(outbox, Ping(ping)):
             return "it stopped reading", None
-
-
-def _receiver(stream: trio.abc.Stream, *, read_first: bool = False) -> Callable[[], Awaitable[bytes]]:
-    """What a connection receives with: on a plain socket, a wait until it is readable and one read.
-
-    trio's receive_some tries a read first (which finds nothing: the reader
-    has taken all there was), waits, reads, then yields to the scheduler
-    once more; this is one wait and one read.  With ``read_first`` (the
-    hello, which has most often arrived by then) it reads first and waits
-    only when nothing is there.  Other streams (TLS, memory streams in
-    tests) use their own receive_some.
-    """
-    if not isinstance(stream, trio.SocketStream) or os.name != "posix":
-        return partial(stream.receive_some, RECEIVE_SIZE)
-    socket = stream.socket
-    fd = socket.fileno()
-
-    async def receive() -> bytes:
-        while True:
-            await trio.lowlevel.wait_readable(socket)
-            try:
-                return os.read(fd, RECEIVE_SIZE)
-            except BlockingIOError:
-                continue  # woken without data after all
-
-    async def receive_at_once() -> bytes:
-        try:
-            return os.read(fd, RECEIVE_SIZE)
-        except BlockingIOError:
-            return await receive()
-
-    return receive_at_once if read_first else receive
 
 
 def _queue(outbox: Outbox, message: Message) -> bool:

@@ -568,6 +568,7 @@ class Table:
         if not self._machine_started:
             self._machine_started = True
             self._machine.start(self._match_to_end())
+            self.flush()  # seats taken before the match started: its first frames are queued for them now
 
     async def run(self) -> TableResult:
         """Start the match (if ``start`` has not) and keep its clock until it is over; the seats' connections feed it."""

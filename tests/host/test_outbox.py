@@ -1,18 +1,21 @@
-"""A seat's writer: queued messages leave in batches, intact and in order; a peer that stops reading is still let go."""
+"""A seat's outbox: frames go straight to the socket; what it refuses drains in order, in a task only while it lasts;
+a peer that stops reading is still let go."""
 
 from __future__ import annotations
 
 import socket
+from functools import partial
 
-import pytest
 import trio
 import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from basra_net.host.seat_link import OUTBOX_SIZE, SEND_BATCH, SEND_TIMEOUT, _write_outbox
-from basra_net.host.table import outgoing
-from basra_net.protocol.connection import HostConnection
+from basra_net.host.outbox import BROKEN, CLOSED_BY_TABLE, SEND_TIMEOUT, STOPPED_READING, Outbox
+from basra_net.host.seat_link import OUTBOX_SIZE, serve_connection
+from basra_net.host.table import Table, outgoing
+from basra_net.protocol.connection import ClientConnection, HostConnection
 from basra_net.protocol.framing import FrameDecoder, encode_frame
-from basra_net.protocol.messages import MAX_TEXT, Error, Hello, Message, Ping, Welcome, from_wire, to_wire
+from basra_net.protocol.messages import MAX_TEXT, Error, Hello, MatchStart, Message, Ping, Welcome, from_wire, to_wire
 
 
 def _seated() -> HostConnection:
@@ -56,123 +59,131 @@ async def _read_all(stream: trio.abc.Stream, chunk: int, pause: float) -> list[M
     return received
 
 
-async def test_messages_queued_while_a_slow_reader_reads_arrive_intact_in_order_and_in_fewer_sends(autojump_clock):
-    # Large frames, so that the queue holds more than one batch's worth at times.
-    messages: list[Message] = [
-        Error("bad_message", f"{i:04} " + "x" * (MAX_TEXT - 5)) if i % 3 == 0 else Ping(i) for i in range(600)
-    ]
-    host_end, reader_end = trio.testing.lockstep_stream_pair()
-    counted = CountingStream(host_end)
-    outbox_send, outbox = trio.open_memory_channel[tuple[Message, bytes]](1000)
-    received: list[Message] = []
-
-    async def reader() -> None:
-        received.extend(await _read_all(reader_end, 700, 0.001))
-
-    async def table() -> None:
-        # Messages come in bursts, while the writer is busy with the last ones.
-        async with outbox_send:
-            for i, message in enumerate(messages):
-                outbox_send.send_nowait(outgoing(message))
-                if i % 7 == 6:
-                    await trio.sleep(0.003)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(reader)
-        nursery.start_soon(table)
-
-        async def writer() -> None:
-            await _write_outbox(counted, _seated(), outbox, trio.CancelScope(), [])
-            await host_end.aclose()
-
-        nursery.start_soon(writer)
-    assert received == messages
-    assert sum(counted.sends) == sum(len(encode_frame(to_wire(m))) for m in messages)
-    assert len(counted.sends) < len(messages) / 2
-    largest_frame = len(encode_frame(to_wire(messages[0])))
-    assert max(counted.sends) < SEND_BATCH + largest_frame
-
-
-async def test_a_backlog_larger_than_a_batch_goes_out_in_several_sends_in_order():
-    messages: list[Message] = [Error("bad_message", f"{i:04} " + "y" * (MAX_TEXT - 5)) for i in range(400)]
-    host_end, reader_end = trio.testing.memory_stream_pair()
-    counted = CountingStream(host_end)
-    outbox_send, outbox = trio.open_memory_channel[tuple[Message, bytes]](len(messages))
-    for message in messages:
-        outbox_send.send_nowait(outgoing(message))
-    outbox_send.close()  # the writer still sends everything queued before the close
-    cancelled = trio.CancelScope()
-    await _write_outbox(counted, _seated(), outbox, cancelled, [])
-    await host_end.aclose()
-    assert cancelled.cancel_called  # a closed outbox ends the connection
-    assert await _read_all(reader_end, 65536, 0) == messages
-    frame = len(encode_frame(to_wire(messages[0])))
-    assert len(counted.sends) > 1
-    assert all(SEND_BATCH <= size < SEND_BATCH + frame for size in counted.sends[:-1])
-    assert counted.sends[-1] < SEND_BATCH + frame
-
-
-async def test_a_peer_that_stops_reading_fills_the_outbox_and_is_let_go_after_the_send_timeout(autojump_clock):
-    host_end, reader_end = trio.testing.lockstep_stream_pair()  # nothing is ever read from reader_end
-    outbox_send, outbox = trio.open_memory_channel[tuple[Message, bytes]](OUTBOX_SIZE)
-    cancelled = trio.CancelScope()
-    ended: list[str] = []
-    async with trio.open_nursery() as nursery:
-        start = trio.current_time()
-        nursery.start_soon(_write_outbox, host_end, _seated(), outbox, cancelled, ended)
-        outbox_send.send_nowait(outgoing(Ping(0)))
-        await trio.testing.wait_all_tasks_blocked()
-        # The writer holds one send that cannot complete; the table's queue fills, and then the table drops the seat.
-        for i in range(OUTBOX_SIZE):
-            outbox_send.send_nowait(outgoing(Ping(i + 1)))
-        try:
-            outbox_send.send_nowait(outgoing(Ping(OUTBOX_SIZE + 1)))
-        except trio.WouldBlock:
-            full = True
-        else:
-            full = False
-    assert full
-    assert cancelled.cancel_called and ended == ["it stopped reading"]
-    assert SEND_TIMEOUT <= trio.current_time() - start < SEND_TIMEOUT + 1
-
-
-async def test_a_flush_writes_straight_to_the_socket_and_leaves_what_it_cannot_take_to_the_writer():
-    """Frames flushed while the writer is idle go out without it; a backlog the socket refuses is finished by it, in order."""
-    from basra_net.host.outbox import Outbox
-
+def _socket_pair(host_buffer: int | None = None) -> tuple[trio.SocketStream, trio.SocketStream]:
+    """A connected pair of real sockets; ``host_buffer`` shrinks the host's send buffer so that writes are cut short."""
     host_sock, peer_sock = trio.socket.socketpair()
-    host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    host_end, peer = trio.SocketStream(host_sock), trio.SocketStream(peer_sock)
-    counted = CountingStream(host_end)
+    if host_buffer is not None:
+        host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, host_buffer)
+    return trio.SocketStream(host_sock), trio.SocketStream(peer_sock)
+
+
+def _closing(host_end: trio.SocketStream, ended: list[str]):
+    """An outbox's on_end as the connection's is: note why, and end the connection (here by closing the socket)."""
+
+    def on_end(why: str) -> None:
+        ended.append(why)
+        host_end.socket.close()
+
+    return on_end
+
+
+async def test_a_flush_writes_straight_to_the_socket_with_no_task():
+    host_end, peer = _socket_pair()
     connection = _seated()
     outbox = Outbox(OUTBOX_SIZE, connection, host_end)
-    pings = [Ping(i) for i in range(OUTBOX_SIZE)]
-    received: list[Message] = []
+    ended: list[str] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            outbox.send_nowait(outgoing(Ping(0)))
+            outbox.flush()  # not started: nothing is written yet
+            outbox.start(nursery, _closing(host_end, ended))  # writes what was queued before
+            for i in range(1, 5):
+                outbox.send_nowait(outgoing(Ping(i)))
+                outbox.send_nowait(outgoing(Ping(i + 100)))
+                outbox.flush()
+                assert not nursery.child_tasks  # the socket took it all: no task was started
+            outbox.close()
+            assert ended == [CLOSED_BY_TABLE]
+            assert await _read_all(peer, 65536, 0) == [Ping(0)] + [Ping(i + d) for i in range(1, 5) for d in (0, 100)]
 
-    async def write() -> None:
-        await _write_outbox(counted, connection, outbox, trio.CancelScope(), [])
-        await host_end.aclose()  # the writer has sent everything: the end of the stream follows
+
+async def test_what_the_socket_refuses_drains_in_order_in_a_task_that_ends_with_the_backlog():
+    host_end, peer = _socket_pair(host_buffer=4096)
+    connection = _seated()
+    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
+    big = Error("x", "y" * MAX_TEXT)
+    ended: list[str] = []
+    decoder, received = FrameDecoder(), []
+
+    async def read(count: int) -> None:
+        while len(received) < count:
+            decoder.feed(await peer.receive_some(3000))
+            received.extend(from_wire(wire) for wire in decoder)
+            await trio.sleep(0.001)
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(write)
-            await trio.testing.wait_all_tasks_blocked()
-            outbox.send_nowait(outgoing(pings[0]))
-            outbox.flush()
-            assert counted.sends == []  # written without the writer
-            decoder = FrameDecoder()
-            decoder.feed(await peer.receive_some())
-            received.extend(from_wire(wire) for wire in decoder)
-            # A backlog far larger than the socket's buffer: the first write is cut short.
-            big = Error("x", "y" * MAX_TEXT)
-            for _ in range(OUTBOX_SIZE - 1):
+            outbox.start(nursery, _closing(host_end, ended))
+            for _ in range(OUTBOX_SIZE // 2):
                 outbox.send_nowait(outgoing(big))
-            for _ in range(8):
-                outbox.flush()  # while the writer is not yet back: each writes what the socket takes, in order
-            outbox.close()
-            received.extend(await _read_all(peer, 65536, 0))
-    assert received == [pings[0]] + [big] * (OUTBOX_SIZE - 1)
-    assert counted.sends  # the writer finished what the socket did not take at once
+            outbox.flush()
+            assert len(nursery.child_tasks) == 1  # the first write was cut short: one task drains the rest
+            for i in range(OUTBOX_SIZE // 2):
+                outbox.send_nowait(outgoing(Ping(i)))  # queued behind the backlog
+                outbox.flush()  # while it drains: nothing jumps the queue
+            await read(OUTBOX_SIZE)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not nursery.child_tasks and not ended  # the backlog is written; the task has ended, the connection not
+            outbox.send_nowait(outgoing(Ping(1000)))
+            outbox.flush()
+            await read(OUTBOX_SIZE + 1)
+    assert received == [big] * (OUTBOX_SIZE // 2) + [Ping(i) for i in range(OUTBOX_SIZE // 2)] + [Ping(1000)]
+
+
+async def test_over_a_stream_that_is_not_a_socket_frames_go_out_through_a_task_in_order():
+    """A memory stream has no socket to write to at once: each flush hands its frames to a task that sends them."""
+    messages: list[Message] = [Error("bad_message", f"{i:04} " + "y" * (MAX_TEXT - 5)) for i in range(40)]
+    host_end, reader_end = trio.testing.memory_stream_pair()
+    counted = CountingStream(host_end)
+    outbox = Outbox(len(messages), _seated(), counted)
+    ended: list[str] = []
+    async with trio.open_nursery() as nursery:
+        for message in messages[:30]:
+            outbox.send_nowait(outgoing(message))
+        outbox.start(nursery, ended.append)
+        assert len(nursery.child_tasks) == 1 and counted.sends == []
+        for message in messages[30:]:
+            outbox.send_nowait(outgoing(message))  # queued while the task sends: it sends these next
+        outbox.flush()
+        outbox.close()  # everything queued before the close is still written
+    assert ended == [CLOSED_BY_TABLE]
+    await host_end.aclose()
+    assert await _read_all(reader_end, 65536, 0) == messages
+    frame = len(encode_frame(to_wire(messages[0])))
+    assert counted.sends == [30 * frame, 10 * frame]
+
+
+async def test_a_peer_that_stops_reading_fills_the_outbox_and_is_let_go_after_the_send_timeout(autojump_clock):
+    host_end, peer = _socket_pair(host_buffer=4096)  # nothing is ever read from peer
+    outbox = Outbox(OUTBOX_SIZE, _seated(), host_end)
+    ended: list[str] = []
+    async with trio.open_nursery() as nursery:
+        outbox.start(nursery, _closing(host_end, ended))
+        big = Error("x", "y" * MAX_TEXT)
+        full = False
+        while not full:
+            try:
+                outbox.send_nowait(outgoing(big))
+            except trio.WouldBlock:
+                full = True
+            outbox.flush()
+        start = trio.current_time()  # the table's queue is full: the table would cut the seat off now
+    assert ended == [STOPPED_READING]
+    assert SEND_TIMEOUT <= trio.current_time() - start < SEND_TIMEOUT + 1
+
+
+async def test_a_write_to_a_connection_the_peer_reset_ends_it_as_broken():
+    host_end, peer = _socket_pair()
+    peer.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    outbox = Outbox(OUTBOX_SIZE, _seated(), host_end)
+    ended: list[str] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            outbox.start(nursery, _closing(host_end, ended))
+            peer.socket.close()  # a reset
+            outbox.send_nowait(outgoing(Ping(1)))
+            outbox.flush()
+    assert ended == [BROKEN]
 
 
 class _Journal:
@@ -191,74 +202,44 @@ class _Journal:
 
 async def test_an_outbox_closed_while_its_last_frame_waits_for_the_journal_sends_it_then_ends_the_connection():
     """A fatal error held until its record is durable, then the close: the error goes out, and the end of the stream follows at once."""
-    from basra_net.host.outbox import Outbox
-
-    host_sock, peer_sock = trio.socket.socketpair()
-    host_end, peer = trio.SocketStream(host_sock), trio.SocketStream(peer_sock)
-    connection = _seated()
-    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
+    host_end, peer = _socket_pair()
+    outbox = Outbox(OUTBOX_SIZE, _seated(), host_end)
     journal = _Journal()
     outbox.hold_until_durable(journal)
     refusal = Error("bad_signature", "the guest's signature does not verify")
-
-    async def write() -> None:
-        await _write_outbox(host_end, connection, outbox, trio.CancelScope(), [])
-        await host_end.aclose()
+    ended: list[str] = []
 
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(write)
-            await trio.testing.wait_all_tasks_blocked()
+            outbox.start(nursery, _closing(host_end, ended))
             outbox.send_nowait(outgoing(refusal))
             outbox.close()  # the seat is cut off before the journal has the record the error follows from
-            await trio.testing.wait_all_tasks_blocked()
+            assert not ended  # the connection stays while the frame is held
             journal.position = 0
             assert journal.watching == [outbox] and not outbox.release(1)
+            assert ended == [CLOSED_BY_TABLE]
             assert await _read_all(peer, 65536, 0) == [refusal]  # the end of the stream came, within the deadline
 
 
-async def test_a_welcome_goes_out_first_with_what_is_queued_and_frames_held_for_the_journal_stay_held():
-    """write_first: the welcome and the frames queued since, in order and in one write; a held frame waits for its record."""
-    from basra_net.host.outbox import Outbox
-
-    host_sock, peer_sock = trio.socket.socketpair()
-    host_end, peer = trio.SocketStream(host_sock), trio.SocketStream(peer_sock)
-    connection = HostConnection()
-    connection.receive_data(encode_frame(to_wire(Hello((1,), "Reader", bytes(32)))))
-    assert isinstance(connection.next_event(), Hello)
-    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
-    journal = _Journal()
-    journal.position = 0
-    outbox.hold_until_durable(journal)
-    queued = [Ping(1), Ping(2)]
-    for message in queued:
-        outbox.send_nowait(outgoing(message))
-    journal.position = 1  # a record not yet on disk: what follows it is held
-    held = Ping(3)
-    outbox.send_nowait(outgoing(held))
-    welcome = Welcome(1, 1, bytes(16), bytes(range(32)), "egyptian", 101, bytes(16), 0)
-    assert outbox.write_first(connection.send(welcome)) == b""  # the socket took all of it at once
-    decoder = FrameDecoder()
-    with trio.fail_after(5):
-        decoder.feed(await peer.receive_some())
-    assert [from_wire(wire) for wire in decoder] == [welcome, *queued]
-    assert journal.watching == [outbox]
-    with pytest.raises(trio.WouldBlock):
-        outbox.receive_nowait()  # the held frame is not the writer's yet
-    assert not outbox.release(1)
-    assert outbox.receive_nowait()[1] == encode_frame(to_wire(held))
-
-
-def test_without_a_socket_of_its_own_the_welcome_and_what_is_queued_are_left_to_send_in_order():
-    from basra_net.host.outbox import Outbox
-
-    connection = HostConnection()
-    connection.receive_data(encode_frame(to_wire(Hello((1,), "Reader", bytes(32)))))
-    assert isinstance(connection.next_event(), Hello)
-    host_end, _ = trio.testing.memory_stream_pair()
-    outbox = Outbox(OUTBOX_SIZE, connection, host_end)
-    outbox.send_nowait(outgoing(Ping(1)))
-    first = connection.send(Welcome(1, 1, bytes(16), bytes(range(32)), "egyptian", 101, bytes(16), 0))
-    assert outbox.write_first(first) == first + encode_frame(to_wire(Ping(1)))
-    with pytest.raises(trio.WouldBlock):
-        outbox.receive_nowait()  # taken: the caller sends it before the writer starts
+async def test_a_table_started_after_both_seats_are_taken_writes_the_matchs_first_frames():
+    """`basra serve` starts a table's task when its first seat is taken; both may be seated before it runs."""
+    table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            peers = []
+            for seat in (0, 1):
+                host_end, peer = _socket_pair()
+                nursery.start_soon(partial(serve_connection, host_end, table, reserved_seat=seat))
+                peers.append((peer, ClientConnection()))
+            for seat, (peer, connection) in enumerate(peers):
+                await peer.send_all(connection.send(Hello((1,), f"Seat {seat}", bytes([seat]) * 32)))
+                while not isinstance(event := connection.next_event(), Welcome):
+                    if event is None:
+                        connection.receive_data(await peer.receive_some())
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(table.run)
+            for peer, connection in peers:
+                while not isinstance(event := connection.next_event(), MatchStart):
+                    assert event is None, event
+                    connection.receive_data(await peer.receive_some())
+            nursery.cancel_scope.cancel()

@@ -61,7 +61,7 @@ async def test_the_records_of_many_tables_are_made_durable_with_one_fsync(tmp_pa
     assert path.read_bytes().startswith(SERVE_MAGIC)
 
 
-async def test_a_frame_sent_after_a_record_leaves_only_once_the_record_is_on_disk(tmp_path, monkeypatch):
+async def test_a_frame_sent_after_a_record_leaves_only_once_the_record_is_on_disk(tmp_path, monkeypatch, nursery):
     journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
     log = journal.open_table(_table_header(1))
     host_end, peer = socket.socketpair()
@@ -70,8 +70,7 @@ async def test_a_frame_sent_after_a_record_leaves_only_once_the_record_is_on_dis
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(host_end))
         outbox = Outbox(64, _seated(), stream)
         outbox.hold_until_durable(log)
-        writer_idle = trio.Event()
-        outbox._writer_waiting = writer_idle  # as a writer task waiting for work: flush writes at once
+        outbox.start(nursery, lambda why: None)  # from now on flush writes at once
         await _commit_all(journal)
         log.append({"type": "play", "seat": 0})
         outbox.send_nowait(outgoing(Ping(1)))
@@ -87,10 +86,10 @@ async def test_a_frame_sent_after_a_record_leaves_only_once_the_record_is_on_dis
             return real_write(fd, data)
 
         monkeypatch.setattr(journal_module.os, "write", watching_write)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(journal.run)
+        async with trio.open_nursery() as committing:
+            committing.start_soon(journal.run)
             await _committed(log)
-            nursery.cancel_scope.cancel()
+            committing.cancel_scope.cancel()
         assert on_disk  # the record was written (and fsynced) before the frames went out
         decoder = FrameDecoder()
         decoder.feed(peer.recv(1000))
@@ -261,7 +260,7 @@ async def test_a_journal_with_no_table_left_is_removed_when_closed(tmp_path):
     assert not path.exists()
 
 
-async def test_a_write_that_fails_tells_the_server_once_and_the_journal_is_not_left_to_resume(tmp_path):
+async def test_a_write_that_fails_tells_the_server_once_and_the_journal_is_not_left_to_resume(tmp_path, nursery):
     path = tmp_path / "serve.journal"
     journal = ServeJournal.create(path, HEADER)
     log = journal.open_table(_table_header(1))
@@ -280,7 +279,7 @@ async def test_a_write_that_fails_tells_the_server_once_and_the_journal_is_not_l
     with host_end, peer:
         outbox = Outbox(64, _seated(), trio.SocketStream(trio.socket.from_stdlib_socket(host_end)))
         outbox.hold_until_durable(log)
-        outbox._writer_waiting = trio.Event()
+        outbox.start(nursery, lambda why: None)
         log.append({"type": "play", "seat": 0})
         outbox.send_nowait(outgoing(Ping(1)))
 
