@@ -443,7 +443,7 @@ async def _relay_inbound(
 
 
 def _queue(outbox: Outbox, message: Message) -> bool:
-    """Queue a message for the writer without waiting; False when the peer has stopped reading."""
+    """Queue a message for the seat without waiting; False when the peer has stopped reading."""
     try:
         outbox.send_nowait(outgoing(message))
     except trio.WouldBlock:

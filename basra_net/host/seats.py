@@ -54,7 +54,7 @@ class Seat:
             pass  # the seat's connection is gone; its loss reaches the table
 
     def disconnect(self) -> None:
-        """Close the seat's connection, if it has one: its writer sends what is queued, then it ends."""
+        """Close the seat's connection, if it has one: what is queued is written, then it ends."""
         if self.outbox is not None:
             self.outbox.close()
 
@@ -68,7 +68,7 @@ def to_check(message: Message) -> Message | None:
     """The message a seat's connection checks as it goes out, or None for one that goes without the check.
 
     Everything a seat's outbox carries goes out after the seat's welcome (the
-    writer starts once the welcome is sent), so a message whose check would
+    outbox starts writing once the welcome is sent), so a message whose check would
     pass on any seated connection and change nothing goes without it.
     """
     return None if type(message) in CHECK_FREE_WHEN_SEATED else message

@@ -613,7 +613,7 @@ class Table:
         so that seat 1's record shows the deal was not walked away from
         (PROTOCOL.md, section 6.16).  A seat whose match has ended already has
         its `match_end`.  The match's own cleanup then closes the outboxes,
-        whose writers send what is queued before the connections close.
+        which write what is queued before the connections close.
         """
         if self.result is None:
             self._reveal_owed()
