@@ -8,7 +8,8 @@ over loopback, each from its own loopback address, are opened and accepted
 and their hellos written (each naming its table, as the storm's do) before
 the clock starts; then `basra serve`'s connection handling
 (`_Door.serve`, the lobby, the tables, the journal with group commit, all
-as `basra serve --plain` runs them) is handed every accepted socket at once,
+as `basra serve --plain` runs them, with its young generation's size for the
+collector) is handed every accepted socket at once,
 in one trio run, and a thread waits for each connection's welcome to be
 readable.
 
@@ -25,6 +26,7 @@ rest of a shared machine.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import selectors
 import socket
@@ -105,14 +107,19 @@ async def seat_all(accepted: list[socket.socket], clients: list[socket.socket], 
 
 
 def one_run(tables: int) -> tuple[float, list[float]]:
+    from basra_net.host.command import SERVE_YOUNG_GENERATION
+
     clients, accepted = open_pairs(2 * tables)
+    thresholds = gc.get_threshold()
     try:
         for client, hello in zip(clients, load.storm_hellos(tables)):
             client.sendall(hello)
         with tempfile.TemporaryDirectory(prefix="basra-seating-") as home:
             os.environ["BASRA_HOME"] = home
+            gc.set_threshold(SERVE_YOUNG_GENERATION, *thresholds[1:])  # as run_serve_command sets it
             return trio.run(seat_all, accepted, clients, Path(home))
     finally:
+        gc.set_threshold(*thresholds)
         for sock in clients + accepted:
             sock.close()
 
