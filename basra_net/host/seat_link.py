@@ -324,6 +324,8 @@ async def _serve_seat(
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         lost = "the connection broke during the welcome"
     if lost is None:
+        if received is None:
+            table.welcomed(seat)  # the match may start: its first frames wait in the outbox, written below
         writing_ended: list[str] = []
 
         def end_writing(why: str) -> None:
