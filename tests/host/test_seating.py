@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from functools import partial
 
 import trio
@@ -11,8 +12,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
 from basra_net.protocol.connection import ClientConnection
-from basra_net.protocol.framing import FrameDecoder
-from basra_net.protocol.messages import Commit, Hello, MatchStart, Welcome, from_wire
+from basra_net.protocol.framing import FrameDecoder, encode_frame
+from basra_net.protocol.messages import Commit, Hello, MatchStart, Ping, Welcome, from_wire, to_wire
 
 from .test_outbox import CountingStream
 
@@ -30,6 +31,19 @@ async def _until(peer: trio.abc.Stream, connection: ClientConnection, kind: type
     return event
 
 
+async def _seat_both(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end) -> list:
+    """Both seats taken by connections over memory streams (the host's ends passed through ``wrap``),
+    each welcomed: (peer, its connection, its welcome) for each."""
+    peers = []
+    for seat in (0, 1):
+        host_end, peer = trio.testing.memory_stream_pair()
+        nursery.start_soon(partial(serve_connection, wrap(host_end), table, reserved_seat=seat))
+        connection = ClientConnection()
+        await peer.send_all(connection.send(Hello((1,), f"Seat {seat}", bytes([seat]) * 32)))
+        peers.append((peer, connection, await _until(peer, connection, Welcome)))
+    return peers
+
+
 async def test_the_match_starts_once_the_second_seats_welcome_is_out():
     """Dealing is no part of seating: the host seed is drawn and its commitment signed after seat 1's welcome went out."""
     host_ends: list[CountingStream] = []
@@ -44,17 +58,44 @@ async def test_the_match_starts_once_the_second_seats_welcome_is_out():
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(table.run)
-            peers = []
-            for seat in (0, 1):
-                host_end, peer = trio.testing.memory_stream_pair()
+
+            def counted(host_end: trio.abc.Stream) -> CountingStream:
                 host_ends.append(CountingStream(host_end))
-                nursery.start_soon(partial(serve_connection, host_ends[seat], table, reserved_seat=seat))
-                connection = ClientConnection()
-                await peer.send_all(connection.send(Hello((1,), f"Seat {seat}", bytes([seat]) * 32)))
-                await _until(peer, connection, Welcome)
-                peers.append((peer, connection))
-            for peer, connection in peers:
+                return host_ends[-1]
+
+            peers = await _seat_both(nursery, table, counted)
+            for peer, connection, _ in peers:
                 await _until(peer, connection, MatchStart)
-            await _until(*peers[1], Commit)
+            await _until(*peers[1][:2], Commit)
             nursery.cancel_scope.cancel()
     assert [[type(message) for message in sent] for sent in sent_before_the_seed] == [[Welcome]]
+
+
+async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_arrive_whole_and_in_order():
+    """The welcome goes out with one non-blocking write; what the socket holds back is written as the peer reads."""
+    table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
+                  reserved_seats=frozenset())
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(table.run)
+            peers = await _seat_both(nursery, table)
+            await _until(*peers[1][:2], Commit)
+            await peers[1][0].aclose()  # seat 1 drops, and is held for the grace period
+            await trio.testing.wait_all_tasks_blocked()
+            # A long stream to replay: far more than the socket's send buffer takes at once.
+            log = table.seats[1].log
+            log.extend(encode_frame(to_wire(Ping(n))) for n in range(3000))
+            replay = b"".join(log)
+            host_sock, peer_sock = trio.socket.socketpair()
+            host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            nursery.start_soon(partial(serve_connection, trio.SocketStream(host_sock), table))
+            peer = trio.SocketStream(peer_sock)
+            welcome = peers[1][2]
+            await peer.send_all(encode_frame(to_wire(Hello((1,), "Seat 1", bytes([1]) * 32, token=welcome.token, received=0))))
+            received = bytearray()
+            while not received.endswith(replay):
+                received += await peer.receive_some(3000)
+                await trio.sleep(0.001)
+            nursery.cancel_scope.cancel()
+    resumed = _messages(received[:len(received) - len(replay)])
+    assert len(resumed) == 1 and isinstance(resumed[0], Welcome) and resumed[0].sent == len(log)
