@@ -31,11 +31,11 @@ async def _until(peer: trio.abc.Stream, connection: ClientConnection, kind: type
     return event
 
 
-async def _seat_both(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end) -> list:
-    """Both seats taken by connections over memory streams (the host's ends passed through ``wrap``),
+async def _take_seats(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end, seats=(0, 1)) -> list:
+    """The seats taken by connections over memory streams (the host's ends passed through ``wrap``),
     each welcomed: (peer, its connection, its welcome) for each."""
     peers = []
-    for seat in (0, 1):
+    for seat in seats:
         host_end, peer = trio.testing.memory_stream_pair()
         nursery.start_soon(partial(serve_connection, wrap(host_end), table, reserved_seat=seat))
         connection = ClientConnection()
@@ -63,7 +63,7 @@ async def test_the_match_starts_once_the_second_seats_welcome_is_out():
                 host_ends.append(CountingStream(host_end))
                 return host_ends[-1]
 
-            peers = await _seat_both(nursery, table, counted)
+            peers = await _take_seats(nursery, table, counted)
             for peer, connection, _ in peers:
                 await _until(peer, connection, MatchStart)
             await _until(*peers[1][:2], Commit)
@@ -78,7 +78,7 @@ async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(table.run)
-            peers = await _seat_both(nursery, table)
+            peers = await _take_seats(nursery, table)
             await _until(*peers[1][:2], Commit)
             await peers[1][0].aclose()  # seat 1 drops, and is held for the grace period
             await trio.testing.wait_all_tasks_blocked()
@@ -99,3 +99,22 @@ async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_
             nursery.cancel_scope.cancel()
     resumed = _messages(received[:len(received) - len(replay)])
     assert len(resumed) == 1 and isinstance(resumed[0], Welcome) and resumed[0].sent == len(log)
+
+
+async def test_a_seat_whose_welcome_cannot_be_written_is_free_again_and_the_match_starts_with_the_next_player():
+    """No match starts with a seat whose player never had its welcome (PROTOCOL.md 5.3: the seat is freed)."""
+    table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
+                  reserved_seats=frozenset())
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(table.run)
+            first = (await _take_seats(nursery, table, seats=(0,)))[0]
+            host_end, gone = trio.testing.memory_stream_pair()
+            await gone.send_all(ClientConnection().send(Hello((1,), "Gone", bytes([7]) * 32)))
+            await gone.aclose()  # before the host can answer
+            await serve_connection(host_end, table, reserved_seat=1)
+            assert table.seats[1] is None
+            second = (await _take_seats(nursery, table, seats=(1,)))[0]
+            starts = [await _until(peer, connection, MatchStart) for peer, connection, _ in (first, second)]
+            nursery.cancel_scope.cancel()
+    assert starts == [MatchStart(("Seat 0", "Seat 1"))] * 2
