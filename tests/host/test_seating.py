@@ -31,6 +31,12 @@ async def _until(peer: trio.abc.Stream, connection: ClientConnection, kind: type
     return event
 
 
+def _table(**settings) -> Table:
+    """A table as `basra serve` opens them, no seat kept for a local player."""
+    return Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
+                 reserved_seats=frozenset(), **settings)
+
+
 async def _take_seats(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end, seats=(0, 1)) -> list:
     """The seats taken by connections over memory streams (the host's ends passed through ``wrap``),
     each welcomed: (peer, its connection, its welcome) for each."""
@@ -53,8 +59,7 @@ async def test_the_match_starts_once_the_second_seats_welcome_is_out():
         sent_before_the_seed.append(_messages(host_ends[1].sent))
         return bytes(32)
 
-    table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
-                  make_seed=make_seed, reserved_seats=frozenset())
+    table = _table(make_seed=make_seed)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(table.run)
@@ -73,8 +78,7 @@ async def test_the_match_starts_once_the_second_seats_welcome_is_out():
 
 async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_arrive_whole_and_in_order():
     """The welcome goes out with one non-blocking write; what the socket holds back is written as the peer reads."""
-    table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
-                  reserved_seats=frozenset())
+    table = _table()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(table.run)
@@ -103,8 +107,7 @@ async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_
 
 async def test_a_seat_whose_welcome_cannot_be_written_is_free_again_and_the_match_starts_with_the_next_player():
     """No match starts with a seat whose player never had its welcome (PROTOCOL.md 5.3: the seat is freed)."""
-    table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
-                  reserved_seats=frozenset())
+    table = _table()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(table.run)
