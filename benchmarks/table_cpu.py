@@ -148,6 +148,7 @@ async def _one_match(index: int, target: int) -> tuple[float, int, int, int]:
             welcome = table.seat_joined(seat, hello, 2, outbox)
             peer_bytes = connection.send(welcome)
             player.buffer += peer_bytes
+            table.welcomed(seat)
         table.flush()
         plays = 0
         while not all(p.done for p in players):

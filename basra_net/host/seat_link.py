@@ -318,12 +318,18 @@ async def _serve_seat(
     if journal is not None and not await journal.durable():  # the seat's token, the frames it missed
         lost = "the server's journal failed"
     try:
-        if lost is None:
+        # One non-blocking write, as the outbox writes; a deadline and a wait only when the socket holds some back.
+        if lost is None and not wire.write_nowait(first):
             with trio.fail_after(SEND_TIMEOUT):
-                await stream.send_all(first)
+                await wire.drain()
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
         lost = "the connection broke during the welcome"
     if lost is None:
+        # Every other welcome ready to go is written before the work that follows this one (the relay's
+        # start, and the match's when the table is now full).
+        await trio.lowlevel.checkpoint()
+        if received is None:
+            table.welcomed(seat)  # the match may start: its first frames wait in the outbox, written below
         writing_ended: list[str] = []
 
         def end_writing(why: str) -> None:

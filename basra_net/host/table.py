@@ -101,7 +101,7 @@ class SeatLost:
 
 @dataclass(frozen=True)
 class SeatJoined:
-    """A connection completed its handshake and holds a seat."""
+    """A connection completed its handshake, holds a seat and has its welcome."""
 
 
 class Phase(enum.Enum):
@@ -264,7 +264,7 @@ class Table:
         )
 
     def seat_joined(self, seat: int, hello: Hello, version: int, outbox: Outbox) -> Welcome:
-        """Seat a new connection; returns its welcome and the channel its messages go to."""
+        """Seat a new connection; returns its welcome.  The match takes the seat once the welcome is out (``welcomed``)."""
         entry = self.seats[seat] = Seat(hello.name, hello, version, self._make_token(), outbox)
         self._take_seat(seat, entry)
         welcome = self._welcome(seat)
@@ -272,8 +272,16 @@ class Table:
         self._record_handshake(seat, entry)
         self._replay.write(seat_record(seat, entry))
         self.on_event(f"{hello.name} took seat {seat}")
-        self.feed(seat, SeatJoined())
         return welcome
+
+    def welcomed(self, seat: int) -> None:
+        """A new seat's welcome is written: the match takes the seat, and starts once both are held.
+
+        The match's start (its first frames, the host seed's record, the signed commitment) is no part
+        of seating: started here, it delays neither this welcome nor, in a storm of connections, the
+        welcomes of the others seated meanwhile.
+        """
+        self.feed(seat, SeatJoined())
 
     def _take_seat(self, seat: int, entry: Seat) -> None:
         """A seat taken (or read back from a journal): its channel's signed record starts."""

@@ -11,7 +11,7 @@ TLS is the same socket with an ``ssl.SSLObject`` between two
 ``ssl.MemoryBIO`` buffers: a write encrypts into the outgoing buffer and
 writes what is there; a read feeds the incoming buffer and decrypts until
 the object wants more.  Every byte the object puts in its outgoing buffer
-(handshake flights, session tickets, a key update's answer, close_notify)
+(handshake flights, a key update's answer, close_notify)
 leaves through the same write, so records go out in the order they were
 made.  The handshake is done here too, with no stream object in between.
 
@@ -106,7 +106,7 @@ class TlsSocket(SocketWire, trio.abc.Stream):
                 self._incoming.write(data)
             else:
                 self._incoming.write_eof()
-        await self._send_outgoing()  # the last flight and the session tickets
+        await self._send_outgoing()  # the last flight
         return self
 
     async def _send_outgoing(self) -> None:

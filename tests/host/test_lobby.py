@@ -267,6 +267,7 @@ async def test_a_finished_table_is_freed_at_once_not_left_to_the_cycle_collector
         hello = Hello((1,), "Amr", bytes(32))
         table, seat = lobby.seat_for(hello, None)
         table.seat_joined(seat, hello, 1, _outbox())
+        table.welcomed(seat)
         freed = weakref.ref(table)
         gc.disable()
         try:

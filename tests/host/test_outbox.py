@@ -28,14 +28,16 @@ def _seated() -> HostConnection:
 
 
 class CountingStream(trio.abc.Stream):
-    """Passes everything to another stream and remembers the size of each send."""
+    """Passes everything to another stream and remembers the size of each send, and every byte sent."""
 
     def __init__(self, inner: trio.abc.Stream) -> None:
         self.inner = inner
         self.sends: list[int] = []
+        self.sent = bytearray()
 
     async def send_all(self, data) -> None:
         self.sends.append(len(data))
+        self.sent += data
         await self.inner.send_all(data)
 
     async def wait_send_all_might_not_block(self) -> None:

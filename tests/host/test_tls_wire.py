@@ -105,6 +105,16 @@ async def test_the_handshake_presents_the_identity_key(tmp_path, host_context):
     await host.aclose()
 
 
+async def test_the_host_sends_no_session_ticket_which_no_client_would_resume_with(host_context):
+    """A ticket costs the host an encryption and the client its reading, for a TLS session no client resumes."""
+    host, peer = await _tls_pair(host_context)
+    host.write_nowait(b"frame")  # behind anything the handshake left to send, as a welcome is
+    with trio.fail_after(10):
+        assert await peer.receive_some() == b"frame"
+    assert peer.session is not None and not peer.session.has_ticket
+    await host.aclose()
+
+
 async def test_a_frame_split_across_tls_records_and_reads_decodes(host_context):
     host, peer = await _tls_pair(host_context, transport_as=partial(Chunked, size=7))  # records reach the host 7 bytes at a time
     hello = encode_frame(to_wire(Hello((1,), "Split", bytes(32))))

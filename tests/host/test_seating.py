@@ -1,0 +1,123 @@
+"""Seating a connection: what goes before its welcome, and what waits until the welcome is out."""
+
+from __future__ import annotations
+
+import socket
+from functools import partial
+
+import trio
+import trio.testing
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from basra_net.host.seat_link import serve_connection
+from basra_net.host.table import Table
+from basra_net.protocol.connection import ClientConnection
+from basra_net.protocol.framing import FrameDecoder, encode_frame
+from basra_net.protocol.messages import Commit, Hello, MatchStart, Ping, Welcome, from_wire, to_wire
+
+from .test_outbox import CountingStream
+
+
+def _messages(data: bytes) -> list:
+    decoder = FrameDecoder()
+    decoder.feed(bytes(data))
+    return [from_wire(wire) for wire in decoder]
+
+
+async def _until(peer: trio.abc.Stream, connection: ClientConnection, kind: type):
+    while not isinstance(event := connection.next_event(), kind):
+        if event is None:
+            connection.receive_data(await peer.receive_some())
+    return event
+
+
+def _table(**settings) -> Table:
+    """A table as `basra serve` opens them, no seat kept for a local player."""
+    return Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))),
+                 reserved_seats=frozenset(), **settings)
+
+
+async def _take_seats(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end, seats=(0, 1)) -> list:
+    """The seats taken by connections over memory streams (the host's ends passed through ``wrap``),
+    each welcomed: (peer, its connection, its welcome) for each."""
+    peers = []
+    for seat in seats:
+        host_end, peer = trio.testing.memory_stream_pair()
+        nursery.start_soon(partial(serve_connection, wrap(host_end), table, reserved_seat=seat))
+        connection = ClientConnection()
+        await peer.send_all(connection.send(Hello((1,), f"Seat {seat}", bytes([seat]) * 32)))
+        peers.append((peer, connection, await _until(peer, connection, Welcome)))
+    return peers
+
+
+async def test_the_match_starts_once_the_second_seats_welcome_is_out():
+    """Dealing is no part of seating: the host seed is drawn and its commitment signed after seat 1's welcome went out."""
+    host_ends: list[CountingStream] = []
+    sent_before_the_seed: list[list] = []
+
+    def make_seed() -> bytes:
+        sent_before_the_seed.append(_messages(host_ends[1].sent))
+        return bytes(32)
+
+    table = _table(make_seed=make_seed)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(table.run)
+
+            def counted(host_end: trio.abc.Stream) -> CountingStream:
+                host_ends.append(CountingStream(host_end))
+                return host_ends[-1]
+
+            peers = await _take_seats(nursery, table, counted)
+            for peer, connection, _ in peers:
+                await _until(peer, connection, MatchStart)
+            await _until(*peers[1][:2], Commit)
+            nursery.cancel_scope.cancel()
+    assert [[type(message) for message in sent] for sent in sent_before_the_seed] == [[Welcome]]
+
+
+async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_arrive_whole_and_in_order():
+    """The welcome goes out with one non-blocking write; what the socket holds back is written as the peer reads."""
+    table = _table()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(table.run)
+            peers = await _take_seats(nursery, table)
+            await _until(*peers[1][:2], Commit)
+            await peers[1][0].aclose()  # seat 1 drops, and is held for the grace period
+            await trio.testing.wait_all_tasks_blocked()
+            # A long stream to replay: far more than the socket's send buffer takes at once.
+            log = table.seats[1].log
+            log.extend(encode_frame(to_wire(Ping(n))) for n in range(3000))
+            replay = b"".join(log)
+            host_sock, peer_sock = trio.socket.socketpair()
+            host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            nursery.start_soon(partial(serve_connection, trio.SocketStream(host_sock), table))
+            peer = trio.SocketStream(peer_sock)
+            welcome = peers[1][2]
+            await peer.send_all(encode_frame(to_wire(Hello((1,), "Seat 1", bytes([1]) * 32, token=welcome.token, received=0))))
+            received = bytearray()
+            while not received.endswith(replay):
+                received += await peer.receive_some(3000)
+                await trio.sleep(0.001)
+            nursery.cancel_scope.cancel()
+    resumed = _messages(received[:len(received) - len(replay)])
+    assert len(resumed) == 1 and isinstance(resumed[0], Welcome) and resumed[0].sent == len(log)
+
+
+async def test_a_seat_whose_welcome_cannot_be_written_is_free_again_and_the_match_starts_with_the_next_player():
+    """No match starts with a seat whose player never had its welcome (PROTOCOL.md 5.3: the seat is freed)."""
+    table = _table()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(table.run)
+            first = (await _take_seats(nursery, table, seats=(0,)))[0]
+            host_end, gone = trio.testing.memory_stream_pair()
+            await gone.send_all(ClientConnection().send(Hello((1,), "Gone", bytes([7]) * 32)))
+            await gone.aclose()  # before the host can answer
+            await serve_connection(host_end, table, reserved_seat=1)
+            assert table.seats[1] is None
+            second = (await _take_seats(nursery, table, seats=(1,)))[0]
+            starts = [await _until(peer, connection, MatchStart) for peer, connection, _ in (first, second)]
+            nursery.cancel_scope.cancel()
+    assert starts == [MatchStart(("Seat 0", "Seat 1"))] * 2
