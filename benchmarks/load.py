@@ -102,7 +102,6 @@ import platform
 import random
 import re
 import signal
-import ssl
 import statistics
 import struct
 import subprocess
@@ -119,6 +118,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import relay as relay_module  # noqa: E402  (benchmarks/relay.py)
 
+from basra_net.client.pinning import client_tls_context  # noqa: E402
 from basra_net.engine import Match  # noqa: E402
 from basra_net.protocol.announce import messages_for_seat  # noqa: E402
 from basra_net.protocol.errors import TABLE_FULL  # noqa: E402
@@ -290,20 +290,11 @@ def start_relay(tls: bool, journal: Path | None = None) -> Server:
     return Server(argv + (["--tls"] if tls else []) + (["--journal", str(journal)] if journal else []))
 
 
-def client_tls_context() -> ssl.SSLContext:
-    """TLS 1.3 without checking the certificate: the generator trusts its own host."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.minimum_version = ssl.TLSVersion.TLSv1_3
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
-
-
 class Transport:
     """How the generator's connections are opened: TLS or not, from which loopback address."""
 
     def __init__(self, tls: bool, spread_addresses: bool) -> None:
-        self.tls = client_tls_context() if tls else None
+        self.tls = client_tls_context() if tls else None  # the pin is not checked: the generator trusts its own host
         self.spread = spread_addresses
 
     def source(self, n: int) -> str | None:
