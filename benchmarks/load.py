@@ -309,7 +309,8 @@ class Transport:
         A bare socket rather than trio.open_tcp_stream: the address needs no lookup and no happy-eyeballs
         race, whose nursery and tasks cost the generator about as much CPU as the host spends seating the
         connection (what a reconnect storm measures).  TLS is the host's own TlsSocket on memory buffers
-        (the client's side): trio.SSLStream cost the generator more CPU per play than the host spent.
+        (the client's side): through trio.SSLStream the generator spent as much CPU per relayed play as the
+        relay, and more per play than the host at 500 tables (medians of 5 runs: 147 against 122 us).
         """
         sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
         try:
