@@ -13,7 +13,9 @@ writes what is there; a read feeds the incoming buffer and decrypts until
 the object wants more.  Every byte the object puts in its outgoing buffer
 (handshake flights, a key update's answer, close_notify)
 leaves through the same write, so records go out in the order they were
-made.  The handshake is done here too, with no stream object in between.
+made.  The handshake is done here too, with no stream object in between:
+the server's side for a seat (``accept``), and the client's side
+(``connect``), which benchmarks/load.py opens its connections with.
 
 Streams that are not sockets (memory streams in tests) get the same
 interface through their own ``send_all`` and ``receive_some``.
@@ -79,19 +81,30 @@ class SocketWire:
 
 
 class TlsSocket(SocketWire, trio.abc.Stream):
-    """A TLS connection over a raw socket, the server's side; also a trio stream, for the handshake's frames."""
+    """A TLS connection over a raw socket, either side; also a trio stream, for the handshake's frames."""
 
-    def __init__(self, transport: trio.SocketStream, context: ssl.SSLContext) -> None:
+    def __init__(self, transport: trio.SocketStream, context: ssl.SSLContext, server_side: bool = True) -> None:
         super().__init__(transport)
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
-        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=server_side)
         self._peer_closed = False  # its close_notify has been read
 
     @classmethod
     async def accept(cls, transport: trio.SocketStream, context: ssl.SSLContext) -> "TlsSocket":
         """Do the server's side of the TLS handshake; TLS errors and an early end raise trio.BrokenResourceError."""
         self = cls(transport, context)
+        await self._handshake()
+        return self
+
+    @classmethod
+    async def connect(cls, transport: trio.SocketStream, context: ssl.SSLContext) -> "TlsSocket":
+        """Do the client's side of the TLS handshake, with no server name (``context`` checks the certificate or not)."""
+        self = cls(transport, context, server_side=False)
+        await self._handshake()
+        return self
+
+    async def _handshake(self) -> None:
         while True:
             try:
                 self._tls.do_handshake()
@@ -107,7 +120,6 @@ class TlsSocket(SocketWire, trio.abc.Stream):
             else:
                 self._incoming.write_eof()
         await self._send_outgoing()  # the last flight
-        return self
 
     async def _send_outgoing(self) -> None:
         self.write_nowait(b"")

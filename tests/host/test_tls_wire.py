@@ -2,6 +2,9 @@
 
 The host's side is wire.TlsSocket (an SSLObject between memory buffers over a
 real socket); the peer is trio's own TLS stream, as the reference client's.
+The client's side of the same class (TlsSocket.connect, which the load
+generator's connections use) is tested against trio's TLS stream as server
+and against the host's side.
 """
 
 from __future__ import annotations
@@ -87,6 +90,28 @@ async def _tls_pair(
     return host, peer
 
 
+async def _client_pair(context: ssl.SSLContext, transport_as=None) -> tuple[TlsSocket, trio.SSLStream]:
+    """A client's TLS socket and its server, trio's own TLS stream, the handshake done over a real socket pair."""
+    client_sock, server_sock = trio.socket.socketpair()
+    transport: trio.abc.Stream = trio.SocketStream(server_sock)
+    if transport_as is not None:
+        transport = transport_as(transport)
+    server = trio.SSLStream(transport, context, server_side=True)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.do_handshake)
+            client = await TlsSocket.connect(trio.SocketStream(client_sock), client_tls_context())
+    return client, server
+
+
+async def _our_side(side: str, context: ssl.SSLContext, transport_as) -> tuple[TlsSocket, trio.SSLStream]:
+    """Our TLS socket on the host's or the client's side, and its peer, trio's TLS stream over ``transport_as``."""
+    return await (_tls_pair if side == "host" else _client_pair)(context, transport_as=transport_as)
+
+
+SIDES = pytest.mark.parametrize("side", ["host", "client"])
+
+
 async def _read_frames(peer: trio.abc.Stream, decoder: FrameDecoder, count: int) -> list[Message]:
     received: list[Message] = []
     while len(received) < count:
@@ -115,10 +140,12 @@ async def test_the_host_sends_no_session_ticket_which_no_client_would_resume_wit
     await host.aclose()
 
 
-async def test_a_frame_split_across_tls_records_and_reads_decodes(host_context):
-    host, peer = await _tls_pair(host_context, transport_as=partial(Chunked, size=7))  # records reach the host 7 bytes at a time
+@SIDES
+async def test_a_frame_split_across_tls_records_and_reads_decodes(host_context, side):
+    ours, peer = await _our_side(side, host_context, partial(Chunked, size=7))  # records reach us 7 bytes at a time
     hello = encode_frame(to_wire(Hello((1,), "Split", bytes(32))))
-    connection = HostConnection()
+    decoder = FrameDecoder()
+    got: list[Message] = []
     reads = 0
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -128,35 +155,36 @@ async def test_a_frame_split_across_tls_records_and_reads_decodes(host_context):
                     await peer.send_all(hello[start:start + 20])
 
             nursery.start_soon(send)
-            while (event := connection.next_event()) is None:
-                connection.receive_data(await host.receive())
+            while not got:
+                decoder.feed(await ours.receive())
+                got.extend(from_wire(wire) for wire in decoder)
                 reads += 1
-    assert event == Hello((1,), "Split", bytes(32))
+    assert got == [Hello((1,), "Split", bytes(32))]
     assert reads >= len(hello) // 20  # the frame came in pieces, each decrypted as it was complete
     # Several frames in one record: each decodes.
     pings = b"".join(encode_frame(to_wire(Ping(i))) for i in range(3))
     with trio.fail_after(10):
         await peer.send_all(pings)
-        decoder = FrameDecoder()
-        got: list[Message] = []
+        got.clear()
         while len(got) < 3:
-            decoder.feed(await host.receive())
+            decoder.feed(await ours.receive())
             got.extend(from_wire(wire) for wire in decoder)
     assert got == [Ping(0), Ping(1), Ping(2)]
-    await host.aclose()
+    await ours.aclose()
 
 
-async def test_several_records_in_one_read_are_all_decrypted_at_once(host_context):
-    host, peer = await _tls_pair(host_context, transport_as=Gathered)
+@SIDES
+async def test_several_records_in_one_read_are_all_decrypted_at_once(host_context, side):
+    ours, peer = await _our_side(side, host_context, Gathered)
     peer.transport_stream.gathering = True
     for i in range(5):
         await peer.send_all(encode_frame(to_wire(Ping(i))))  # a record each
     with trio.fail_after(10):
         await peer.transport_stream.release()  # all five in one write
         decoder = FrameDecoder()
-        decoder.feed(await host.receive())
+        decoder.feed(await ours.receive())
     assert [from_wire(wire) for wire in decoder] == [Ping(i) for i in range(5)]
-    await host.aclose()
+    await ours.aclose()
 
 
 async def test_a_tls_write_the_socket_cuts_short_completes_in_order_then_close_notify_ends_the_stream(host_context):
@@ -287,3 +315,58 @@ async def test_a_frame_sent_in_the_same_write_as_the_clients_last_handshake_flig
     assert event == hello
     await host.aclose()
     peer_sock.close()
+
+
+async def test_the_clients_side_and_the_hosts_side_talk_and_close_notify_ends_the_stream(host_context):
+    client_sock, host_sock = trio.socket.socketpair()
+    sides: dict[str, TlsSocket] = {}
+
+    async def connect() -> None:
+        sides["client"] = await TlsSocket.connect(trio.SocketStream(client_sock), client_tls_context())
+
+    hello = Hello((1,), "Both", bytes(32))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(connect)
+            host = await TlsSocket.accept(trio.SocketStream(host_sock), host_context)
+        client = sides["client"]
+        assert client.write_nowait(encode_frame(to_wire(hello)))  # the socket took it at once
+        connection = HostConnection()
+        while (event := connection.next_event()) is None:
+            connection.receive_data(await host.receive())
+        assert event == hello
+        assert host.write_nowait(encode_frame(to_wire(Ping(7))))
+        decoder = FrameDecoder()
+        got: list[Message] = []
+        while not got:
+            decoder.feed(await client.receive())
+            got.extend(from_wire(wire) for wire in decoder)
+        assert got == [Ping(7)]
+        host.close_notify()
+        await host.drain()
+        assert await client.receive() == b""  # a clean end, not a truncation
+    await host.aclose()
+    await client.aclose()
+
+
+async def test_a_stream_truncated_without_close_notify_breaks_the_clients_side(host_context):
+    client, server = await _client_pair(host_context)
+    await server.transport_stream.aclose()  # TCP's end, with no close_notify before it
+    with trio.fail_after(10), pytest.raises(trio.BrokenResourceError):
+        await client.receive()
+    await client.aclose()
+
+
+async def test_a_server_that_ends_the_connection_in_the_handshake_fails_the_clients_connect():
+    client_sock, server_sock = trio.socket.socketpair()
+
+    async def hang_up() -> None:
+        assert await server_sock.recv(65536)  # the ClientHello
+        server_sock.close()
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hang_up)
+            with pytest.raises(trio.BrokenResourceError, match="TLS handshake failed"):
+                await TlsSocket.connect(trio.SocketStream(client_sock), client_tls_context())
+    client_sock.close()

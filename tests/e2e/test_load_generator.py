@@ -1,0 +1,48 @@
+"""The load generator (benchmarks/load.py) plays whole matches against a real `basra serve` and the relay, and counts them.
+
+Over TLS and plain TCP, a couple of seconds of load at two tables: plays are
+counted, each with its latency; matches end by their target, so every seed,
+move and countersignature was taken; nothing is turned away and no error is
+seen.  Outcomes only: the figures are the benchmark's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
+
+import load  # noqa: E402
+
+TRANSPORTS = pytest.mark.parametrize("tls", [True, False], ids=["tls", "plain"])
+
+
+@pytest.fixture
+def args(monkeypatch):
+    monkeypatch.setattr(load, "AFTER_SETTLE", 0.2)  # the memory once the load stopped is not checked here
+    return load.build_parser().parse_args(["--seconds", "2", "--warmup", "0.5"])
+
+
+@TRANSPORTS
+def test_the_generator_plays_whole_matches_against_serve_and_counts_its_plays(tls, args):
+    result = load.measure_host(2, "flat", tls, True, args)
+    assert result.errors == []
+    assert result.refusals == {}
+    assert result.plays > 0
+    assert all(latency > 0 for latency in result.latencies)
+    assert result.frames_from_server > result.plays  # a play is told to both seats, the next seat asked too
+    assert result.matches > 0
+    assert result.abandoned == 0  # every match ended by its target: no seat was given up on
+
+
+@TRANSPORTS
+def test_the_generator_drives_the_relay_over_the_same_transport(tls, args):
+    result = load.measure_relay(2, "flat", tls, args, load.sample_played_frames(games=1))
+    assert result.errors == []
+    assert result.plays > 0
+    assert result.frames_to_server >= result.plays
