@@ -20,9 +20,9 @@ so two builds compare better here, run one after the other:
 
     PYTHONPATH=/path/to/other/checkout python benchmarks/table_cpu.py
 
-It prints the median and the least over --repeat runs of the timed CPU per
-play (and each run's figure; the least is the one other work on the machine
-disturbed least), the plays timed, and the frames and bytes the table wrote
+It prints the machine's CPU check (load.py's engine plays/s), then the
+median and the least over --repeat runs of the timed CPU per play (and each
+run's figure; the least is the one other work on the machine disturbed least), the plays timed, and the frames and bytes the table wrote
 per play.  Every run plays the same matches: the seeds and nonces are fixed.
 """
 
@@ -43,12 +43,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey 
 
 from basra_net.host.identity import public_key_bytes  # noqa: E402
 from basra_net.host.outbox import Outbox  # noqa: E402
-from basra_net.host.seat_link import OUTBOX_SIZE, _write_outbox  # noqa: E402
+from basra_net.host.seat_link import OUTBOX_SIZE  # noqa: E402
 from basra_net.host.table import Table  # noqa: E402
 from basra_net.protocol.connection import HostConnection  # noqa: E402
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import Hello, Leave, Play, Seed, from_wire, to_wire  # noqa: E402
 from basra_net.protocol.record import STREAM_TYPES, ChannelContext, ChannelRecord  # noqa: E402
+from load import cpu_check  # noqa: E402  (benchmarks/load.py)
 
 HOST_IDENTITY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 GUESTS = [Ed25519PrivateKey.from_private_bytes(bytes([seat + 40]) * 32) for seat in (0, 1)]
@@ -141,8 +142,7 @@ async def _one_match(index: int, target: int) -> tuple[float, int, int, int]:
             connection = _seated_connection(hello)
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(server))
             outbox = Outbox(OUTBOX_SIZE, connection, stream)
-            nursery.start_soon(_write_outbox, stream, connection, outbox, nursery.cancel_scope, [])
-            await trio.sleep(0)  # the writer waits for work: the table's flush writes straight to the socket
+            outbox.start(nursery, lambda why: None)  # the table's flush writes straight to the socket
             player = Player(seat, peer, hello)
             players.append(player)
             welcome = table.seat_joined(seat, hello, 2, outbox)
@@ -186,6 +186,7 @@ def main() -> None:
     args = parser.parse_args()
     import basra_net
 
+    print(f"[CPU check: {cpu_check():,.0f} engine plays/s]", flush=True)
     figures = []
     for _ in range(args.repeat):
         seconds, plays, frames, sent = trio.run(_run, args.matches, args.target)

@@ -101,34 +101,43 @@ _PACKED_GROUPS = {v: [(_packed(g), sum(g)) for g in groups] for v, groups in _GR
 
 
 class NumeralGroups:
-    """The table's numerals grouped by value, built once per table state.
+    """The table's numerals counted by value, built once per table state.
 
-    Takes the table sorted, so that every capture comes out sorted.
+    Takes the table sorted, so that every capture comes out sorted.  The
+    cards of each value are sorted out only when a capture is found: most
+    numerals played take nothing, which the counts alone show.
     """
 
-    __slots__ = ("by_value", "counts")
+    __slots__ = ("_table", "counts", "_by_value")
 
     def __init__(self, table: tuple[Card, ...]) -> None:
-        by_value: list[list[Card]] = [[] for _ in range(11)]
+        counts = [0] * 11
         for card in table:
-            r = card % 13 + 1
-            if r <= 10:
-                by_value[r].append(card)
-        self.by_value = by_value
-        self.counts = tuple(map(len, by_value))
+            r = card % 13
+            if r < 10:
+                counts[r + 1] += 1
+        self._table = table
+        self.counts = counts
+        self._by_value: list[list[Card]] | None = None
 
     def captures(self, value: int) -> list[tuple[Card, ...]]:
         """Every distinct largest capture for a numeral of this value (rule 3).
 
         Each capture is a sorted tuple of cards; [()] when nothing is taken.
         """
-        takes = best_takes(value, self.counts[: value + 1])
+        takes = best_takes(value, tuple(self.counts[: value + 1]))
         if takes[0] is _NOTHING:
             return [()]
-        by_value = self.by_value
+        by_value = self._by_value
+        if by_value is None:
+            by_value = self._by_value = [[] for _ in range(11)]
+            for card in self._table:
+                r = card % 13
+                if r < 10:
+                    by_value[r + 1].append(card)
         captures = []
         for take in takes:
-            choices = [combinations(by_value[v], take[v]) for v in range(1, 11) if take[v]]
+            choices = [combinations(by_value[v], take[v]) for v in range(1, value + 1) if take[v]]
             for picked in product(*choices):
                 captures.append(tuple(sorted(c for group in picked for c in group)))
         return captures

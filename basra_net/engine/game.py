@@ -112,51 +112,55 @@ class Game:
 
     def options(self, card: Card) -> list[Move]:
         """Every legal way to play this card on the current table."""
-        whole = tuple(sorted(self.table))
-        return self._options(card, whole, NumeralGroups(whole))
-
-    def _options(self, card: Card, whole: tuple[Card, ...], groups: NumeralGroups) -> list[Move]:
-        # ``whole`` is the sorted table and ``groups`` its numerals by value,
-        # computed once for a whole hand.
-        table = self.table
-        if not table:
-            return [Move(card, (), DROP)]
-        r = card % 13 + 1
-        preset = self.preset
-        if len(table) == 1 and table[0] == SEVEN_OF_DIAMONDS:  # rule 7
-            if r == JACK:
-                return [Move(card, whole, JACK_BASRA if preset.jacks_make_basras else SWEEP)]
-            return [Move(card, whole, BASRA)]
-        if r == JACK:  # rule 5
-            lone_jack = len(table) == 1 and rank(table[0]) == JACK
-            return [Move(card, whole, JACK_BASRA if lone_jack and preset.jacks_make_basras else SWEEP)]
-        if card == SEVEN_OF_DIAMONDS:  # rule 6
-            if preset.seven_of_diamonds_basra == "any_rank":
-                kind = whole_table_as_some_rank(whole) or SWEEP
-            else:
-                numerals = all(c % 13 < 10 for c in table)
-                kind = BASRA if numerals and sum(c % 13 + 1 for c in table) <= 10 else SWEEP
-            return [Move(card, whole, kind)]
-        if r > 10:  # rule 4: Queen or King
-            captures = [tuple(c for c in whole if c % 13 + 1 == r)]
-        else:
-            captures = groups.captures(r)
-        n = len(table)
-        return [
-            Move(card, taken, DROP if not taken else BASRA if len(taken) == n else CAPTURE)
-            for taken in captures
-        ]
+        return self._moves_for((card,))
 
     def legal_moves(self) -> list[Move]:
         """The moves open to the seat to act, hand order first, then capture order."""
-        if self._legal is None:
-            if self.finished:
-                self._legal = []
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = [] if self.finished else self._moves_for(self.hands[self.turn])
+        return legal
+
+    def _moves_for(self, cards: list[Card] | tuple[Card, ...]) -> list[Move]:
+        """Every legal way to play each of these cards on the current table, card by card, captures in order.
+
+        What depends on the table alone (its sorted cards, a lone Jack or 7D,
+        its numerals by value) is worked out once for all the cards.
+        """
+        table = self.table
+        if not table:
+            return [Move(card, (), DROP) for card in cards]
+        whole = tuple(sorted(table))
+        n = len(table)
+        preset = self.preset
+        if n == 1 and table[0] == SEVEN_OF_DIAMONDS:  # rule 7
+            jack = JACK_BASRA if preset.jacks_make_basras else SWEEP
+            return [Move(card, whole, jack if card % 13 + 1 == JACK else BASRA) for card in cards]
+        lone_jack = n == 1 and rank(table[0]) == JACK
+        jack = JACK_BASRA if lone_jack and preset.jacks_make_basras else SWEEP
+        moves = []
+        groups: NumeralGroups | None = None
+        for card in cards:
+            r = card % 13 + 1
+            if r == JACK:  # rule 5
+                moves.append(Move(card, whole, jack))
+            elif card == SEVEN_OF_DIAMONDS:  # rule 6
+                if preset.seven_of_diamonds_basra == "any_rank":
+                    kind = whole_table_as_some_rank(whole) or SWEEP
+                else:
+                    numerals = all(c % 13 < 10 for c in table)
+                    kind = BASRA if numerals and sum(c % 13 + 1 for c in table) <= 10 else SWEEP
+                moves.append(Move(card, whole, kind))
             else:
-                whole = tuple(sorted(self.table))
-                groups = NumeralGroups(whole)
-                self._legal = [m for card in self.hands[self.turn] for m in self._options(card, whole, groups)]
-        return self._legal
+                if r > 10:  # rule 4: Queen or King
+                    captures = [tuple(c for c in whole if c % 13 + 1 == r)]
+                else:
+                    if groups is None:
+                        groups = NumeralGroups(whole)
+                    captures = groups.captures(r)
+                for taken in captures:
+                    moves.append(Move(card, taken, DROP if not taken else BASRA if len(taken) == n else CAPTURE))
+        return moves
 
     def scores(self) -> tuple[GameScore, GameScore]:
         return score_game(

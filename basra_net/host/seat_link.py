@@ -57,13 +57,24 @@ async def close_gracefully(stream: trio.abc.Stream) -> None:
                 stream = await stream.unwrap()  # sends close_notify; the peer's is read and dropped below
             elif isinstance(stream, trio.SSLStream):
                 stream, _ = await stream.unwrap()  # sends close_notify, then reads until the peer's
-            if isinstance(stream, trio.abc.HalfCloseableStream):
-                await stream.send_eof()
-            while await stream.receive_some(RECEIVE_SIZE):
-                pass
+            if isinstance(stream, trio.SocketStream):
+                # On the socket itself, as the seat was read (wire.py): no stream wrapper's checks per call.
+                stream.socket.shutdown(trio.socket.SHUT_WR)
+                receive = wire_for(stream).receive
+                while await receive():
+                    pass
+            else:
+                if isinstance(stream, trio.abc.HalfCloseableStream):
+                    await stream.send_eof()
+                while await stream.receive_some(RECEIVE_SIZE):
+                    pass
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
-    await trio.aclose_forcefully(stream)
+    if isinstance(stream, trio.SocketStream):
+        # What aclose does, without the checkpoint that aclose_forcefully cancels (a Cancelled raised and caught).
+        stream.socket.close()
+    else:
+        await trio.aclose_forcefully(stream)
 
 
 async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: ProtocolError) -> None:

@@ -23,6 +23,7 @@ from ..protocol.record import (
     RecordError,
     absence_statement,
 )
+from ..protocol.shuffle import sign
 from .seats import Seat
 
 # Seconds of connected time a seat has to countersign a game (PROTOCOL.md 14.8) or to send a step of the hidden
@@ -85,7 +86,7 @@ class ChannelSigning:
         if entry is None or entry.record is None or absent is None:
             return None
         account = AbsenceAccount(absent_seat, min(MAX_GRACE, round(grace)), tuple(absent.absences))
-        signature = self._identity.sign(absence_statement(entry.record.context, account))
+        signature = sign(self._identity, absence_statement(entry.record.context, account))
         return AbsenceEvidence(account.grace, tuple((e.kind, e.time_ms, e.sent) for e in account.events), signature)
 
 

@@ -39,6 +39,7 @@ from .shuffle import (
     SIGNATURE_SIZE,
     is_weak_public_key,
     lp,
+    sign,
     sized,
     verify_signature,
 )
@@ -264,7 +265,7 @@ def evidence_map(context: ChannelContext, account: AbsenceAccount, host_identity
     return {
         "grace": account.grace,
         "events": [[e.kind, e.time_ms, e.sent] for e in account.events],
-        "signature": host_identity.sign(absence_statement(context, account)),
+        "signature": sign(host_identity, absence_statement(context, account)),
     }
 
 
@@ -467,7 +468,7 @@ class ChannelRecord:
         statement = self.owed_statement(HOST_SIGNER)
         owed = self._owed
         assert owed is not None
-        signature = host_identity.sign(statement)
+        signature = sign(host_identity, statement)
         if public_key_bytes(host_identity) == self.context.host_key:
             self._signed_here = (owed, signature)
         return sig_message(owed.of, owed.game, owed.count, signature)
@@ -477,7 +478,7 @@ class ChannelRecord:
         owed = self._countersign
         if owed is None:
             raise RecordError("guest signature", "nothing is open for a countersignature")
-        return sig_message(owed.of, owed.game, owed.count, guest_identity.sign(owed.statement[GUEST_SIGNER]))
+        return sig_message(owed.of, owed.game, owed.count, sign(guest_identity, owed.statement[GUEST_SIGNER]))
 
     # --- the stream's milestones ---------------------------------------------------------------
 

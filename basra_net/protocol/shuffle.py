@@ -6,6 +6,7 @@ cards are the ints 0..51 of the canonical deck, and index 0 of a deck is its top
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import struct
@@ -17,6 +18,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
+from nacl import bindings as sodium
+from nacl.exceptions import BadSignatureError
 
 MATCH_ID_SIZE = 16
 NONCE_SIZE = 32
@@ -198,7 +201,15 @@ def reveal_signed_bytes(match_id: bytes, game: int, host_seed: bytes) -> bytes:
 
 
 def sign(private_key: Ed25519PrivateKey, data: bytes) -> bytes:
-    return private_key.sign(data)
+    """The RFC 8032 signature of data.  It is deterministic, the same bytes whichever library makes it:
+    libsodium makes it in about 60% of OpenSSL's time."""
+    return sodium.crypto_sign(data, _sodium_secret_key(private_key))[:SIGNATURE_SIZE]
+
+
+@functools.lru_cache(maxsize=16)
+def _sodium_secret_key(private_key: Ed25519PrivateKey) -> bytes:
+    """The key as libsodium signs with it (its seed, then its public key), made once per key object."""
+    return sodium.crypto_sign_seed_keypair(private_key.private_bytes_raw())[1]
 
 
 # Encodings of the Ed25519 points of small order.  Under such a "public key"
@@ -233,6 +244,14 @@ def verify_signature(public_key_bytes: bytes, signature: bytes, data: bytes) -> 
         and not is_weak_public_key(public_key_bytes)
     ):
         return False
+    # libsodium checks a signature in about half the time OpenSSL takes, and whatever it accepts OpenSSL
+    # accepts too; it refuses a few that OpenSSL (RFC 8032) accepts, such as one whose R has small order.
+    # So only its refusal is asked of OpenSSL again, and the answer is OpenSSL's in every case.
+    try:
+        sodium.crypto_sign_open(signature + data, public_key_bytes)
+        return True
+    except BadSignatureError:
+        pass
     try:
         Ed25519PublicKey.from_public_bytes(public_key_bytes).verify(signature, data)
     except (InvalidSignature, ValueError):

@@ -206,6 +206,23 @@ def test_signatures_verify_and_reject_tampering():
     assert not verify_signature(raw_public_key(other_key), signature, data)
 
 
+ED25519_ORDER = 2**252 + 27742317777372353535851937790883648493
+
+
+def test_a_signature_with_an_r_of_small_order_verifies_as_rfc_8032_has_it():
+    # R is the identity point and S = k * a, so [S]B = R + [k]A holds: RFC 8032 (and OpenSSL) accept it,
+    # libsodium refuses it for its R. The verdict must not depend on which library checks first.
+    seed = hashlib.sha256(b"small order R").digest()
+    public_key = raw_public_key(Ed25519PrivateKey.from_private_bytes(seed))
+    secret = int.from_bytes(hashlib.sha512(seed).digest()[:32], "little") & ((1 << 254) - 8) | (1 << 254)
+    data = reveal_signed_bytes(MATCH_ID, 3, HOST_SEED)
+    r = bytes([1]) + bytes(31)
+    k = int.from_bytes(hashlib.sha512(r + public_key + data).digest(), "little") % ED25519_ORDER
+    signature = r + (k * secret % ED25519_ORDER).to_bytes(32, "little")
+    assert verify_signature(public_key, signature, data)
+    assert not verify_signature(public_key, signature, data + b"x")
+
+
 SOME_PUBLIC_KEY = raw_public_key(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
 
 
