@@ -36,6 +36,8 @@ from pathlib import Path
 import msgpack
 import trio
 
+from basra_net.host.serve_journal import SyncThread
+
 HEADER = struct.Struct(">I")
 MAX_FRAME = 65536
 RECEIVE_SIZE = 65536
@@ -97,29 +99,34 @@ def self_signed_tls_context() -> ssl.SSLContext:
 
 
 class GroupJournal:
-    """Frames made durable in group commits: one write and one fsync, in a worker thread, for every batch
-    queued while the last commit was under way."""
+    """Frames made durable in group commits: one write and one fsync for every batch queued while the last
+    commit was under way, in the thread `basra serve`'s journal syncs with, and one wake-up per commit for all
+    the relays waiting on it."""
 
     def __init__(self, path: Path) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._pending: list[tuple[bytes, trio.Event]] = []
+        self._pending: list[bytes] = []
         self._queued = trio.Event()
+        self._pending_durable = trio.Event()  # set once what is pending now is on disk
 
     async def commit(self, data: bytes) -> None:
         """Return once data is on disk."""
-        durable = trio.Event()
-        self._pending.append((data, durable))
+        self._pending.append(data)
         self._queued.set()
-        await durable.wait()
+        await self._pending_durable.wait()
 
     async def run(self) -> None:
-        while True:
-            await self._queued.wait()
-            self._queued = trio.Event()
-            batch, self._pending = self._pending, []
-            await trio.to_thread.run_sync(self._write, b"".join(data for data, _ in batch))
-            for _, durable in batch:
+        syncer = SyncThread(self._write)
+        try:
+            while True:
+                await self._queued.wait()
+                self._queued = trio.Event()
+                batch, self._pending = self._pending, []
+                durable, self._pending_durable = self._pending_durable, trio.Event()
+                await syncer.run(b"".join(batch))
                 durable.set()
+        finally:
+            syncer.stop()
 
     def _write(self, data: bytes) -> None:
         os.write(self._fd, data)

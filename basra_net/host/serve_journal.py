@@ -164,7 +164,7 @@ class ServeJournal:
 
     async def run(self) -> None:
         """Commit queued records in batches until cancelled; a failed write stops the journal (``on_failure``)."""
-        syncer = _SyncThread(self._write)
+        syncer = SyncThread(self._write)
         try:
             while self.failure is None:
                 await self._gather()
@@ -342,7 +342,7 @@ class TableLog:
         return journal.failure is None
 
 
-class _SyncThread:
+class SyncThread:
     """One thread that writes and syncs each batch in turn while the trio task that owns it waits.
 
     A batch costs one hand-off each way (a queue to the thread, the trio
