@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import random
 import shutil
 import socket
 import subprocess
@@ -14,9 +15,31 @@ BASRA = shutil.which("basra") or ""
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A port free now, below the system's ephemeral range where it can.
+
+    A port the kernel hands out as ephemeral can be taken, between this probe
+    and the process binding it, by any other program's outgoing connection
+    (a benchmark's thousands, say); one below that range can only be taken by
+    a program that binds it by number.
+    """
+    low = _ephemeral_low()
+    for _ in range(50):
+        port = random.randrange(10000, low) if low > 10000 else 0
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return probe.getsockname()[1]
+    raise OSError("no free port found below the ephemeral range")
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            return int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0  # not Linux: the kernel's pick
 
 
 def basra_command(*args: str) -> list[str]:
