@@ -876,13 +876,12 @@ class Table:
             table._absences.note(seat, "restart")  # the seat's connection ended with the process that stopped
             # The grace runs from the clock read after the account's event, never a moment short of it.
             entry.away_until = trio.current_time() + table.grace
-        table._replay.pending.extend(inputs)
-        table._replay.live = False
         for record in records:  # the lock each seat of this process kept last, with its steps in that game
             if record.get("type") == "lock":
                 seat, game = record["seat"], record["game"]
                 steps = tuple(m for s, m in inputs if s == seat and isinstance(m, (Lock, Open, Audit)) and m.game == game)
                 table.kept_locks[seat] = KeptLock(game, record["scalar"], steps)
+        table._replay.replay(inputs)
         return table
 
 
