@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import types
-from typing import Any, Coroutine
+from typing import Any, Callable, Coroutine
 
 import trio
 
@@ -40,8 +40,10 @@ class InlineMachine:
         self._feeding = False
         self.failure: Exception | None = None  # what the coroutine raised, for run() to raise
         self.wake_at = math.inf  # when the coroutine wants a tick, whatever else comes
-        self.clock: trio.CancelScope | None = None  # the table's wait, which ends at wake_at
+        # The table's wait, which ends at wake_at: a cancel scope, or a shared clock's hand (clock.py).
+        self.clock: trio.CancelScope | Any = None
         self.finished = trio.Event()
+        self.on_finished: Callable[[], None] | None = None  # told once it is over (a shared clock)
 
     @property
     def running(self) -> bool:
@@ -64,6 +66,13 @@ class InlineMachine:
         """Inside the coroutine: the next input, or (NO_SEAT, TICK) once ``deadline`` has come."""
         self.wake_at = deadline
         return await _fed_input()
+
+    def finish(self) -> None:
+        """It is over: whoever waits for that is told."""
+        if not self.finished.is_set():
+            self.finished.set()
+            if self.on_finished is not None:
+                self.on_finished()
 
     def close(self) -> None:
         """Stop the coroutine where it waits: its own cleanup (``finally``) runs now."""
@@ -92,7 +101,7 @@ class InlineMachine:
             self._coroutine = None
         except Exception as err:  # the coroutine's own failure: the table's run() raises it
             self._coroutine, self.failure = None, err
-            self.finished.set()
+            self.finish()
         except BaseException:
             self._coroutine = None
             raise
