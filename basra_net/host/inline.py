@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import math
 import types
-from collections import deque
-from typing import Any, Coroutine
+from typing import Any, Callable, Coroutine
 
 import trio
 
@@ -36,12 +35,15 @@ def _fed_input() -> Any:
 class InlineMachine:
     def __init__(self) -> None:
         self._coroutine: Coroutine | None = None  # suspended until its next input
-        self._fed: deque[tuple[int, object]] = deque()  # inputs it has not taken yet
+        # Inputs it has not taken yet: rarely more than one, so a list (a deque takes about 760 bytes empty).
+        self._fed: list[tuple[int, object]] = []
         self._feeding = False
         self.failure: Exception | None = None  # what the coroutine raised, for run() to raise
         self.wake_at = math.inf  # when the coroutine wants a tick, whatever else comes
-        self.clock: trio.CancelScope | None = None  # the table's wait, which ends at wake_at
+        # The table's wait, which ends at wake_at: a cancel scope, or a shared clock's hand (clock.py).
+        self.clock: trio.CancelScope | Any = None
         self.finished = trio.Event()
+        self.on_finished: Callable[[], None] | None = None  # told once it is over (a shared clock)
 
     @property
     def running(self) -> bool:
@@ -65,6 +67,13 @@ class InlineMachine:
         self.wake_at = deadline
         return await _fed_input()
 
+    def finish(self) -> None:
+        """It is over: whoever waits for that is told."""
+        if not self.finished.is_set():
+            self.finished.set()
+            if self.on_finished is not None:
+                self.on_finished()
+
     def close(self) -> None:
         """Stop the coroutine where it waits: its own cleanup (``finally``) runs now."""
         coroutine, self._coroutine = self._coroutine, None
@@ -77,7 +86,7 @@ class InlineMachine:
         self._feeding = True
         try:
             while self._fed and self._coroutine is not None:
-                self._advance(self._fed.popleft())
+                self._advance(self._fed.pop(0))
         finally:
             self._feeding = False
         if self.clock is not None and self.clock.deadline != self.wake_at:
@@ -92,7 +101,7 @@ class InlineMachine:
             self._coroutine = None
         except Exception as err:  # the coroutine's own failure: the table's run() raises it
             self._coroutine, self.failure = None, err
-            self.finished.set()
+            self.finish()
         except BaseException:
             self._coroutine = None
             raise

@@ -3,9 +3,10 @@
 A player who names a table sits there (the table opens if there is room for
 another), and a named table is kept for players who name it; anyone else
 takes the first open seat of an unnamed table that has not started, or
-opens a new one.  Each table runs in its own task with its own
-deals, commitments and transcript; a table that fails is logged and closed
-without touching the others.
+opens a new one.  Each table has its own deals, commitments and
+transcript; its match runs in its seats' connection tasks, and one clock
+(clock.py) keeps the time of every table; a table that fails is logged and
+closed without touching the others.
 
 With a journal (serve_journal.py), each table writes its records to the
 server's shared log, and ``adopt`` takes back a table that a restarted
@@ -27,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ..match_files import TranscriptFile, default_transcript_path
 from ..protocol.messages import Hello
 from ..options import GRACE
+from .clock import TableClock
 from .identity import public_key_bytes
 from .serve_journal import ServeJournal, TableLog
 from .table import Table
@@ -67,6 +69,7 @@ class Lobby:
         self._next_number = 1  # the lowest number that may be free for a table opened without a name
         self.matches_finished = 0
         self._stopping: str | None = None  # why no one is seated any more, once stop() is called
+        self._clock = TableClock(nursery, self._closed)
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None:
         if self._stopping is not None:
@@ -181,12 +184,19 @@ class Lobby:
         table.on_match_over = lambda name=name, table=table: self._match_over(name, table)
         self.tables[name] = table
         table.start()  # a journal replayed before any connection can resume one of its seats
-        self._nursery.start_soon(self._run, name, table)
+        self._clock.keep(table)
 
-    async def _run(self, name: str, table: Table) -> None:
+    def _closed(self, table: Table, cut_off: bool, error: Exception | None) -> None:
+        """A table is over (or cut off, the server cancelled, or failed on a tick: ``error``): it leaves the lobby,
+        its files closed and its seats no longer indexed."""
+        name = table.name
         try:
-            await table.run()
-            self.matches_finished += 1
+            table.cut_off()
+            if error is not None:
+                raise error
+            if not cut_off:
+                table.outcome()
+                self.matches_finished += 1
         except Exception as err:  # one table's failure must not stop the others
             self._log(f"[table {name}] failed: {err.__class__.__name__}: {err}")
         finally:

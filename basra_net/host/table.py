@@ -5,7 +5,8 @@ connection tasks (seat_link.py) feed it each validated message as they read
 it (``Table.feed``), and it runs inline up to the next input it waits for,
 then queues its messages on the seats' outboxes (inline.py).  ``Table.run``
 only keeps the clock, feeding the match a tick when a deadline it set (an
-away seat's grace, the end's linger) comes.
+away seat's grace, the end's linger) comes; at `basra serve` one clock keeps
+every table's instead (clock.py, through ``keep_time``).
 
 The match has three phases: seating (until both seats are held), playing
 (each game dealt fairly, each seat asked to act in turn, each move applied
@@ -21,6 +22,7 @@ have a module of their own:
     dealing.py  each game's fair deal: host seed, commitment, reveal
     replay.py   the journal: written before effects are sent, read back on restart
     inline.py   the coroutine fed by the connections instead of run by a task
+    clock.py    one task keeping the deadlines of many tables (`basra serve`)
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -84,6 +86,9 @@ from .replay import Journal, JournalMismatch, JournalReplay, read_records, seat_
 from .resume import END_LINGER, Absences
 from .seats import Seat, Seating, outgoing, to_check
 from .signing import SIGN_WAIT, STEP_WAIT, ChannelSigning, RecordError
+
+if TYPE_CHECKING:
+    from .clock import TableClock
 
 __all__ = [
     "END_LINGER", "GRACE", "SIGN_WAIT", "STEP_WAIT", "Journal", "JournalMismatch", "MatchAbandoned", "Seat", "SeatJoined", "SeatLost",
@@ -586,14 +591,41 @@ class Table:
             while not self.finished.is_set():
                 with trio.CancelScope(deadline=machine.wake_at) as machine.clock:
                     await self.finished.wait()
-                if not self.finished.is_set() and trio.current_time() >= machine.wake_at:
-                    self.feed(NO_SEAT, TICK)
-                    self.flush()
+                self.tick()
         finally:
-            machine.clock = None
-            machine.close()  # cancelled: the match's own cleanup runs
-        if machine.failure is not None:
-            raise machine.failure
+            self.cut_off()  # cancelled: the match's own cleanup runs
+        return self.outcome()
+
+    def keep_time(self, clock: TableClock) -> None:
+        """Have a clock shared with other tables keep this one's time (instead of ``run``).
+
+        The clock is told each deadline the match waits with, and calls ``tick`` when one comes; it is told
+        when the table is over, and its owner then calls ``cut_off`` and ``outcome``."""
+        machine = self._machine
+        machine.on_finished = partial(clock.finished, self)
+        if self.finished.is_set():
+            clock.finished(self)
+        else:
+            hand = machine.clock = _Hand(clock, self)
+            hand.deadline = machine.wake_at
+
+    def tick(self) -> None:
+        """The clock reached a deadline: the match takes a tick if the deadline it waits with has come."""
+        if not self.finished.is_set() and trio.current_time() >= self._machine.wake_at:
+            self.feed(NO_SEAT, TICK)
+            self.flush()
+
+    def cut_off(self) -> None:
+        """Nothing keeps the table's time any more: a match not over is stopped where it waits, its own cleanup run."""
+        machine = self._machine
+        machine.clock = machine.on_finished = None  # the clock's references to the table go with it
+        machine.close()
+        machine.finish()
+
+    def outcome(self) -> TableResult:
+        """Once the table is over: its result, or the failure of its match raised."""
+        if self._machine.failure is not None:
+            raise self._machine.failure
         assert self.result is not None
         return self.result
 
@@ -610,7 +642,7 @@ class Table:
             for entry in self.seats:
                 if entry is not None:
                     entry.disconnect()
-            self.finished.set()
+            self._machine.finish()
         self.on_event(self.result.reason)
 
     def stop(self, reason: str) -> None:
@@ -631,7 +663,7 @@ class Table:
             self.on_event(reason)
         self.flush()
         self._machine.close()
-        self.finished.set()
+        self._machine.finish()
 
     async def _linger(self) -> None:
         """After the end, give every seat the chance to receive it: a seat that dropped may resume for it.
@@ -876,13 +908,12 @@ class Table:
             table._absences.note(seat, "restart")  # the seat's connection ended with the process that stopped
             # The grace runs from the clock read after the account's event, never a moment short of it.
             entry.away_until = trio.current_time() + table.grace
-        table._replay.pending.extend(inputs)
-        table._replay.live = False
         for record in records:  # the lock each seat of this process kept last, with its steps in that game
             if record.get("type") == "lock":
                 seat, game = record["seat"], record["game"]
                 steps = tuple(m for s, m in inputs if s == seat and isinstance(m, (Lock, Open, Audit)) and m.game == game)
                 table.kept_locks[seat] = KeptLock(game, record["scalar"], steps)
+        table._replay.replay(inputs)
         return table
 
 
@@ -907,3 +938,21 @@ ANSWERS = (Play, Seed, Sig, HiddenPlay, Lock, Open, Audit)
 def _clip(text: str, limit: int) -> str:
     """The engine lists every allowed capture; a long list is cut to what a message may carry."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Hand:
+    """A table's entry on a shared clock: its machine sets the deadline here as it would a cancel scope's."""
+
+    __slots__ = ("_clock", "_table", "_deadline")
+
+    def __init__(self, clock: TableClock, table: Table) -> None:
+        self._clock, self._table, self._deadline = clock, table, math.inf
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, deadline: float) -> None:
+        self._deadline = deadline
+        self._clock.wake(self._table, deadline)

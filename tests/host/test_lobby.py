@@ -278,3 +278,69 @@ async def test_a_finished_table_is_freed_at_once_not_left_to_the_cycle_collector
         finally:
             gc.enable()
         nursery.cancel_scope.cancel()
+
+
+async def test_one_task_keeps_the_time_of_every_table_and_ends_with_the_last(autojump_clock):
+    """A served table's deadlines come from the lobby's one clock: a seat out of grace abandons its match, and
+    each table leaves the lobby once over, the clock's task with the last of them."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.host.lobby import Lobby
+    from basra_net.host.table import SeatLost
+    from basra_net.protocol.messages import Hello
+
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(nursery, max_tables=3, scoring="egyptian", target=40, identity=Ed25519PrivateKey.generate(),
+                      keep_transcripts=False, grace=5)
+        for name in ("a", "b", "c"):
+            for player in (1, 2):
+                hello = Hello((1,), f"{name}{player}", bytes([player]) * 16 + name.encode() * 16, table=name)
+                table, seat = lobby.seat_for(hello, None)
+                table.seat_joined(seat, hello, 1, _outbox())
+                table.welcomed(seat)
+        assert len(lobby.tables) == 3 and len(nursery.child_tasks) == 1  # one clock, not a task per table
+        away = lobby.tables["a"]
+        away.feed(0, SeatLost("the connection closed", away.seats[0].link))
+        await trio.sleep(4)
+        assert away.result is None  # still within the grace
+        await trio.sleep(2)
+        assert away.result is not None and away.result.reason == "a1 did not come back within 5 s"
+        await trio.sleep(60)  # the end's linger: the table is over and leaves the lobby
+        assert "a" not in lobby.tables and lobby.matches_finished == 1 and len(nursery.child_tasks) == 1
+        lobby.stop("the server is stopping")
+        await trio.testing.wait_all_tasks_blocked()
+        assert not lobby.tables and lobby.matches_finished == 3 and not nursery.child_tasks
+
+
+async def test_a_table_whose_tick_fails_leaves_the_lobby_and_the_clock_keeps_the_others(autojump_clock):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from basra_net.host.lobby import Lobby
+    from basra_net.host.table import SeatLost
+    from basra_net.protocol.messages import Hello
+
+    logged: list[str] = []
+    async with trio.open_nursery() as nursery:
+        lobby = Lobby(nursery, max_tables=2, scoring="egyptian", target=40, identity=Ed25519PrivateKey.generate(),
+                      keep_transcripts=False, grace=5, log=logged.append)
+        for name in ("a", "b"):
+            for player in (1, 2):
+                hello = Hello((1,), f"{name}{player}", bytes([player]) * 16 + name.encode() * 16, table=name)
+                table, seat = lobby.seat_for(hello, None)
+                table.seat_joined(seat, hello, 1, _outbox())
+                table.welcomed(seat)
+        for name in ("a", "b"):
+            table = lobby.tables[name]
+            table.feed(0, SeatLost("the connection closed", table.seats[0].link))
+
+        def fault() -> None:
+            raise RuntimeError("a fault in one table's tick")
+
+        failing, other = lobby.tables["a"], lobby.tables["b"]
+        failing.flush = fault
+        await trio.sleep(6)  # both seats 0 out of grace: table a's tick fails, table b's match is abandoned
+        assert "[table a] failed: RuntimeError: a fault in one table's tick" in logged
+        assert other.result is not None and other.result.reason == "b1 did not come back within 5 s"
+        assert len(nursery.child_tasks) == 1 and not other.finished.is_set()  # table b lingers for its end, kept by the clock
+        await trio.sleep(60)
+        assert other.finished.is_set() and lobby.matches_finished == 1 and not nursery.child_tasks

@@ -223,6 +223,32 @@ async def test_an_outbox_closed_while_its_last_frame_waits_for_the_journal_sends
             assert await _read_all(peer, 65536, 0) == [refusal]  # the end of the stream came, within the deadline
 
 
+async def test_held_frames_go_out_in_order_as_far_as_the_journal_is_on_disk_and_no_further():
+    """Frames held behind records 1, 2, 2 and 3: each release sends those whose record is durable, in order, and keeps the rest."""
+    host_end, peer = _socket_pair()
+    outbox = Outbox(OUTBOX_SIZE, _seated(), host_end)
+    journal = _Journal()
+    outbox.hold_until_durable(journal)
+    ended: list[str] = []
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            outbox.start(nursery, _closing(host_end, ended))
+            for position, ping in ((1, 0), (2, 1), (2, 2), (3, 3)):
+                journal.position = position
+                outbox.send_nowait(outgoing(Ping(ping)))
+            journal.position = 0  # every record is written; only the release says which are on disk
+            outbox.send_nowait(outgoing(Ping(4)))  # behind a held frame: held too, though its record is on disk
+            assert outbox.release(2)  # records 1 and 2 are on disk: three frames go (in one write), two are still held
+            decoder = FrameDecoder()
+            decoder.feed(await peer.receive_some(65536))
+            assert [from_wire(wire) for wire in decoder] == [Ping(0), Ping(1), Ping(2)]
+            assert not outbox.release(3)
+            outbox.close()
+            assert await _read_all(peer, 65536, 0) == [Ping(3), Ping(4)]
+    assert ended == [CLOSED_BY_TABLE]
+
+
 async def test_a_table_started_after_both_seats_are_taken_writes_the_matchs_first_frames():
     """`basra serve` starts a table's task when its first seat is taken; both may be seated before it runs."""
     table = Table(scoring="egyptian", target=40, identity=Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
