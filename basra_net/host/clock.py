@@ -28,16 +28,17 @@ class TableClock:
         # Called in the clock's task for each table that is over: whether the clock was cancelled and cut it off,
         # and what its tick raised, if that ended it.
         self._on_over = on_over
-        self._due: list[tuple[float, int, Table]] = []  # (deadline, order, table): may hold deadlines since moved
+        # (deadline, order, the table's entry): may hold deadlines since moved, and entries of tables since over
+        self._due: list[tuple[float, int, _Entry]] = []
         self._order = itertools.count()
-        self._tables: set[Table] = set()
+        self._tables: dict[Table, _Entry] = {}
         self._over: list[Table] = []
         self._waiting: trio.CancelScope | None = None  # while the task sleeps: until the earliest deadline
         self._running = False
 
     def keep(self, table: Table) -> None:
         """Keep the time of a started table until it finishes."""
-        self._tables.add(table)
+        self._tables[table] = _Entry(table)
         table.keep_time(self)
         if not self._running:
             self._running = True
@@ -45,9 +46,10 @@ class TableClock:
 
     def wake(self, table: Table, deadline: float) -> None:
         """The table's match now waits with this deadline (a table calls this as its deadline changes)."""
-        if deadline == math.inf:
+        entry = self._tables.get(table)
+        if deadline == math.inf or entry is None:
             return  # a deadline it left stays on the heap, and is skipped when it comes
-        heapq.heappush(self._due, (deadline, next(self._order), table))
+        heapq.heappush(self._due, (deadline, next(self._order), entry))
         if self._waiting is not None and deadline < self._waiting.deadline:
             self._waiting.deadline = deadline
 
@@ -66,7 +68,9 @@ class TableClock:
                 self._waiting = None
                 now = trio.current_time()
                 while self._due and self._due[0][0] <= now:
-                    table = heapq.heappop(self._due)[2]
+                    table = heapq.heappop(self._due)[2].table
+                    if table is None:
+                        continue  # over since
                     try:
                         table.tick()  # a table whose deadline moved on, or that is over, ignores it
                     except Exception as err:  # that table fails, as its own task would have; the others go on
@@ -83,9 +87,17 @@ class TableClock:
                 self._end(table, cut_off=True)
 
     def _end(self, table: Table, *, cut_off: bool, error: Exception | None = None) -> None:
-        if table in self._tables:
-            self._tables.discard(table)
-            # Its deadlines go with it: the heap must not keep a finished match alive until they come.
-            self._due = [entry for entry in self._due if entry[2] is not table]
-            heapq.heapify(self._due)
+        entry = self._tables.pop(table, None)
+        if entry is not None:
+            # Its deadlines stay on the heap until they come, but no longer hold the match: it is freed now.
+            entry.table = None
             self._on_over(table, cut_off, error)
+
+
+class _Entry:
+    """A table as the heap holds it: emptied when the table is over, so that no deadline keeps it alive."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: Table) -> None:
+        self.table: Table | None = table
