@@ -711,6 +711,7 @@ class TableMachine(RuleBasedStateMachine):
         self.spoilt = False  # something seat 1 did may end its connection
         self.unsolicited = 0  # refused messages and error reports, which the host rate-limits
         self.silent_past_sign_wait = False  # seat 1 fell silent for as long as a countersignature may wait
+        self.silence = 0.0  # seconds of pauses so far: pauses in a row add up to one silence
 
     def teardown(self):
         world = getattr(self, "world", None)
@@ -781,7 +782,8 @@ class TableMachine(RuleBasedStateMachine):
         A game that ends before or during a silence of SIGN_WAIT or more leaves its countersignature withheld
         (PROTOCOL.md 14.8): the match may then end abandoned for that reason alone.
         """
-        self.silent_past_sign_wait |= seconds >= SIGN_WAIT
+        self.silence += seconds
+        self.silent_past_sign_wait |= self.silence >= SIGN_WAIT
         self.world.act(seconds=seconds)
 
     @rule(
