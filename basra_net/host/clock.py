@@ -28,28 +28,27 @@ class TableClock:
         # Called in the clock's task for each table that is over: whether the clock was cancelled and cut it off,
         # and what its tick raised, if that ended it.
         self._on_over = on_over
-        # (deadline, order, the table's entry): may hold deadlines since moved, and entries of tables since over
-        self._due: list[tuple[float, int, _Entry]] = []
+        # (deadline, order, the table's hand): may hold deadlines since moved, and hands of tables since over
+        self._due: list[tuple[float, int, ClockHand]] = []
         self._order = itertools.count()
-        self._tables: dict[Table, _Entry] = {}
+        self._tables: dict[Table, ClockHand] = {}
         self._over: list[Table] = []
         self._waiting: trio.CancelScope | None = None  # while the task sleeps: until the earliest deadline
         self._running = False
 
     def keep(self, table: Table) -> None:
         """Keep the time of a started table until it finishes."""
-        self._tables[table] = _Entry(table)
-        table.keep_time(self)
+        hand = self._tables[table] = ClockHand(self, table)
+        table.keep_time(self, hand)
         if not self._running:
             self._running = True
             self._nursery.start_soon(self._run)
 
-    def wake(self, table: Table, deadline: float) -> None:
-        """The table's match now waits with this deadline (a table calls this as its deadline changes)."""
-        entry = self._tables.get(table)
-        if deadline == math.inf or entry is None:
+    def _wake(self, hand: ClockHand, deadline: float) -> None:
+        """The hand's table now waits with this deadline."""
+        if deadline == math.inf or hand.table is None:
             return  # a deadline it left stays on the heap, and is skipped when it comes
-        heapq.heappush(self._due, (deadline, next(self._order), entry))
+        heapq.heappush(self._due, (deadline, next(self._order), hand))
         if self._waiting is not None and deadline < self._waiting.deadline:
             self._waiting.deadline = deadline
 
@@ -87,17 +86,27 @@ class TableClock:
                 self._end(table, cut_off=True)
 
     def _end(self, table: Table, *, cut_off: bool, error: Exception | None = None) -> None:
-        entry = self._tables.pop(table, None)
-        if entry is not None:
+        hand = self._tables.pop(table, None)
+        if hand is not None:
             # Its deadlines stay on the heap until they come, but no longer hold the match: it is freed now.
-            entry.table = None
+            hand.table = None
             self._on_over(table, cut_off, error)
 
 
-class _Entry:
-    """A table as the heap holds it: emptied when the table is over, so that no deadline keeps it alive."""
+class ClockHand:
+    """A table's place on the clock: its match sets the deadline here as it would a cancel scope's, and the
+    heap holds it; emptied when the table is over, so that no deadline left on the heap keeps the table alive."""
 
-    __slots__ = ("table",)
+    __slots__ = ("_clock", "table", "_deadline")
 
-    def __init__(self, table: Table) -> None:
-        self.table: Table | None = table
+    def __init__(self, clock: TableClock, table: Table) -> None:
+        self._clock, self.table, self._deadline = clock, table, math.inf
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, deadline: float) -> None:
+        self._deadline = deadline
+        self._clock._wake(self, deadline)

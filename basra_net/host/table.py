@@ -88,7 +88,7 @@ from .seats import Seat, Seating, outgoing, to_check
 from .signing import SIGN_WAIT, STEP_WAIT, ChannelSigning, RecordError
 
 if TYPE_CHECKING:
-    from .clock import TableClock
+    from .clock import ClockHand, TableClock
 
 __all__ = [
     "END_LINGER", "GRACE", "SIGN_WAIT", "STEP_WAIT", "Journal", "JournalMismatch", "MatchAbandoned", "Seat", "SeatJoined", "SeatLost",
@@ -596,17 +596,17 @@ class Table:
             self.cut_off()  # cancelled: the match's own cleanup runs
         return self.outcome()
 
-    def keep_time(self, clock: TableClock) -> None:
+    def keep_time(self, clock: TableClock, hand: ClockHand) -> None:
         """Have a clock shared with other tables keep this one's time (instead of ``run``).
 
-        The clock is told each deadline the match waits with, and calls ``tick`` when one comes; it is told
+        The match sets each deadline it waits with on the clock's hand, and the clock calls ``tick`` when one comes; it is told
         when the table is over, and its owner then calls ``cut_off`` and ``outcome``."""
         machine = self._machine
         machine.on_finished = partial(clock.finished, self)
         if self.finished.is_set():
             clock.finished(self)
         else:
-            hand = machine.clock = _Hand(clock, self)
+            machine.clock = hand
             hand.deadline = machine.wake_at
 
     def tick(self) -> None:
@@ -939,20 +939,3 @@ def _clip(text: str, limit: int) -> str:
     """The engine lists every allowed capture; a long list is cut to what a message may carry."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
-
-class _Hand:
-    """A table's entry on a shared clock: its machine sets the deadline here as it would a cancel scope's."""
-
-    __slots__ = ("_clock", "_table", "_deadline")
-
-    def __init__(self, clock: TableClock, table: Table) -> None:
-        self._clock, self._table, self._deadline = clock, table, math.inf
-
-    @property
-    def deadline(self) -> float:
-        return self._deadline
-
-    @deadline.setter
-    def deadline(self, deadline: float) -> None:
-        self._deadline = deadline
-        self._clock.wake(self._table, deadline)
