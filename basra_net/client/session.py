@@ -243,10 +243,11 @@ class ClientSession:
             try:
                 await self.stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                if not self._resumable:
-                    raise
-                # The reader notices the break and resumes; the resume sends this answer again.
-                await trio.aclose_forcefully(self.stream)
+                if self._resumable:
+                    # The reader notices the break and resumes; the resume sends this answer again.
+                    await trio.aclose_forcefully(self.stream)
+                # Otherwise the reader ends the session: it first reads what the host sent before the break
+                # (its leave, the match's end), which a player is owed rather than a bare "broken pipe".
 
     @property
     def _resumable(self) -> bool:

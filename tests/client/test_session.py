@@ -22,7 +22,7 @@ from basra_net.host.table import Table
 from basra_net.options import GRACE
 from basra_net.protocol import shuffle, transcript
 from basra_net.protocol.connection import ConnectionClosed, HostConnection
-from basra_net.protocol.messages import Commit, Hello, Leave, MatchEnd, MatchStart, Seed, Welcome
+from basra_net.protocol.messages import Commit, Hello, Leave, MatchEnd, MatchStart, Ping, Seed, Welcome
 
 MATCH_ID = bytes(range(16))
 KEY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"scripted host").digest())
@@ -146,6 +146,27 @@ async def test_a_connection_reset_is_told_in_words_not_by_an_exception_name(tmp_
         await listener.aclose()
     assert result.exit_code == EXIT_FAILURE
     assert result.reason == "connection lost: connection reset by peer", result.reason
+
+
+async def test_a_send_that_fails_after_the_host_left_still_tells_the_player_the_hosts_leave(tmp_path):
+    # The host's ping, its leave and its close reach the guest together: the pong the guest answers
+    # with meets a closed socket, and the leave already in the guest's hands is what it reports.
+    client_socket, host_socket = trio.socket.socketpair()
+    host = ScriptedHost(trio.SocketStream(host_socket))
+
+    async def script(host: ScriptedHost) -> None:
+        await host.seat_guest()
+        await host.send(Ping(1))
+        await host.send(Leave("the host pressed Ctrl-C"))
+        await host.stream.aclose()
+
+    session = ClientSession(trio.SocketStream(client_socket), "Guest", BotPlayer("greedy"), transcript_path=tmp_path / "guest.basra")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(script, host)
+        with trio.fail_after(10):
+            result = await session.run()
+    assert result.exit_code == EXIT_FAILURE
+    assert result.reason == "the host left the match: the host pressed Ctrl-C", result.reason
 
 
 async def test_a_version_the_client_did_not_offer_is_refused(tmp_path):
