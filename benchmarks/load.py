@@ -118,6 +118,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import relay as relay_module  # noqa: E402  (benchmarks/relay.py)
 
+import basra_net  # noqa: E402
 from basra_net.client.pinning import client_tls_context  # noqa: E402
 from basra_net.engine import Match  # noqa: E402
 from basra_net.protocol.announce import messages_for_seat  # noqa: E402
@@ -183,8 +184,8 @@ def machine_lines() -> list[str]:
 
 
 def code_line() -> str:
-    """Which code is measured: the commit, and whether basra_net/ differs from it."""
-    root = Path(__file__).resolve().parent.parent
+    """Which code is measured: the commit of the basra_net the host imports too (PYTHONPATH first), and whether it differs from it."""
+    root = Path(basra_net.__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
                               text=True, check=True).stdout.strip()
