@@ -98,14 +98,14 @@ async def seat_all(accepted: list[socket.socket], clients: list[socket.socket], 
             nursery.start_soon(journal.run)
             lobby = Lobby(nursery, max_tables=len(accepted) // 2, scoring="egyptian", target=1, identity=identity,
                           keep_transcripts=False, journal=journal)
-            streams = [trio.SocketStream(trio.socket.from_stdlib_socket(sock)) for sock in accepted]
+            streams = [(trio.SocketStream(trio.socket.from_stdlib_socket(sock)), sock.getpeername()[0]) for sock in accepted]
             host_cpu: list[float] = []
             watcher = threading.Thread(target=wait_for_welcomes, args=(clients, start, waits, host_cpu))
             watcher.start()
             cpu0 = time.thread_time()
             start[0] = time.perf_counter()
-            for stream in streams:
-                nursery.start_soon(door.serve, stream, lobby)
+            for stream, address in streams:
+                nursery.start_soon(door.serve, stream, address, lobby)
             while watcher.is_alive():
                 await trio.sleep(0.001)
             welcomed = host_cpu[0] - cpu0
