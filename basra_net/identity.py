@@ -7,6 +7,7 @@ own.  Both sides keep their key the same way, readable by its owner only.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -42,5 +43,6 @@ def load_or_create_key(path: Path) -> Ed25519PrivateKey:
     return key if create_private(path, pem) else _load(path)
 
 
+@lru_cache(maxsize=8)  # a host asks for its one key's bytes for every table it opens and every checkpoint it signs
 def public_key_bytes(key: Ed25519PrivateKey) -> bytes:
     return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)

@@ -323,12 +323,8 @@ class _Door:
     def code(self) -> str | None:
         return self.admission.code
 
-    async def serve(self, stream: trio.SocketStream, seating) -> None:
-        try:
-            address = stream.socket.getpeername()[0]
-        except OSError:
-            await trio.aclose_forcefully(stream)
-            return
+    async def serve(self, stream: trio.SocketStream, address: str, seating) -> None:
+        """Serve a connection from the network; ``address`` is its peer's, as the accept returned it."""
         await serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls)
 
     def join_options(self) -> str:
@@ -339,17 +335,17 @@ class _Door:
 async def _accept(
     listeners: list[trio.SocketListener], table: Table, door: _Door, nursery: trio.Nursery, scope: trio.CancelScope
 ) -> None:
-    async def handle(stream: trio.SocketStream) -> None:
-        await door.serve(stream, table)
+    async def handle(stream: trio.SocketStream, address: str) -> None:
+        await door.serve(stream, address, table)
 
     with scope:
         await serve_listeners(handle, listeners, nursery)
 
 
 async def serve_listeners(
-    handle: Callable[[trio.SocketStream], Awaitable[None]], listeners: list[trio.SocketListener], nursery: trio.Nursery
+    handle: Callable[[trio.SocketStream, str], Awaitable[None]], listeners: list[trio.SocketListener], nursery: trio.Nursery
 ) -> None:
-    """Accept connections until cancelled, each handled by ``handle`` in its own task in ``nursery``.
+    """Accept connections until cancelled, each handled by ``handle(stream, peer address)`` in its own task in ``nursery``.
 
     trio.serve_listeners accepts one connection each time the scheduler comes
     round to it; a host busy with hundreds of tables comes round only every
@@ -363,7 +359,7 @@ async def serve_listeners(
 
 
 async def _accept_from(
-    listener: trio.SocketListener, handle: Callable[[trio.SocketStream], Awaitable[None]], nursery: trio.Nursery
+    listener: trio.SocketListener, handle: Callable[[trio.SocketStream, str], Awaitable[None]], nursery: trio.Nursery
 ) -> None:
     async with listener:
         # The standard library's non-blocking accept() on a second descriptor of the
@@ -375,7 +371,7 @@ async def _accept_from(
                 await trio.lowlevel.wait_readable(listening)
                 for _ in range(ACCEPT_BATCH):
                     try:
-                        accepted, _ = raw.accept()
+                        accepted, peer = raw.accept()  # the peer's address, which no getpeername() need ask again
                     except BlockingIOError:
                         break
                     except OSError as err:
@@ -385,12 +381,12 @@ async def _accept_from(
                         if err.errno in _ACCEPT_GONE_ERRNOS:
                             continue
                         raise
-                    nursery.start_soon(_handle_connection, handle, trio.SocketStream(trio.socket.from_stdlib_socket(accepted)))
+                    nursery.start_soon(_handle_connection, handle, trio.SocketStream(trio.socket.from_stdlib_socket(accepted)), peer[0])
 
 
-async def _handle_connection(handle: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream) -> None:
+async def _handle_connection(handle: Callable[[trio.SocketStream, str], Awaitable[None]], stream: trio.SocketStream, address: str) -> None:
     try:
-        await handle(stream)
+        await handle(stream, address)
     finally:
         await trio.aclose_forcefully(stream)
 
@@ -567,8 +563,8 @@ async def _serve(
         if settings.resume:
             _resumed_tables(lobby, crashed_tables, identity, settings.grace, say)
 
-        async def handle(stream: trio.SocketStream) -> None:
-            await door.serve(stream, lobby)
+        async def handle(stream: trio.SocketStream, address: str) -> None:
+            await door.serve(stream, address, lobby)
 
         accepting, announcing = trio.CancelScope(), trio.CancelScope()  # until the server stops
 

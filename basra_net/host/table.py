@@ -274,7 +274,7 @@ class Table:
         self._take_seat(seat, entry)
         welcome = self._welcome(seat)
         self.on_seat_change(welcome.token, hello.nonce, True)
-        self._record_handshake(seat, entry)
+        self._record_handshake(seat, entry, welcome)
         self._replay.write(seat_record(seat, entry))
         self.on_event(f"{hello.name} took seat {seat}")
         return welcome
@@ -293,15 +293,16 @@ class Table:
         entry.connected_at = trio.current_time()
         self._signing.open(seat, entry, self.match.preset.name, self.match.target)
 
-    def _record_handshake(self, seat: int, entry: Seat) -> None:
+    def _record_handshake(self, seat: int, entry: Seat, welcome: Welcome | None = None) -> None:
         """A channel's transcript starts: in format 2 when that channel is signed (version 2, over the network);
-        a local seat's (the bot's) has no signatures to keep, and is written in format 1."""
+        a local seat's (the bot's) has no signatures to keep, and is written in format 1.  ``welcome``: the one
+        just made for the seat, else it is made here."""
         transcript = self.transcripts.get(seat)
         if transcript is None:
             return
         transcript.format = SIGNED_FORMAT if entry.record is not None else FORMAT
         self._record(seat, GUEST, entry.hello)
-        self._record(seat, HOST, self._welcome(seat))
+        self._record(seat, HOST, welcome or self._welcome(seat))
 
     def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
         """Hand a seat to the connection that resumed it.
@@ -681,8 +682,11 @@ class Table:
         names = (self.seating.name(0), self.seating.name(1))
         self.hidden = self._deals_hidden_hands()
         try:
+            start = MatchStart(names, deal=HIDDEN_DEAL if self.hidden else None)
+            wire = to_wire(start)
+            frame, check = encode_frame(wire), to_check(start)  # the same for both seats: encoded once
             for seat in (0, 1):
-                self._send(seat, MatchStart(names, deal=HIDDEN_DEAL if self.hidden else None))
+                self._send_wire(seat, wire, frame, check)
             mode = "hidden hands" if self.hidden else "commit-reveal deal"
             self.on_event(f"match started: {names[0]} v {names[1]} ({mode})")
             while not self.match.over:

@@ -16,11 +16,13 @@ async def test_connections_already_queued_are_all_taken_in_a_few_rounds_of_the_s
     port = listeners[0].socket.getsockname()[1]
     clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(QUEUED)]  # queued by the kernel
     handled: list[tuple[str, int]] = []
+    addresses: list[str] = []
     all_handled = trio.Event()
     rounds = 0
 
-    async def handle(stream: trio.SocketStream) -> None:
+    async def handle(stream: trio.SocketStream, address: str) -> None:
         handled.append(stream.socket.getpeername())
+        addresses.append(address)
         if len(handled) == QUEUED:
             all_handled.set()
         await stream.send_all(b"hi")
@@ -40,6 +42,7 @@ async def test_connections_already_queued_are_all_taken_in_a_few_rounds_of_the_s
                 await all_handled.wait()
             nursery.cancel_scope.cancel()
         assert sorted(handled) == sorted(c.getsockname() for c in clients)
+        assert addresses == [peer[0] for peer in handled]  # each handler is told its peer's address, as accepted
         # One connection per round (trio.serve_listeners) would take QUEUED rounds.
         assert rounds <= 4 * (QUEUED // ACCEPT_BATCH + 1)
         for client in clients:
@@ -55,7 +58,7 @@ async def test_cancelling_the_loop_closes_the_listening_socket():
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
 
-    async def handle(stream: trio.SocketStream) -> None:
+    async def handle(stream: trio.SocketStream, address: str) -> None:
         pass
 
     async with trio.open_nursery() as nursery:
