@@ -58,6 +58,9 @@ def announcement_wires(
 
     A `played`, most of what a match sends, is built straight from its event (played_wire)."""
     position, reveal = played_from or (None, None)
+    if len(events) == 1 and type(events[0]) is PlayedEvent:  # most plays: one `played`, one map for both seats
+        wire = played_wire(events[0], turn, position, reveal)
+        return [(wire, wire)]
     wires: list[tuple[dict, dict]] = []
     for first, second in _pairs(events, hidden, lambda event: played_wire(event, turn, position, reveal)):
         if type(first) is dict:
