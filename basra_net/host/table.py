@@ -115,6 +115,11 @@ class Phase(enum.Enum):
     ENDED = "ended"  # the result is decided; each seat is given the chance to receive it
 
 
+# The phase is looked at for every input.  Python 3.11 reads an enum's member through its metaclass's
+# __getattr__ hook, several times slower than a global of the module, so the members are compared as these.
+SEATING, PLAYING, ENDED = Phase.SEATING, Phase.PLAYING, Phase.ENDED
+
+
 class MatchAbandoned(Exception):
     """The seat abandoned the match; ``event`` is how, as the host's account of the absence ends it (14.6)."""
 
@@ -183,7 +188,7 @@ class Table:
         self._machine = InlineMachine()
         self._machine_started = False
         self.finished = self._machine.finished
-        self._phase = Phase.SEATING
+        self._phase = SEATING
         self._quiet_until = math.inf  # after the end: when a connected seat that says nothing is done
         self._request = 0
         self.result: TableResult | None = None
@@ -359,10 +364,10 @@ class Table:
             pass  # seating waits for both seats to be held, which the seat now is
         elif isinstance(message, Chat):
             self._relay_chat(sender, message)  # no part of the match, in any phase: it never waits on one
-        elif self._phase is Phase.SEATING:
+        elif self._phase is SEATING:
             if isinstance(message, Leave):
                 self._free_seat(sender)
-        elif self._phase is Phase.ENDED:
+        elif self._phase is ENDED:
             entry = self.seats[sender]
             if isinstance(message, Leave) and entry is not None:
                 entry.done = True
@@ -383,21 +388,21 @@ class Table:
 
     def _deadline(self) -> float:
         """When the match wants a tick: an away seat's grace ends, or (after the end) a quiet seat's time is up."""
-        if self._phase is Phase.SEATING:
+        if self._phase is SEATING:
             return math.inf
         deadline, _ = self._absences.next_deadline()
         deadline = min(deadline, self._answer_by)
-        if self._phase is Phase.ENDED and any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
+        if self._phase is ENDED and any(entry and not entry.done and entry.outbox is not None for entry in self.seats):
             deadline = min(deadline, self._quiet_until)
         return deadline
 
     def _tick(self) -> None:
-        if self._phase is Phase.PLAYING:
+        if self._phase is PLAYING:
             _, seat = self._absences.next_deadline()
             entry = self._absences.expired(seat)
             if entry is not None:
                 raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s", "grace_over")
-        elif self._phase is Phase.ENDED:
+        elif self._phase is ENDED:
             now = trio.current_time()
             for entry in self.seats:
                 if entry and not entry.done and now >= (self._quiet_until if entry.away_until is None else entry.away_until):
@@ -405,7 +410,7 @@ class Table:
 
     def _seat_lost(self, seat: int, lost: SeatLost) -> None:
         """A connection ended: before the match the seat is free again; after, it is away, held for the grace period."""
-        if self._phase is Phase.SEATING:
+        if self._phase is SEATING:
             entry = self.seats[seat]
             if entry is not None and lost.link == entry.link:
                 self._free_seat(seat)
@@ -424,11 +429,6 @@ class Table:
             self.on_seat_change(entry.token, entry.hello.nonce, False)
             self._replay.write({"type": "free", "seat": seat})
             self.on_event(f"seat {seat} is free again")
-
-    async def _next_from(self, seat: int, kind: type, accept: Callable[[Any], bool] = lambda message: True) -> Message:
-        """The next message of this kind from this seat that ``accept`` takes; a Leave or a lapsed seat abandons the match."""
-        _, message = await self._next_from_any((seat,), kind, lambda sender, message: accept(message))
-        return message
 
     async def _next_from_any(
         self, seats: tuple[int, ...], kind: type | tuple[type, ...], accept: Callable[[int, Any], bool], patience: Owing | None = None
@@ -634,7 +634,7 @@ class Table:
         try:
             while not self.seating.full:
                 await self._take_input()
-            self._phase = Phase.PLAYING
+            self._phase = PLAYING
             self.result = await self._run_match()
             self.on_match_over()
             self._replay.write({"type": "end", "reason": self.result.reason})
@@ -673,7 +673,7 @@ class Table:
         seat that stays connected without a word, or whose connection ends
         without one, is given END_LINGER seconds (to resume, in the second case).
         """
-        self._phase = Phase.ENDED
+        self._phase = ENDED
         self._quiet_until = trio.current_time() + END_LINGER
         while not all(entry is None or entry.done for entry in self.seats):
             await self._take_input()
@@ -721,7 +721,7 @@ class Table:
         assert guest is not None
         host_seed = self._dealer.host_seed(game)
         self._send(1, self._dealer.commit(game, host_seed, guest.hello.nonce))
-        seed = await self._next_from(1, Seed, lambda message: message.game == game)
+        _, seed = await self._next_from_any((1,), Seed, lambda sender, message: message.game == game)
         self._dealer.seed_in(game, seed)
         if guest.record is not None:
             guest.record.guest_seed(game, seed.seed)
@@ -757,7 +757,7 @@ class Table:
             wire = your_turn_wire(request, moves)
             # The connection's check of the request takes the message; its map is built from the moves directly.
             self._send_wire(seat, wire, encode_frame(wire), YourTurn(request, tuple(moves)))
-            play = await self._next_from(seat, Play, lambda message: message.request == request)
+            _, play = await self._next_from_any((seat,), Play, lambda sender, message: message.request == request)
             self._replay.write(
                 {"type": "play", "seat": seat, "request": request, "card": play.card, "captures": list(play.captures)}
             )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..engine.events import Dealt, Event, GameEnded, MatchEnded, Played as PlayedEvent, TableTaken
-from .messages import Deal, GameEnd, MatchEnd, Message, Played, played_wire, to_wire
+from .messages import Deal, GameEnd, MatchEnd, Message, Played, deal_wires, played_wire, to_wire
 
 T = TypeVar("T")
 
@@ -48,7 +48,7 @@ def announcements(
             reveal=reveal,
         )
 
-    return _pairs(events, hidden, played)
+    return _pairs(events, hidden, played, _deals)
 
 
 def announcement_wires(
@@ -56,20 +56,26 @@ def announcement_wires(
 ) -> list[tuple[dict, dict]]:
     """announcements() as the wire maps the host sends; a map both seats are sent is one object.
 
-    A `played`, most of what a match sends, is built straight from its event (played_wire)."""
+    A `played`, most of what a match sends, and a `deal` are built straight from their events (played_wire, deal_wires)."""
     position, reveal = played_from or (None, None)
+    if len(events) == 1 and type(events[0]) is PlayedEvent:  # most plays: one `played`, one map for both seats
+        wire = played_wire(events[0], turn, position, reveal)
+        return [(wire, wire)]
     wires: list[tuple[dict, dict]] = []
-    for first, second in _pairs(events, hidden, lambda event: played_wire(event, turn, position, reveal)):
+    for first, second in _pairs(events, hidden, lambda event: played_wire(event, turn, position, reveal), deal_wires):
         if type(first) is dict:
-            wires.append((first, first))
+            wires.append((first, second))
         else:
             wire = to_wire(first)
             wires.append((wire, wire if second is first else to_wire(second)))
     return wires
 
 
-def _pairs(events: list[Event], hidden: bool, played: Callable[[PlayedEvent], T]) -> list[tuple[Message | T, Message | T]]:
-    """What each seat is sent for each event, a played event made into whatever ``played`` makes of it."""
+def _pairs(
+    events: list[Event], hidden: bool, played: Callable[[PlayedEvent], T], dealt: Callable[[Dealt, bool], tuple[T, T]]
+) -> list[tuple[Message | T, Message | T]]:
+    """What each seat is sent for each event, a played event made into whatever ``played`` makes of it and a deal
+    into the pair ``dealt`` makes of it."""
     pairs: list[tuple[Message | T, Message | T]] = []
     taken: TableTaken | None = None
     for event in events:
@@ -77,20 +83,7 @@ def _pairs(events: list[Event], hidden: bool, played: Callable[[PlayedEvent], T]
             sent = played(event)
             pairs.append((sent, sent))
         elif isinstance(event, Dealt):
-            deals = [
-                Deal(
-                    game=event.game,
-                    hand_no=event.hand_no,
-                    dealer=event.dealer,
-                    hand=() if hidden else event.hands[seat],
-                    table=event.table,
-                    stock_left=event.stock_left,
-                    moved=event.moved_to_bottom,
-                    turn=1 - event.dealer,
-                )
-                for seat in (0, 1)
-            ]
-            pairs.append((deals[0], deals[1]))
+            pairs.append(dealt(event, hidden))
         elif isinstance(event, TableTaken):
             taken = event
         elif isinstance(event, GameEnded):
@@ -106,3 +99,21 @@ def _pairs(events: list[Event], hidden: bool, played: Callable[[PlayedEvent], T]
             match_end = MatchEnd(winner=event.winner, totals=event.totals, reason="target")
             pairs.append((match_end, match_end))
     return pairs
+
+
+def _deals(event: Dealt, hidden: bool) -> tuple[Deal, Deal]:
+    """The deal each seat is sent: its own hand only, and with the hidden deal none."""
+    seat_0, seat_1 = (
+        Deal(
+            game=event.game,
+            hand_no=event.hand_no,
+            dealer=event.dealer,
+            hand=() if hidden else hand,
+            table=event.table,
+            stock_left=event.stock_left,
+            moved=event.moved_to_bottom,
+            turn=1 - event.dealer,
+        )
+        for hand in event.hands
+    )
+    return seat_0, seat_1

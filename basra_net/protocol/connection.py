@@ -62,6 +62,10 @@ from .messages import (
     to_wire,
 )
 
+# Every message in and out is checked against its phase.  Python 3.11 reads an enum's member through the
+# metaclass's __getattr__ hook, about a thousand instructions a time, so the checks compare these instead.
+_FIRST, _EXCHANGE, _ANSWER, _ANY, _SEATED, _MATCH = Phase.FIRST, Phase.EXCHANGE, Phase.ANSWER, Phase.ANY, Phase.SEATED, Phase.MATCH
+
 
 class LocalProtocolError(Exception):
     """This side tried to send something the protocol does not allow here: a bug."""
@@ -184,7 +188,7 @@ CHECK_FREE_WHEN_SEATED: frozenset[type[Message]] = frozenset(
     for kind in CATALOGUE
     if HOST in kind.sent_by
     and set(PROTOCOL_VERSIONS) <= kind.versions
-    and kind.phase in (Phase.ANY, Phase.SEATED, Phase.MATCH)
+    and kind.phase in (_ANY, _SEATED, _MATCH)
     and kind.message not in (Commit, YourTurn)
 )
 
@@ -239,24 +243,24 @@ class HostConnection(_Connection):
     def _check_incoming(self, message: Message) -> bool | None:
         kind = kind_of(message)
         if self.hello is None:
-            if kind.phase is not Phase.FIRST:
+            if kind.phase is not _FIRST:
                 raise _unexpected(message, "cannot come before 'hello'")
             self.hello = message
             return True
-        if CLIENT not in kind.sent_by or kind.phase is Phase.FIRST:
+        if CLIENT not in kind.sent_by or kind.phase is _FIRST:
             raise _unexpected(message, "is not something a client sends here")
         if self.version is not None and self.version not in kind.versions:
             raise _unexpected(message, f"is not part of version {self.version}")
-        if kind.phase is Phase.ANY:
+        if kind.phase is _ANY:
             return True
-        if kind.phase is Phase.EXCHANGE:
+        if kind.phase is _EXCHANGE:
             if not self.awaiting_confirm:
                 raise _unexpected(message, "answers no code exchange")
             self.awaiting_confirm = False
             return True
         if not self.seated:
             raise _unexpected(message, "cannot come before 'welcome'")
-        if kind.phase is Phase.SEATED:
+        if kind.phase is _SEATED:
             return True
         if isinstance(message, Seed):
             if message == self.seed_taken:
@@ -284,18 +288,18 @@ class HostConnection(_Connection):
             raise LocalProtocolError(f"the host does not send {message.TYPE}")
         if self.version is not None and self.version not in kind.versions:
             raise LocalProtocolError(f"{message.TYPE} is not part of version {self.version}")
-        if kind.phase is Phase.EXCHANGE:
+        if kind.phase is _EXCHANGE:
             if self.hello is None or self.hello.pake is None or self.pake_sent or self.seated:
                 raise LocalProtocolError("pake answers a hello's pake, once")
             self.pake_sent = self.awaiting_confirm = True
-        elif kind.phase is Phase.ANSWER:
+        elif kind.phase is _ANSWER:
             if self.hello is None or self.seated:
                 raise LocalProtocolError("welcome goes once, after hello")
             if self.awaiting_confirm:
                 raise LocalProtocolError("welcome goes after the key confirmation")
             self.seat = message.seat
             self._decoder.max_frame = MAX_FRAME
-        elif kind.phase is Phase.ANY or isinstance(message, MatchEnd):
+        elif kind.phase is _ANY or isinstance(message, MatchEnd):
             return  # a match abandoned may end before a seat's welcome
         elif not self.seated:
             raise LocalProtocolError(f"{message.TYPE} before the seat is taken")
@@ -390,22 +394,22 @@ class ClientConnection(_Connection):
         kind = kind_of(message)
         if HOST not in kind.sent_by:
             raise _unexpected(message, "is not something a host sends")
-        if kind.phase is Phase.ANY:
+        if kind.phase is _ANY:
             return True
         if not self.hello_sent:
             raise _unexpected(message, "cannot come before 'hello'")
         if self.resuming:
-            if kind.phase is not Phase.ANSWER:
+            if kind.phase is not _ANSWER:
                 raise _unexpected(message, "cannot come before the welcome to a resume")
             self._check_resume_welcome(message)
             return True
-        if kind.phase is Phase.EXCHANGE:
+        if kind.phase is _EXCHANGE:
             if not self.exchange_begun or self.pake_taken or self.welcome is not None:
                 raise _unexpected(message, "answers no code exchange")
             self.pake_taken = True
             return True
         if self.welcome is None:
-            if kind.phase is not Phase.ANSWER:
+            if kind.phase is not _ANSWER:
                 raise _unexpected(message, "cannot come before 'welcome'")
             if message.version not in self.offered_versions:
                 raise ProtocolError(UNSUPPORTED_VERSION, f"the host chose version {message.version}, which was not offered")
@@ -417,7 +421,7 @@ class ClientConnection(_Connection):
             return True
         if self.welcome.version not in kind.versions:
             raise _unexpected(message, f"is not part of version {self.welcome.version}")
-        if kind.phase is Phase.SEATED:
+        if kind.phase is _SEATED:
             return True
         if not kind.stream:
             raise _unexpected(message, "came again")
@@ -529,7 +533,7 @@ class ClientConnection(_Connection):
             raise LocalProtocolError(f"a client does not send {message.TYPE}")
         if self.welcome is not None and self.welcome.version not in kind.versions:
             raise LocalProtocolError(f"{message.TYPE} is not part of version {self.welcome.version}")
-        if kind.phase is Phase.FIRST:
+        if kind.phase is _FIRST:
             if self.resuming:
                 if message.token != self.resume_token or message.received != self.received:
                     raise LocalProtocolError("a resume hello gives the token and the count received")
@@ -539,13 +543,13 @@ class ClientConnection(_Connection):
                 self.exchange_begun = message.pake is not None
             self.hello_sent = True
             self.offered_versions = message.versions
-        elif kind.phase is Phase.EXCHANGE:
+        elif kind.phase is _EXCHANGE:
             if not self.pake_taken or self.confirm_sent:
                 raise LocalProtocolError("pake_confirm answers the host's pake, once")
             self.confirm_sent = True
-        elif kind.phase is Phase.ANY:
+        elif kind.phase is _ANY:
             return
-        elif kind.phase is Phase.SEATED:
+        elif kind.phase is _SEATED:
             if self.welcome is None:
                 raise LocalProtocolError(f"{message.TYPE} before welcome")
         elif isinstance(message, Seed):

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from ..engine.cards import CARD_NAMES, Card, card_name, card_names, parse_card
-from ..engine.events import Move, Played as PlayedEvent
+from ..engine.events import Dealt, Move, Played as PlayedEvent
 from ..engine.scoring import PRESETS, GameScore
 from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
 from .text import is_name, is_printable
@@ -1089,7 +1089,7 @@ def to_wire(message: Message) -> dict:
 # --- the wire maps of a play, straight from the engine ---------------------------------------
 #
 # Nearly everything a host sends in a match is a `played` to both seats and a request to the
-# seat to act next.  These build those maps from the engine's own values, key for key what
+# seat to act next, and every eighth play a `deal`.  These build those maps from the engine's own values, key for key what
 # to_wire makes of the message (the tests hold them to its bytes), without a message object
 # per play or a walk of the catalogue's field types.  The engine's cards need no check, so a
 # card's name is looked up directly (cards.CARD_NAMES, card_names).
@@ -1114,6 +1114,27 @@ def played_wire(event: PlayedEvent, turn: int | None, position: int | None = Non
     if reveal is not None:
         wire["reveal"] = reveal
     return wire
+
+
+def deal_wires(event: Dealt, hidden: bool) -> tuple[dict, dict]:
+    """The `deal` maps announcing the engine's Dealt event, seat 0's and seat 1's: each shows only that seat's hand,
+    and with the hidden deal (15.15) no hand at all."""
+    table, moved, turn = card_names(event.table), card_names(event.moved_to_bottom), 1 - event.dealer
+    seat_0, seat_1 = (
+        {
+            "type": "deal",
+            "game": event.game,
+            "hand_no": event.hand_no,
+            "dealer": event.dealer,
+            "hand": [] if hidden else card_names(hand),
+            "table": table,
+            "stock": event.stock_left,
+            "moved": moved,
+            "turn": turn,
+        }
+        for hand in event.hands
+    )
+    return seat_0, seat_1
 
 
 def your_turn_wire(request: int, moves: list[Move] | tuple[Move, ...]) -> dict:

@@ -115,6 +115,8 @@ class ChannelContext:
         sized("guest_nonce", self.guest_nonce, NONCE_SIZE)
         if type(self.scoring) is not str or type(self.target) is not int or not 0 <= self.target <= 0xFFFFFFFF:
             raise RecordError("rules", "the scoring is a text and the target a count of points")
+        # Every statement of the channel begins with these bytes: made once, not for each one signed or checked.
+        object.__setattr__(self, "_encoded", self._encode())
 
     @property
     def fair_deal(self) -> bool:
@@ -125,6 +127,9 @@ class ChannelContext:
         return self.host_key if signer == HOST_SIGNER else self.guest_key
 
     def encode(self) -> bytes:
+        return self._encoded  # type: ignore[attr-defined]
+
+    def _encode(self) -> bytes:
         return (
             _U16.pack(VERSION)
             + lp(self.match_id)

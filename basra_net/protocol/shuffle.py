@@ -83,7 +83,8 @@ class DrawStream:
     """HMAC-SHA256(key, u64(i)) for i = 0, 1, ..., read as big-endian u32 words."""
 
     def __init__(self, key: bytes) -> None:
-        self._key = sized("key", key, KEY_SIZE)
+        # Keyed once; each block is a copy of it (hmac.digest would set up the key again for every block).
+        self._mac = hmac.new(sized("key", key, KEY_SIZE), digestmod=hashlib.sha256)
         self._block: tuple[int, ...] = ()
         self._position = 0
         self._block_count = 0
@@ -103,8 +104,9 @@ class DrawStream:
 
     def __next__(self) -> int:
         if self._position == len(self._block):
-            digest = hmac.digest(self._key, _U64.pack(self._block_count), "sha256")
-            self._block = _BLOCK_WORDS.unpack(digest)
+            mac = self._mac.copy()
+            mac.update(_U64.pack(self._block_count))
+            self._block = _BLOCK_WORDS.unpack(mac.digest())
             self._position = 0
             self._block_count += 1
         word = self._block[self._position]
