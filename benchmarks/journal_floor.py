@@ -3,7 +3,8 @@
 The host's CPU target (benchmarks/load.py) is a ratio to the bare relay,
 and it must hold with the journal on.  A relay that makes each forwarded
 batch durable before forwarding it, in group commits (one write and one
-fsync in a worker thread for everything queued meanwhile), does no game
+fsync for everything queued meanwhile, made as `basra serve` makes its
+journal's), does no game
 work at all: its CPU per play over the bare relay's is the share of the
 ratio that durability on this machine's disk takes before the host has
 done anything.  Both relays are driven by load.py's generator with the

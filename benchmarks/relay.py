@@ -36,8 +36,6 @@ from pathlib import Path
 import msgpack
 import trio
 
-from basra_net.host.serve_journal import SyncThread
-
 HEADER = struct.Struct(">I")
 MAX_FRAME = 65536
 RECEIVE_SIZE = 65536
@@ -99,8 +97,8 @@ def self_signed_tls_context() -> ssl.SSLContext:
 
 
 class GroupJournal:
-    """Frames made durable in group commits: one write and one fsync for every batch queued while the last
-    commit was under way, in the thread `basra serve`'s journal syncs with, and one wake-up per commit for all
+    """Frames made durable in group commits: one write and one fsync for every batch queued since the last
+    commit, in trio's own thread as `basra serve`'s journal makes them, and one wake-up per commit for all
     the relays waiting on it."""
 
     def __init__(self, path: Path) -> None:
@@ -116,17 +114,13 @@ class GroupJournal:
         await self._pending_durable.wait()
 
     async def run(self) -> None:
-        syncer = SyncThread(self._write)
-        try:
-            while True:
-                await self._queued.wait()
-                self._queued = trio.Event()
-                batch, self._pending = self._pending, []
-                durable, self._pending_durable = self._pending_durable, trio.Event()
-                await syncer.run(b"".join(batch))
-                durable.set()
-        finally:
-            syncer.stop()
+        while True:
+            await self._queued.wait()
+            self._queued = trio.Event()
+            batch, self._pending = self._pending, []
+            durable, self._pending_durable = self._pending_durable, trio.Event()
+            self._write(b"".join(batch))
+            durable.set()
 
     def _write(self, data: bytes) -> None:
         os.write(self._fd, data)

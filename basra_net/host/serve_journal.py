@@ -10,11 +10,18 @@ never acknowledged, so nothing it holds reached a player) and the log is
 continued from the one before.  Damage anywhere else is refused.
 
 Group commit: a table's records are encoded and queued at once (the table
-never waits), and one committer task writes whatever has been queued,
-fsyncs it in a thread of its own, and meanwhile lets the next batch gather, so
-batches follow each other as fast as the disk syncs (or up to GATHER_AT_MOST
-later, when the tables the last batch released answer faster than a sync
-takes: ``ServeJournal._gather``).  A record's position
+never waits), and one committer task writes whatever has been queued and
+fsyncs it, so batches follow each other as fast as the disk syncs (or up to
+GATHER_AT_MOST later, when the tables the last batch released answer faster
+than a sync takes: ``ServeJournal._gather``).  The write and the fsync run
+in trio's own thread: the loop stands still for one sync (about 0.1 ms on
+an SSD), and whatever arrives meanwhile waits in the sockets' buffers and
+joins the next batch.  Handing each batch to a thread of its own and back
+cost more CPU than the sync itself (a wake-up each way, and the lock of the
+interpreter passed between the two threads at every system call), and
+delayed the commit while either thread waited for that lock.  Only
+rotation, which copies every open table's records, runs in a worker
+thread.  A record's position
 in the log orders it; whatever a table sends after writing a record waits
 in its seat's outbox (outbox.py) until the log is on disk up to that
 position, and a new or resumed seat's welcome waits the same way
@@ -38,8 +45,6 @@ copied to a new file, which replaces the old one only once it is on disk.
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,24 +169,24 @@ class ServeJournal:
 
     async def run(self) -> None:
         """Commit queued records in batches until cancelled; a failed write stops the journal (``on_failure``)."""
-        syncer = SyncThread(self._write)
-        try:
-            while self.failure is None:
-                await self._gather()
-                if not self._pending:
-                    self._work = trio.Event()
-                    await self._work.wait()
-                batch, tables, position, snapshot = self._take_batch()
-                started = trio.current_time()
-                try:
-                    await syncer.run(batch, snapshot)
-                except JournalError as err:
-                    self._fail(str(err))
-                    return
-                self._sync_time += (trio.current_time() - started - self._sync_time) / 8
-                self._committed(position, tables)
-        finally:
-            syncer.stop()
+        while self.failure is None:
+            await self._gather()
+            if not self._pending:
+                self._work = trio.Event()
+                await self._work.wait()
+            batch, tables, position, snapshot = self._take_batch()
+            started = trio.current_time()
+            try:
+                if snapshot is None:
+                    self._write(batch, None)
+                else:
+                    # A cancel waits for the new file: what is durable depends on how it ends.
+                    await trio.to_thread.run_sync(self._write, batch, snapshot, thread_name="basra journal rotation")
+            except JournalError as err:
+                self._fail(str(err))
+                return
+            self._sync_time += (trio.current_time() - started - self._sync_time) / 8
+            self._committed(position, tables)
 
     async def _gather(self) -> None:
         """Wait a little for the tables the last commit released, when they usually answer that soon.
@@ -221,7 +226,7 @@ class ServeJournal:
         return batch, tables, self._appended - len(self._pending), snapshot
 
     def _write(self, batch: list[bytes], snapshot: list[bytes] | None) -> None:
-        """In the journal's thread: append the batch, or write the open tables' records to a new file that replaces the log."""
+        """Append the batch, or write the open tables' records to a new file that replaces the log."""
         if snapshot is None:
             self._writer.append_encoded(_batches(batch))
             self._size = self._writer.size
@@ -340,46 +345,6 @@ class TableLog:
         while journal.failure is None and self._last > journal._durable:
             await journal._synced.wait()
         return journal.failure is None
-
-
-class SyncThread:
-    """One thread that writes and syncs each batch in turn while the trio task that owns it waits.
-
-    A batch costs one hand-off each way (a queue to the thread, the trio
-    token back): about half the CPU of ``trio.to_thread.run_sync``, which
-    takes a thread from its cache, names it and sets up a cancel scope for
-    every call.
-    """
-
-    def __init__(self, write: Callable[..., None]) -> None:
-        self._write = write
-        self._token = trio.lowlevel.current_trio_token()
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name="basra journal", daemon=True)
-        self._thread.start()
-
-    async def run(self, *args: object) -> None:
-        """``write(*args)`` in the thread; what it raises is raised here.  A cancel waits for the write to end."""
-        done = trio.Event()
-        outcome: list[BaseException | None] = []
-        self._jobs.put((args, done, outcome))
-        with trio.CancelScope(shield=True):  # the batch's outcome decides what is durable: never left behind
-            await done.wait()
-        if outcome[0] is not None:
-            raise outcome[0]
-
-    def stop(self) -> None:
-        self._jobs.put(None)  # after the write in hand, if any: run() never returns before it ends
-
-    def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            args, done, outcome = job
-            try:
-                self._write(*args)
-                outcome.append(None)
-            except BaseException as err:
-                outcome.append(err)
-            self._token.run_sync_soon(done.set)
 
 
 def _batches(bodies: list[bytes]) -> list[bytes]:

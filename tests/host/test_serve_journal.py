@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -248,6 +249,35 @@ async def test_a_closed_table_is_not_resumed_and_rotation_keeps_only_open_tables
     again.close()
     assert tables == {"2": [{"type": "play", "n": 0}, {"type": "play", "n": 1}]}
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+async def test_a_batch_is_synced_in_trios_own_thread_and_only_a_rotation_in_another(tmp_path, monkeypatch):
+    """No hand-off to another thread for a batch; the copy of every open table a rotation makes does not stall trio."""
+    path = tmp_path / "serve.journal"
+    journal = ServeJournal.create(path, HEADER, rotate_at=4096)
+    log, over = journal.open_table(_table_header(1)), journal.open_table(_table_header(2))
+    synced_in = []
+    real_fsync = journal_module.os.fsync
+
+    def watching_fsync(fd):
+        synced_in.append(threading.get_ident())
+        return real_fsync(fd)
+
+    monkeypatch.setattr(journal_module.os, "fsync", watching_fsync)
+    log.append({"type": "play", "n": 0})
+    await _commit_all(journal)
+    assert synced_in == [threading.get_ident()]
+    for n in range(100):
+        over.append({"type": "play", "n": n, "padding": bytes(40)})
+    over.close()
+    synced_in.clear()
+    await _commit_all(journal)  # past rotate_at, and mostly a closed table's records: the file is replaced
+    assert synced_in and threading.get_ident() not in synced_in
+    assert path.stat().st_size < 1024
+    journal.close()
+    again, tables = _resume(path)
+    again.close()
+    assert tables == {"1": [{"type": "play", "n": 0}]}
 
 
 async def test_a_journal_with_no_table_left_is_removed_when_closed(tmp_path):
