@@ -19,9 +19,11 @@ an SSD), and whatever arrives meanwhile waits in the sockets' buffers and
 joins the next batch.  Handing each batch to a thread of its own and back
 cost more CPU than the sync itself (a wake-up each way, and the lock of the
 interpreter passed between the two threads at every system call), and
-delayed the commit while either thread waited for that lock.  Only
-rotation, which copies every open table's records, runs in a worker
-thread.  A record's position
+delayed the commit while either thread waited for that lock.  A disk whose
+commits take longer than SLOW_SYNC on average would stall every table's
+pings and handshakes with them, so its commits run in a worker thread
+until the average is back below; so does rotation, which copies every open
+table's records.  A record's position
 in the log orders it; whatever a table sends after writing a record waits
 in its seat's outbox (outbox.py) until the log is on disk up to that
 position, and a new or resumed seat's welcome waits the same way
@@ -58,6 +60,7 @@ MAX_BATCH = MAX_RECORD // 2  # bytes of table records in one batch, so that a ba
 MAX_TABLE_RECORD = MAX_BATCH // 4  # a table's record is a few hundred bytes; this much is refused as a fault
 ROTATE_AT = 64 << 20  # bytes after which the open tables' records are copied to a fresh file
 GATHER_AT_MOST = 0.002  # seconds a batch waits, at most, for the tables the last batch released
+SLOW_SYNC = 0.002  # seconds a commit takes on average, past which the loop no longer stands still for one
 
 
 class ServeJournal:
@@ -177,11 +180,11 @@ class ServeJournal:
             batch, tables, position, snapshot = self._take_batch()
             started = trio.current_time()
             try:
-                if snapshot is None:
+                if snapshot is None and self._sync_time < SLOW_SYNC:
                     self._write(batch, None)
                 else:
-                    # A cancel waits for the new file: what is durable depends on how it ends.
-                    await trio.to_thread.run_sync(self._write, batch, snapshot, thread_name="basra journal rotation")
+                    # A cancel waits for the write: what is durable depends on how it ends.
+                    await trio.to_thread.run_sync(self._write, batch, snapshot, thread_name="basra journal")
             except JournalError as err:
                 self._fail(str(err))
                 return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -278,6 +279,39 @@ async def test_a_batch_is_synced_in_trios_own_thread_and_only_a_rotation_in_anot
     again, tables = _resume(path)
     again.close()
     assert tables == {"1": [{"type": "play", "n": 0}]}
+
+
+async def test_a_slow_disk_moves_the_commits_to_a_worker_thread_and_a_fast_one_brings_them_back(tmp_path, monkeypatch):
+    """While commits take longer than SLOW_SYNC on average, trio's loop does not stand still for them."""
+    journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
+    log = journal.open_table(_table_header(1))
+    synced_in = []
+    disk_delay = [0.01]
+    real_fsync = journal_module.os.fsync
+
+    def slow_fsync(fd):
+        synced_in.append(threading.get_ident())
+        time.sleep(disk_delay[0])
+        return real_fsync(fd)
+
+    async def commits(first: int, count: int) -> None:
+        for n in range(first, first + count):
+            log.append({"type": "play", "n": n})
+            await _commit_all(journal)
+
+    monkeypatch.setattr(journal_module.os, "fsync", slow_fsync)
+    loop_thread = threading.get_ident()
+    await commits(0, 6)
+    assert synced_in[0] == loop_thread  # no commit had been slow yet
+    assert synced_in[-1] != loop_thread
+    disk_delay[0] = 0
+    synced_in.clear()
+    await commits(6, 40)
+    assert synced_in[-1] == loop_thread
+    journal.close()
+    again, tables = _resume(tmp_path / "serve.journal")
+    again.close()
+    assert tables == {"1": [{"type": "play", "n": n} for n in range(46)]}
 
 
 async def test_a_journal_with_no_table_left_is_removed_when_closed(tmp_path):
