@@ -63,6 +63,7 @@ class Outbox:
         self._nursery: trio.Nursery | None = None  # set by start: writing has begun
         self._on_end: Callable[[str], None] | None = None
         self._draining = False  # a task waits for the socket to take the backlog
+        self._drain_scope: trio.CancelScope | None = None  # that task's, for stop to cancel
         self._ended = False
 
     # --- the table's side, as on a trio channel ---------------------------------------------
@@ -128,8 +129,13 @@ class Outbox:
         self.flush()
 
     def stop(self) -> None:
-        """Writing is over (the connection is ending): what the table queues from now on is not written."""
+        """Writing is over (the connection is ending): what the table queues from now on is not written.
+
+        A task still draining is cancelled: the connection's own close writes what is left.
+        """
         self._nursery = None
+        if self._drain_scope is not None:
+            self._drain_scope.cancel()
 
     def _take(self, limit: int | None) -> bytes:
         """The queued frames, checked in order and joined; with a limit, about that many bytes of them."""
@@ -152,8 +158,12 @@ class Outbox:
         self._nursery.start_soon(self._drain)
 
     async def _drain(self) -> None:
+        if self._nursery is None:
+            self._draining = False
+            return  # stopped before this task first ran
         why = CLOSED_BY_TABLE
         with trio.CancelScope() as waiting:
+            self._drain_scope = waiting
             try:
                 while True:
                     waiting.deadline = trio.current_time() + SEND_TIMEOUT
@@ -164,6 +174,9 @@ class Outbox:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 why = BROKEN
         self._draining = False
+        self._drain_scope = None
+        if self._nursery is None:
+            return  # stopped: the connection is ending, and says why itself
         if waiting.cancelled_caught:
             why = STOPPED_READING
         if why != CLOSED_BY_TABLE or (self._closed and not self._held):

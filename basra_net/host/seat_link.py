@@ -341,23 +341,20 @@ async def _serve_seat(
         await trio.lowlevel.checkpoint()
         if received is None:
             table.welcomed(seat)  # the match may start: its first frames wait in the outbox, written below
-        writing_ended: list[str] = []
-
-        def end_writing(why: str) -> None:
-            writing_ended.append(why)
-            nursery.cancel_scope.cancel()
-
-        async with trio.open_nursery() as nursery:
-            outbox.start(nursery, end_writing)
-            try:
-                lost, last_error = await _relay_inbound(wire, connection, seat, table, outbox)
-            finally:
-                outbox.stop()  # before the nursery closes: the other seat's reader may flush this outbox meanwhile
-            nursery.cancel_scope.cancel()
-        if lost is None and writing_ended and not table.finished.is_set():
+        writing = _WritingEnd()
+        # A task that drains what the socket held back runs beside this one, in the nursery this task
+        # runs in: a nursery of the connection's own would be kept (with its cancel scope) for its whole life.
+        parent = trio.lowlevel.current_task().parent_nursery
+        assert parent is not None
+        outbox.start(parent, writing.end)
+        try:
+            lost, last_error = await _relay_inbound(wire, connection, seat, table, outbox, writing)
+        finally:
+            outbox.stop()  # cancels a draining task: the other seat's reader may flush this outbox meanwhile
+        if lost is None and writing.why is not None and not table.finished.is_set():
             # Writing stopped first (a write that failed or timed out, or the table cut
             # off a seat that stopped reading): the seat is lost all the same.
-            lost = writing_ended[0]
+            lost = writing.why
     if lost is not None:
         table.feed(seat, SeatLost(lost, link))
         table.flush()
@@ -377,11 +374,13 @@ async def _relay_inbound(
     seat: int,
     table: Table,
     outbox: Outbox,
+    writing: "_WritingEnd",
 ) -> tuple[str | None, ProtocolError | None]:
     """Feed the table until the connection ends: each message is applied inline, as it is read.
 
-    Returns why the seat was lost (None when it left on purpose) and the
-    fatal error to report last, if any.  Pings are answered here and never
+    Returns why the seat was lost (None when it left on purpose, or when
+    writing to it ended first: ``writing.why`` says why) and the fatal error
+    to report last, if any.  Pings are answered here and never
     reach the table; a peer silent past the liveness deadline is lost.
     What the table queued for both seats is written when the input read so
     far is used up, just before waiting for more: one write per seat.
@@ -397,6 +396,9 @@ async def _relay_inbound(
         # One cancel scope for each liveness check (seconds apart), not one for each receive:
         # when it ends, the deadlines are checked and a fresh one is opened.
         with trio.CancelScope(deadline=trio.current_time() + liveness.seconds_to_next_check()) as waiting:
+            writing.waiting = waiting
+            if writing.why is not None:
+                waiting.cancel()  # writing ended before this wait began: what was read is taken, then no more
             while True:
                 try:
                     event = connection.next_event()
@@ -450,6 +452,8 @@ async def _relay_inbound(
                     if kind is Error:
                         return f"it reported a fatal error: {event.code}", None
                     return None, None  # it left on purpose; the table has its Leave
+        if writing.why is not None:
+            return None, None
         if frame_deadline is not None and trio.current_time() >= frame_deadline:
             return "an unfinished frame", ProtocolError(TIMEOUT, "a frame was left unfinished")
         if liveness.dead:
@@ -457,6 +461,22 @@ async def _relay_inbound(
         ping = liveness.ping_due()
         if ping is not None and not _queue(outbox, Ping(ping)):
             return "it stopped reading", None
+
+
+class _WritingEnd:
+    """Why writing to a seat ended for good (None while it goes on); ending it cuts the relay's wait short."""
+
+    __slots__ = ("why", "waiting")
+
+    def __init__(self) -> None:
+        self.why: str | None = None
+        self.waiting: trio.CancelScope | None = None  # the relay's current wait
+
+    def end(self, why: str) -> None:
+        if self.why is None:
+            self.why = why
+        if self.waiting is not None:
+            self.waiting.cancel()
 
 
 def _queue(outbox: Outbox, message: Message) -> bool:
