@@ -388,7 +388,7 @@ async def _relay_inbound(
     # Answers to the host's requests are paced by the host itself; what is
     # limited is everything else a peer can send: refused messages, error reports, pings.
     unsolicited = MessageRate()
-    chat_rate = ChatRate()
+    chat_rate: ChatRate | None = None  # made at the first chat line: most seats send none
     liveness = Liveness()
     receive = wire.receive
     frame_deadline: float | None = None  # when the frame that has started must be complete
@@ -407,6 +407,8 @@ async def _relay_inbound(
                     if (kind is Error or kind is Ping) and not unsolicited.allow():
                         raise ProtocolError(RATE_LIMIT, "too many unrequested messages; slow down")
                     if kind is Chat:
+                        if chat_rate is None:
+                            chat_rate = ChatRate()  # full, as one made at the start would be by now
                         verdict = chat_rate.take()
                         if verdict == CHAT_FLOOD:
                             raise ProtocolError(RATE_LIMIT, "chat lines far faster than the host relays them")

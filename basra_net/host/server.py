@@ -323,13 +323,14 @@ class _Door:
     def code(self) -> str | None:
         return self.admission.code
 
-    async def serve(self, stream: trio.SocketStream, seating) -> None:
+    def serve(self, stream: trio.SocketStream, seating) -> Awaitable[None]:
+        """The connection's handling, to await; not a coroutine of its own, which would be one more frame
+        held by every connection for its life."""
         try:
             address = stream.socket.getpeername()[0]
         except OSError:
-            await trio.aclose_forcefully(stream)
-            return
-        await serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls)
+            return trio.aclose_forcefully(stream)
+        return serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls)
 
     def join_options(self) -> str:
         options = "" if self.tls else " --plain"
@@ -339,11 +340,8 @@ class _Door:
 async def _accept(
     listeners: list[trio.SocketListener], table: Table, door: _Door, nursery: trio.Nursery, scope: trio.CancelScope
 ) -> None:
-    async def handle(stream: trio.SocketStream) -> None:
-        await door.serve(stream, table)
-
     with scope:
-        await serve_listeners(handle, listeners, nursery)
+        await serve_listeners(partial(door.serve, seating=table), listeners, nursery)
 
 
 async def serve_listeners(
@@ -567,8 +565,7 @@ async def _serve(
         if settings.resume:
             _resumed_tables(lobby, crashed_tables, identity, settings.grace, say)
 
-        async def handle(stream: trio.SocketStream) -> None:
-            await door.serve(stream, lobby)
+        handle = partial(door.serve, seating=lobby)
 
         accepting, announcing = trio.CancelScope(), trio.CancelScope()  # until the server stops
 
