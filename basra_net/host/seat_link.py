@@ -315,26 +315,8 @@ async def _serve_seat(
     journal = table.journal if isinstance(table.journal, TableLog) else None
     if journal is not None:
         outbox.hold_until_durable(journal)
-    if received is not None:
-        welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
-        first = connection.send(welcome)
-        connection.restore(**left_open)
-        first += b"".join(missed)  # frames exactly as first sent; restore() has set the state they leave
-    else:
-        welcome = table.seat_joined(seat, hello, version, outbox)
-        link = 0
-        first = connection.send(welcome)
+    lost, link = await _welcome(wire, connection, table, seat, hello, version, received, outbox, journal)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
-    lost: str | None = None
-    if journal is not None and not await journal.durable():  # the seat's token, the frames it missed
-        lost = "the server's journal failed"
-    try:
-        # One non-blocking write, as the outbox writes; a deadline and a wait only when the socket holds some back.
-        if lost is None and not wire.write_nowait(first):
-            with trio.fail_after(SEND_TIMEOUT):
-                await wire.drain()
-    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-        lost = "the connection broke during the welcome"
     if lost is None:
         # Every other welcome ready to go is written before the work that follows this one (the relay's
         # start, and the match's when the table is now full).
@@ -366,6 +348,43 @@ async def _serve_seat(
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 pass
     await close_gracefully(stream)
+
+
+async def _welcome(
+    wire: Wire,
+    connection: HostConnection,
+    table: Table,
+    seat: int,
+    hello: Hello,
+    version: int,
+    received: int | None,
+    outbox: Outbox,
+    journal: TableLog | None,
+) -> tuple[str | None, int]:
+    """Seat the connection and write its welcome (and, on a resume, the frames it missed): why the seat
+    was lost meanwhile, or None, and the seat's link.
+
+    A function of its own, so that the welcome and its bytes are not kept for the connection's life.
+    """
+    if received is not None:
+        welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
+        first = connection.send(welcome)
+        connection.restore(**left_open)
+        first += b"".join(missed)  # frames exactly as first sent; restore() has set the state they leave
+    else:
+        welcome = table.seat_joined(seat, hello, version, outbox)
+        link = 0
+        first = connection.send(welcome)
+    if journal is not None and not await journal.durable():  # the seat's token, the frames it missed
+        return "the server's journal failed", link
+    try:
+        # One non-blocking write, as the outbox writes; a deadline and a wait only when the socket holds some back.
+        if not wire.write_nowait(first):
+            with trio.fail_after(SEND_TIMEOUT):
+                await wire.drain()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+        return "the connection broke during the welcome", link
+    return None, link
 
 
 async def _relay_inbound(
