@@ -167,29 +167,47 @@ async def serve_connection(
     if admission is None:
         placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
     else:
-        waiting = admission.gate.enter(address)
-        placed = None
-        try:
-            with waiting.scope:
-                if not await _first_bytes(stream, None if tls is not None else connection):
-                    if tls is None:
-                        await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
-                    return
-                if tls is not None:
-                    secure = await _tls_handshake(stream, tls, handshake_timeout)
-                    if secure is None:
-                        return
-                    stream = secure
-                placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
-        finally:
-            admission.gate.leave(waiting)
-        if waiting.dropped and placed is None:
-            if tls is None:  # over TLS no frame can be sent before TLS is up
-                await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
-            await trio.aclose_forcefully(stream)
-            return
+        stream, placed = await _admit(stream, connection, seating, reserved_seat, handshake_timeout, admission, address, tls)
     if placed is not None:
         await _serve_seat(stream, connection, *placed)
+
+
+async def _admit(
+    stream: trio.abc.Stream,
+    connection: HostConnection,
+    seating: Seating,
+    reserved_seat: int | None,
+    handshake_timeout: float,
+    admission: Admission,
+    address: str,
+    tls: ssl.SSLContext | None,
+) -> tuple[trio.abc.Stream, tuple[Table, int, Hello, int, int | None] | None]:
+    """A connection from the network through the gate, TLS and its handshake: the stream to go on with, and
+    its seat as ``_handshake`` gives it (None when it ended or was refused).
+
+    A function of its own, so that the gate's entry is not kept for the connection's life.
+    """
+    waiting = admission.gate.enter(address)
+    placed = None
+    try:
+        with waiting.scope:
+            if not await _first_bytes(stream, None if tls is not None else connection):
+                if tls is None:
+                    await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
+                return stream, None
+            if tls is not None:
+                secure = await _tls_handshake(stream, tls, handshake_timeout)
+                if secure is None:
+                    return stream, None
+                stream = secure
+            placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
+    finally:
+        admission.gate.leave(waiting)
+    if waiting.dropped and placed is None:
+        if tls is None:  # over TLS no frame can be sent before TLS is up
+            await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
+        await trio.aclose_forcefully(stream)
+    return stream, placed
 
 
 async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | None) -> bool:
