@@ -350,7 +350,7 @@ async def _serve_seat(
         try:
             lost, last_error = await _relay_inbound(wire, connection, seat, table, outbox, writing)
         finally:
-            outbox.stop()  # cancels a draining task: the other seat's reader may flush this outbox meanwhile
+            await outbox.stop()  # ends a draining task: the other seat's reader may flush this outbox meanwhile
         if lost is None and writing.why is not None and not table.finished.is_set():
             # Writing stopped first (a write that failed or timed out, or the table cut
             # off a seat that stopped reading): the seat is lost all the same.
