@@ -14,6 +14,8 @@ DEAD_AFTER = 30.0
 
 
 class Liveness:
+    __slots__ = ("ping_after", "dead_after", "_heard", "_pinged", "_next_id")
+
     def __init__(self, ping_after: float = PING_AFTER, dead_after: float = DEAD_AFTER) -> None:
         self.ping_after, self.dead_after = ping_after, dead_after
         self._heard = trio.current_time()

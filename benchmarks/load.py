@@ -267,13 +267,62 @@ finally:
 """
 
 
-def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None, journal: bool = True) -> Server:
+MEMORY_CENSUS_MODULE = r"""
+import collections, ctypes, gc, runpy, signal, sys, types
+path, tables = sys.argv[1], int(sys.argv[sys.argv.index("--tables") + 1])
+sys.argv = [sys.argv[0], *sys.argv[2:]]
+
+def c_allocator():
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in
+                    ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return "C allocator: no mallinfo2 here"
+    mallinfo2.restype = MallInfo2
+    info = mallinfo2()
+    return f"C allocator: {(info.uordblks + info.hblkhd) >> 10} KB in use, {info.fordblks >> 10} KB free in its heap"
+
+def census(signum, frame):
+    objects = gc.get_objects()
+    by_type = collections.Counter(type(o).__qualname__ for o in objects)
+    chains, frames = collections.Counter(), collections.Counter()
+    awaited = {id(c.cr_await) for c in objects if isinstance(c, types.CoroutineType) and c.cr_await is not None}
+    for c in objects:
+        if isinstance(c, types.CoroutineType):
+            frames[c.cr_code.co_qualname] += sys.getsizeof(c)
+            if id(c) not in awaited:  # the outermost coroutine of a suspended chain
+                names, link = [], c
+                while link is not None and len(names) < 16:
+                    code = getattr(link, "cr_code", None) or getattr(link, "gi_code", None)
+                    names.append(code.co_qualname if code else type(link).__name__)
+                    link = getattr(link, "cr_await", None) or getattr(link, "gi_yieldfrom", None)
+                chains[" > ".join(names)] += 1
+    with open(path, "w") as out:
+        with open("/proc/self/status") as status:
+            rss = next(line.split()[1] for line in status if line.startswith("VmRSS:"))
+        out.write(f"K={tables}: VmRSS {rss} KB; {c_allocator()}; {sys.getallocatedblocks()} Python blocks\n")
+        out.write("\nobjects gc tracks, per table:\n")
+        out.writelines(f"{n / tables:8.1f}  {name}\n" for name, n in by_type.most_common(40))
+        out.write("\ncoroutine frames, bytes per table, by function:\n")
+        out.writelines(f"{size / tables:8.0f}  {name}\n" for name, size in frames.most_common(30))
+        out.write("\nsuspended await chains (outermost first), per table:\n")
+        out.writelines(f"{n / tables:8.2f}  {chain}\n" for chain, n in chains.most_common(15))
+
+signal.signal(signal.SIGUSR1, census)
+runpy.run_module("basra_net.cli", run_name="__main__")
+"""
+
+
+def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None, journal: bool = True,
+               census: str | None = None) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
     # With a profile the host runs under cProfile timed by the process's CPU time, not the wall clock:
     # on a busy machine a wall-clock profile charges a system call with the time other processes ran
     # (a write to loopback wakes its reader, which may take the core at once).  The statistics are
-    # written when the host exits.
-    profiler = ["-c", PROFILED_MODULE, profile] if profile else []
+    # written when the host exits.  With a census the host writes what it holds when told (SIGUSR1).
+    profiler = ["-c", PROFILED_MODULE, profile] if profile else ["-c", MEMORY_CENSUS_MODULE, census] if census else []
     argv = [
         sys.executable, *(profiler or ["-m", "basra_net.cli"]), "serve",
         "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
@@ -468,8 +517,9 @@ class Result:
 class Window:
     """Warm-up, then the measurement window; CPU and RSS sampled at its edges."""
 
-    def __init__(self, warmup: float, seconds: float, pid: int | None) -> None:
+    def __init__(self, warmup: float, seconds: float, pid: int | None, census: bool = False) -> None:
         self.warmup, self.seconds, self.pid = warmup, seconds, pid
+        self.census = census  # the host writes its memory census once its loaded RSS is read
         now = time.perf_counter()
         self.run = Run(start=now + warmup, end=now + warmup + seconds)
 
@@ -497,6 +547,8 @@ class Window:
             result.server_io_calls = (io1[0] - io0[0], io1[1] - io0[1])
             result.other_cpu -= result.server_cpu
             result.loaded_rss_kb = rss_kb(self.pid)
+            if self.census:
+                os.kill(self.pid, signal.SIGUSR1)
         result.seat_phases = ", ".join(f"{n} {phase}" for phase, n in run.seats.items() if n)
         result.welcome_waits = run.welcome_waits
         result.tables_playing = run.seats.get("in a match", 0) / 2
@@ -682,8 +734,8 @@ async def host_seat(port: int, transport: Transport, table: HostTable, index: in
 
 
 async def drive_host(port: int, pid: int, transport: Transport, tables: int, interval: float, warmup: float,
-                     seconds: float, result: Result, ramp: float) -> None:
-    window = Window(warmup + ramp, seconds, pid)
+                     seconds: float, result: Result, ramp: float, census: bool = False) -> None:
+    window = Window(warmup + ramp, seconds, pid, census)
     async with trio.open_nursery() as nursery:
         for i in range(tables):
             table = HostTable(f"t{i + 1}", interval)
@@ -804,13 +856,16 @@ def measure_host(tables: int, mode: str, tls: bool, journal: bool, args: argpars
         profile = None
         if args.profile_host:
             profile = f"{args.profile_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.prof"
-        server = start_host(tables, args.target, home, tls, profile, journal)
+        census = None
+        if args.memory_host:
+            census = f"{args.memory_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.memory"
+        server = start_host(tables, args.target, home, tls, profile, journal, census)
         if journal:
             result.journal_path = Path(home) / "journals" / f"serve-{server.port}.journal"
         try:
             result.idle_rss_kb = idle_rss(server.pid)
             trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
-                     result, ramp_for(tables, args))
+                     result, ramp_for(tables, args), census is not None)
             result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
         finally:
             server.stop()
@@ -1050,6 +1105,11 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
     parser.add_argument("--profile-host", metavar="DIR",
                         help="run the host under cProfile, timed by its CPU time, and write its statistics to DIR/host-K-MODE-LINK.prof"
                              " (profiling slows the host: its figures are then not comparable)")
+    parser.add_argument("--memory-host", metavar="DIR",
+                        help="once the host's loaded RSS is read, have it write what it holds, per table, to"
+                             " DIR/host-K-MODE-LINK.memory: objects by type, coroutine frames by function, the await"
+                             " chains its tasks are suspended in, the C allocator's use (the memory figure itself is"
+                             " read before; the census's own allocations show only in the RSS once the load stopped)")
     parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
     return parser
 

@@ -135,6 +135,8 @@ class HandshakeGate:
 class MessageRate:
     """A token bucket: a burst is allowed, a sustained flood is not."""
 
+    __slots__ = ("per_second", "burst", "_clock", "_tokens", "_last")
+
     def __init__(
         self, per_second: float = MESSAGES_PER_SECOND, burst: float = MESSAGE_BURST, clock: Callable[[], float] = trio.current_time
     ) -> None:
@@ -251,6 +253,8 @@ CHAT_FLOOD = "flood"  # past the hard bound: the connection ends
 
 class ChatRate:
     """What becomes of each chat line a seat sends: relayed, dropped (told once per run), or a flood."""
+
+    __slots__ = ("_lines", "_drops", "_told")
 
     def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
         self._lines = MessageRate(CHAT_PER_SECOND, CHAT_BURST, clock)

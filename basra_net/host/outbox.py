@@ -63,6 +63,8 @@ class Outbox:
         self._nursery: trio.Nursery | None = None  # set by start: writing has begun
         self._on_end: Callable[[str], None] | None = None
         self._draining = False  # a task waits for the socket to take the backlog
+        self._drain_scope: trio.CancelScope | None = None  # that task's, for stop to cancel
+        self._drained: trio.Event | None = None  # set when that task has ended, for stop to wait on
         self._ended = False
 
     # --- the table's side, as on a trio channel ---------------------------------------------
@@ -127,9 +129,18 @@ class Outbox:
         self._on_end = on_end
         self.flush()
 
-    def stop(self) -> None:
-        """Writing is over (the connection is ending): what the table queues from now on is not written."""
+    async def stop(self) -> None:
+        """Writing is over (the connection is ending): what the table queues from now on is not written.
+
+        A task still draining is cancelled, and waited for as a nursery would: the connection's own
+        close then writes what is left, with no other task on its socket.
+        """
         self._nursery = None
+        if self._draining and self._drained is not None:
+            if self._drain_scope is not None:
+                self._drain_scope.cancel()
+            with trio.CancelScope(shield=True):
+                await self._drained.wait()
 
     def _take(self, limit: int | None) -> bytes:
         """The queued frames, checked in order and joined; with a limit, about that many bytes of them."""
@@ -149,21 +160,34 @@ class Outbox:
     def _start_draining(self) -> None:
         assert self._nursery is not None
         self._draining = True
+        self._drained = trio.Event()
         self._nursery.start_soon(self._drain)
 
     async def _drain(self) -> None:
         why = CLOSED_BY_TABLE
-        with trio.CancelScope() as waiting:
-            try:
-                while True:
-                    waiting.deadline = trio.current_time() + SEND_TIMEOUT
-                    await self.wire.drain()
-                    if not self._queue:
-                        break
-                    self.wire.write_nowait(self._take(SEND_BATCH))
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                why = BROKEN
-        self._draining = False
+        waiting = trio.CancelScope()
+        try:
+            if self._nursery is None:
+                return  # stopped before this task first ran
+            with waiting:
+                self._drain_scope = waiting
+                try:
+                    while True:
+                        waiting.deadline = trio.current_time() + SEND_TIMEOUT
+                        await self.wire.drain()
+                        if not self._queue or self._nursery is None:
+                            break
+                        self.wire.write_nowait(self._take(SEND_BATCH))
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    why = BROKEN
+        finally:
+            self._draining = False
+            self._drain_scope = None
+            drained, self._drained = self._drained, None
+            assert drained is not None
+            drained.set()
+        if self._nursery is None:
+            return  # stopped: the connection is ending, and says why itself
         if waiting.cancelled_caught:
             why = STOPPED_READING
         if why != CLOSED_BY_TABLE or (self._closed and not self._held):

@@ -167,29 +167,47 @@ async def serve_connection(
     if admission is None:
         placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
     else:
-        waiting = admission.gate.enter(address)
-        placed = None
-        try:
-            with waiting.scope:
-                if not await _first_bytes(stream, None if tls is not None else connection):
-                    if tls is None:
-                        await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
-                    return
-                if tls is not None:
-                    secure = await _tls_handshake(stream, tls, handshake_timeout)
-                    if secure is None:
-                        return
-                    stream = secure
-                placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
-        finally:
-            admission.gate.leave(waiting)
-        if waiting.dropped and placed is None:
-            if tls is None:  # over TLS no frame can be sent before TLS is up
-                await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
-            await trio.aclose_forcefully(stream)
-            return
+        stream, placed = await _admit(stream, connection, seating, reserved_seat, handshake_timeout, admission, address, tls)
     if placed is not None:
         await _serve_seat(stream, connection, *placed)
+
+
+async def _admit(
+    stream: trio.abc.Stream,
+    connection: HostConnection,
+    seating: Seating,
+    reserved_seat: int | None,
+    handshake_timeout: float,
+    admission: Admission,
+    address: str,
+    tls: ssl.SSLContext | None,
+) -> tuple[trio.abc.Stream, tuple[Table, int, Hello, int, int | None] | None]:
+    """A connection from the network through the gate, TLS and its handshake: the stream to go on with, and
+    its seat as ``_handshake`` gives it (None when it ended or was refused).
+
+    A function of its own, so that the gate's entry is not kept for the connection's life.
+    """
+    waiting = admission.gate.enter(address)
+    placed = None
+    try:
+        with waiting.scope:
+            if not await _first_bytes(stream, None if tls is not None else connection):
+                if tls is None:
+                    await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
+                return stream, None
+            if tls is not None:
+                secure = await _tls_handshake(stream, tls, handshake_timeout)
+                if secure is None:
+                    return stream, None
+                stream = secure
+            placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, admission, address)
+    finally:
+        admission.gate.leave(waiting)
+    if waiting.dropped and placed is None:
+        if tls is None:  # over TLS no frame can be sent before TLS is up
+            await _refuse(stream, connection, ProtocolError(BUSY, "too many connections are joining at once; try again soon"))
+        await trio.aclose_forcefully(stream)
+    return stream, placed
 
 
 async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | None) -> bool:
@@ -315,49 +333,28 @@ async def _serve_seat(
     journal = table.journal if isinstance(table.journal, TableLog) else None
     if journal is not None:
         outbox.hold_until_durable(journal)
-    if received is not None:
-        welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
-        first = connection.send(welcome)
-        connection.restore(**left_open)
-        first += b"".join(missed)  # frames exactly as first sent; restore() has set the state they leave
-    else:
-        welcome = table.seat_joined(seat, hello, version, outbox)
-        link = 0
-        first = connection.send(welcome)
+    lost, link = await _welcome(wire, connection, table, seat, hello, version, received, outbox, journal)
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
-    lost: str | None = None
-    if journal is not None and not await journal.durable():  # the seat's token, the frames it missed
-        lost = "the server's journal failed"
-    try:
-        # One non-blocking write, as the outbox writes; a deadline and a wait only when the socket holds some back.
-        if lost is None and not wire.write_nowait(first):
-            with trio.fail_after(SEND_TIMEOUT):
-                await wire.drain()
-    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-        lost = "the connection broke during the welcome"
     if lost is None:
         # Every other welcome ready to go is written before the work that follows this one (the relay's
         # start, and the match's when the table is now full).
         await trio.lowlevel.checkpoint()
         if received is None:
             table.welcomed(seat)  # the match may start: its first frames wait in the outbox, written below
-        writing_ended: list[str] = []
-
-        def end_writing(why: str) -> None:
-            writing_ended.append(why)
-            nursery.cancel_scope.cancel()
-
-        async with trio.open_nursery() as nursery:
-            outbox.start(nursery, end_writing)
-            try:
-                lost, last_error = await _relay_inbound(wire, connection, seat, table, outbox)
-            finally:
-                outbox.stop()  # before the nursery closes: the other seat's reader may flush this outbox meanwhile
-            nursery.cancel_scope.cancel()
-        if lost is None and writing_ended and not table.finished.is_set():
+        writing = _WritingEnd()
+        # A task that drains what the socket held back runs beside this one, in the nursery this task
+        # runs in: a nursery of the connection's own would be kept (with its cancel scope) for its whole life.
+        parent = trio.lowlevel.current_task().parent_nursery
+        assert parent is not None
+        outbox.start(parent, writing.end)
+        try:
+            lost, last_error = await _relay_inbound(wire, connection, seat, table, outbox, writing)
+        finally:
+            await outbox.stop()  # ends a draining task: the other seat's reader may flush this outbox meanwhile
+        if lost is None and writing.why is not None and not table.finished.is_set():
             # Writing stopped first (a write that failed or timed out, or the table cut
             # off a seat that stopped reading): the seat is lost all the same.
-            lost = writing_ended[0]
+            lost = writing.why
     if lost is not None:
         table.feed(seat, SeatLost(lost, link))
         table.flush()
@@ -371,17 +368,56 @@ async def _serve_seat(
     await close_gracefully(stream)
 
 
+async def _welcome(
+    wire: Wire,
+    connection: HostConnection,
+    table: Table,
+    seat: int,
+    hello: Hello,
+    version: int,
+    received: int | None,
+    outbox: Outbox,
+    journal: TableLog | None,
+) -> tuple[str | None, int]:
+    """Seat the connection and write its welcome (and, on a resume, the frames it missed): why the seat
+    was lost meanwhile, or None, and the seat's link.
+
+    A function of its own, so that the welcome and its bytes are not kept for the connection's life.
+    """
+    if received is not None:
+        welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
+        first = connection.send(welcome)
+        connection.restore(**left_open)
+        first += b"".join(missed)  # frames exactly as first sent; restore() has set the state they leave
+    else:
+        welcome = table.seat_joined(seat, hello, version, outbox)
+        link = 0
+        first = connection.send(welcome)
+    if journal is not None and not await journal.durable():  # the seat's token, the frames it missed
+        return "the server's journal failed", link
+    try:
+        # One non-blocking write, as the outbox writes; a deadline and a wait only when the socket holds some back.
+        if not wire.write_nowait(first):
+            with trio.fail_after(SEND_TIMEOUT):
+                await wire.drain()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+        return "the connection broke during the welcome", link
+    return None, link
+
+
 async def _relay_inbound(
     wire: Wire,
     connection: HostConnection,
     seat: int,
     table: Table,
     outbox: Outbox,
+    writing: "_WritingEnd",
 ) -> tuple[str | None, ProtocolError | None]:
     """Feed the table until the connection ends: each message is applied inline, as it is read.
 
-    Returns why the seat was lost (None when it left on purpose) and the
-    fatal error to report last, if any.  Pings are answered here and never
+    Returns why the seat was lost (None when it left on purpose, or when
+    writing to it ended first: ``writing.why`` says why) and the fatal error
+    to report last, if any.  Pings are answered here and never
     reach the table; a peer silent past the liveness deadline is lost.
     What the table queued for both seats is written when the input read so
     far is used up, just before waiting for more: one write per seat.
@@ -389,7 +425,7 @@ async def _relay_inbound(
     # Answers to the host's requests are paced by the host itself; what is
     # limited is everything else a peer can send: refused messages, error reports, pings.
     unsolicited = MessageRate()
-    chat_rate = ChatRate()
+    chat_rate: ChatRate | None = None  # made at the first chat line: most seats send none
     liveness = Liveness()
     receive = wire.receive
     frame_deadline: float | None = None  # when the frame that has started must be complete
@@ -397,6 +433,9 @@ async def _relay_inbound(
         # One cancel scope for each liveness check (seconds apart), not one for each receive:
         # when it ends, the deadlines are checked and a fresh one is opened.
         with trio.CancelScope(deadline=trio.current_time() + liveness.seconds_to_next_check()) as waiting:
+            writing.waiting = waiting
+            if writing.why is not None:
+                waiting.cancel()  # writing ended before this wait began: what was read is taken, then no more
             while True:
                 try:
                     event = connection.next_event()
@@ -405,6 +444,8 @@ async def _relay_inbound(
                     if (kind is Error or kind is Ping) and not unsolicited.allow():
                         raise ProtocolError(RATE_LIMIT, "too many unrequested messages; slow down")
                     if kind is Chat:
+                        if chat_rate is None:
+                            chat_rate = ChatRate()  # full, as one made at the start would be by now
                         verdict = chat_rate.take()
                         if verdict == CHAT_FLOOD:
                             raise ProtocolError(RATE_LIMIT, "chat lines far faster than the host relays them")
@@ -450,6 +491,8 @@ async def _relay_inbound(
                     if kind is Error:
                         return f"it reported a fatal error: {event.code}", None
                     return None, None  # it left on purpose; the table has its Leave
+        if writing.why is not None:
+            return None, None
         if frame_deadline is not None and trio.current_time() >= frame_deadline:
             return "an unfinished frame", ProtocolError(TIMEOUT, "a frame was left unfinished")
         if liveness.dead:
@@ -457,6 +500,22 @@ async def _relay_inbound(
         ping = liveness.ping_due()
         if ping is not None and not _queue(outbox, Ping(ping)):
             return "it stopped reading", None
+
+
+class _WritingEnd:
+    """Why writing to a seat ended for good (None while it goes on); ending it cuts the relay's wait short."""
+
+    __slots__ = ("why", "waiting")
+
+    def __init__(self) -> None:
+        self.why: str | None = None
+        self.waiting: trio.CancelScope | None = None  # the relay's current wait
+
+    def end(self, why: str) -> None:
+        if self.why is None:
+            self.why = why
+        if self.waiting is not None:
+            self.waiting.cancel()
 
 
 def _queue(outbox: Outbox, message: Message) -> bool:

@@ -323,9 +323,10 @@ class _Door:
     def code(self) -> str | None:
         return self.admission.code
 
-    async def serve(self, stream: trio.SocketStream, address: str, seating) -> None:
-        """Serve a connection from the network; ``address`` is its peer's, as the accept returned it."""
-        await serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls)
+    def serve(self, stream: trio.SocketStream, address: str, seating) -> Awaitable[None]:
+        """The handling of a connection from the network, to await; ``address`` is its peer's, as the accept returned
+        it.  Not a coroutine of its own, which would be one more frame held by every connection for its life."""
+        return serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls)
 
     def join_options(self) -> str:
         options = "" if self.tls else " --plain"
@@ -335,11 +336,8 @@ class _Door:
 async def _accept(
     listeners: list[trio.SocketListener], table: Table, door: _Door, nursery: trio.Nursery, scope: trio.CancelScope
 ) -> None:
-    async def handle(stream: trio.SocketStream, address: str) -> None:
-        await door.serve(stream, address, table)
-
     with scope:
-        await serve_listeners(handle, listeners, nursery)
+        await serve_listeners(partial(door.serve, seating=table), listeners, nursery)
 
 
 async def serve_listeners(
@@ -563,8 +561,7 @@ async def _serve(
         if settings.resume:
             _resumed_tables(lobby, crashed_tables, identity, settings.grace, say)
 
-        async def handle(stream: trio.SocketStream, address: str) -> None:
-            await door.serve(stream, address, lobby)
+        handle = partial(door.serve, seating=lobby)
 
         accepting, announcing = trio.CancelScope(), trio.CancelScope()  # until the server stops
 

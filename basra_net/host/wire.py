@@ -138,7 +138,13 @@ class TlsSocket(SocketWire, trio.abc.Stream):
             if plaintext or self._peer_closed:
                 return plaintext
         while True:
-            data = await SocketWire.receive(self)
+            # SocketWire.receive's wait and read, inline: a connection's task waits here for its life,
+            # and each coroutine in the chain it waits on is a frame held that long.
+            await trio.lowlevel.wait_readable(self.socket)
+            try:
+                data = os.read(self._fd, RECEIVE_SIZE)
+            except BlockingIOError:
+                continue  # woken without data after all
             if data:
                 self._incoming.write(data)
             else:

@@ -132,6 +132,25 @@ async def test_what_the_socket_refuses_drains_in_order_in_a_task_that_ends_with_
     assert received == [big] * (OUTBOX_SIZE // 2) + [Ping(i) for i in range(OUTBOX_SIZE // 2)] + [Ping(1000)]
 
 
+async def test_stopping_the_outbox_ends_its_draining_task_and_leaves_the_backlog_to_the_connection():
+    """The draining task runs in a nursery the connection does not own: stop ends it and waits for it, without reporting an end."""
+    host_end, peer = _socket_pair(host_buffer=4096)  # nothing is read from peer
+    outbox = Outbox(OUTBOX_SIZE, _seated(), host_end)
+    ended: list[str] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            outbox.start(nursery, ended.append)
+            for _ in range(OUTBOX_SIZE // 2):
+                outbox.send_nowait(outgoing(Error("x", "y" * MAX_TEXT)))
+            outbox.flush()
+            assert len(nursery.child_tasks) == 1  # the socket took only part: a task drains the rest
+            await trio.testing.wait_all_tasks_blocked()
+            await outbox.stop()
+            assert not nursery.child_tasks  # ended before stop returned, as a nursery's task would be
+    assert ended == []
+    assert outbox.wire.backlog  # what the socket did not take is left for the connection's close
+
+
 async def test_over_a_stream_that_is_not_a_socket_frames_go_out_through_a_task_in_order():
     """A memory stream has no socket to write to at once: each flush hands its frames to a task that sends them."""
     messages: list[Message] = [Error("bad_message", f"{i:04} " + "y" * (MAX_TEXT - 5)) for i in range(40)]

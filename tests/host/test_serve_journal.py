@@ -314,6 +314,30 @@ async def test_a_slow_disk_moves_the_commits_to_a_worker_thread_and_a_fast_one_b
     assert tables == {"1": [{"type": "play", "n": n} for n in range(46)]}
 
 
+async def test_a_resumed_journal_keeps_each_open_tables_records_through_a_rotation(tmp_path):
+    """The records read back when the log is resumed are the ones a later rotation copies, each one whole."""
+    path = tmp_path / "serve.journal"
+    journal = ServeJournal.create(path, HEADER)
+    over, open_ = journal.open_table(_table_header(1)), journal.open_table(_table_header(2))
+    records = [{"type": "play", "n": n, "padding": bytes(n)} for n in range(20)]
+    for record in records:
+        open_.append(record)
+        over.append({"type": "play", "n": 0, "padding": bytes(200)})
+    await _commit_all(journal)
+    over.close()
+    await _commit_all(journal)
+    journal.close()
+    again, tables = _resume(path, rotate_at=1024)
+    assert tables == {"2": records}
+    (log,) = again._tables.values()
+    log.append({"type": "play", "n": 20})  # the file is past rotate_at: this batch replaces it
+    await _commit_all(again)
+    again.close()
+    _, tables = _resume(path)
+    assert tables == {"2": records + [{"type": "play", "n": 20}]}
+    assert path.stat().st_size < 2048
+
+
 async def test_a_journal_with_no_table_left_is_removed_when_closed(tmp_path):
     path = tmp_path / "serve.journal"
     journal = ServeJournal.create(path, HEADER)
