@@ -44,7 +44,7 @@ def main() -> int:
                         help="with --max-other: seconds to wait before measuring again (default 20)")
     args = parser.parse_args()
     # What load.py's measure functions read.
-    args.rate, args.ramp, args.one_address, args.profile_host = 10.0, 0.0, False, None
+    args.rate, args.ramp, args.one_address, args.profile_host, args.memory_host = 10.0, 0.0, False, None, None
     random.seed(1)
     choices = [c for c in args.transport.split(",") if c]
     if not choices or not set(choices) <= {"auto", "tls", "plain"}:

@@ -8,6 +8,7 @@ seen.  Outcomes only: the figures are the benchmark's.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,3 +50,13 @@ def test_the_generator_drives_the_relay_over_the_same_transport(tls, args):
     # Each relayed play is one frame sent.  A play counts in the window when it arrives, its frame when sent:
     # at each end of the window one play a pair may be in flight.
     assert result.plays - pairs <= result.frames_to_server <= result.plays + pairs
+
+
+def test_the_single_table_benchmark_runs_on_the_generators_measure_functions():
+    """benchmarks/single_table.py builds its own arguments for load.py's functions: it stays in step with them."""
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "single_table.py"), "--seconds", "1", "--warmup", "0.5", "--transport", "plain"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "single table, plain TCP: move to opponent's update p50" in run.stdout, run.stdout
