@@ -942,4 +942,3 @@ ANSWERS = (Play, Seed, Sig, HiddenPlay, Lock, Open, Audit)
 def _clip(text: str, limit: int) -> str:
     """The engine lists every allowed capture; a long list is cut to what a message may carry."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
