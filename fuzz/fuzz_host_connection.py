@@ -142,12 +142,13 @@ class Snapshot:
     open_request: int | None
     closed: bool
     answered_request: int | None = None  # the last request a play was taken for: a repeat of it is dropped
+    seed_taken: Seed | None = None  # the last seed taken: the same again is dropped
 
     @classmethod
     def of(cls, connection: HostConnection) -> "Snapshot":
         return cls(
             connection.hello is not None, connection.awaiting_confirm, connection.seat, connection.awaiting_seed,
-            connection.open_request, connection.closed, connection.answered_request,
+            connection.open_request, connection.closed, connection.answered_request, connection.seed_taken,
         )
 
 
@@ -168,6 +169,8 @@ def expected_answer(state: Snapshot, message: Message) -> str | None:
         return None
     # What the match allows: a seed answers the open commitment, a play the open request.
     if isinstance(message, Seed):
+        if message == state.seed_taken:
+            return DROPPED  # a seed sent again after a resume (section 6.7; 5.8, rule 6)
         return None if state.awaiting_seed == message.game else UNEXPECTED
     if isinstance(message, (Lock, Open, Audit)):
         return None  # the hidden deal's steps: the table, not the connection, knows which are owed
@@ -198,7 +201,8 @@ def after_accepting(state: Snapshot, message: Message) -> Snapshot:
     elif isinstance(message, Leave) or (isinstance(message, Error) and message.code in FATAL_CODES):
         closed = True
     answered = message.request if isinstance(message, (Play, HiddenPlay)) else state.answered_request
-    return Snapshot(hello, confirm, seat, seed, request, closed, answered)
+    taken = message if isinstance(message, Seed) else state.seed_taken
+    return Snapshot(hello, confirm, seat, seed, request, closed, answered, taken)
 
 
 class Harness:
