@@ -98,6 +98,10 @@ _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 # A folder fsync the file system does not do; anything else is a failed write.
 _NO_FOLDER_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
 _O_BINARY = getattr(os, "O_BINARY", 0)
+# One packer for every record: packb would make a new one each time, and a packer kept by each table's
+# encoder would hold a page of memory per table.  Only values _unfit has passed are packed, so pack()
+# runs in C without calling back into Python or releasing the GIL: a commit in a worker thread may share it.
+_PACKER = msgpack.Packer(use_bin_type=True)
 
 
 class JournalError(Exception):
@@ -412,7 +416,7 @@ def nested_record_encoder(fixed: dict, key: str) -> Callable[[dict], bytes]:
         problem = _unfit(value, 2)
         if problem is not None:
             raise ValueError(f"this journal record {problem}")
-        body = head + msgpack.packb(value, use_bin_type=True)
+        body = head + _PACKER.pack(value)
         if len(body) > MAX_RECORD:
             raise ValueError(f"this journal record takes {len(body)} bytes; a record holds at most {MAX_RECORD}")
         return body
@@ -431,7 +435,7 @@ def _encode(record: Any, what: str) -> bytes:
     problem = _unfit(record)
     if problem is not None:
         raise ValueError(f"this journal {what} {problem}")
-    body = msgpack.packb(record, use_bin_type=True)
+    body = _PACKER.pack(record)
     if len(body) > MAX_RECORD:
         raise ValueError(f"this journal {what} takes {len(body)} bytes; a record holds at most {MAX_RECORD}")
     return body
@@ -439,6 +443,25 @@ def _encode(record: Any, what: str) -> bytes:
 
 def _unfit(value: Any, level: int = 1) -> str | None:
     """Why value cannot be in a journal record at this level (the record's map is level 1), or None."""
+    if type(value) is dict and level < MAX_DEPTH - 1:
+        # A record's usual shape (str keys; plain scalars, or lists of them) is checked in one loop with no
+        # call per value; anything else, and anything unfit, is walked below, which says what is wrong.
+        for key, item in value.items():
+            kind = type(item)
+            if type(key) is not str:
+                break
+            if kind in _PLAIN_SCALARS or (kind is int and _INT_MIN <= item <= _INT_MAX):
+                continue
+            if kind is list:
+                for inner in item:
+                    kind = type(inner)
+                    if not (kind in _PLAIN_SCALARS or (kind is int and _INT_MIN <= inner <= _INT_MAX)):
+                        break
+                else:
+                    continue
+            break
+        else:
+            return None
     if level > MAX_DEPTH:
         return f"nests values more than {MAX_DEPTH} levels deep"
     if value is None or isinstance(value, (bool, str, bytes)):

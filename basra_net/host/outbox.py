@@ -13,10 +13,11 @@ table.
 
 Under `basra serve` the table's journal commits records in groups
 (serve_journal.py), so a frame may be queued before the record it follows
-from is on disk.  Such frames are held, in order, each marked with the
-journal position it waits for, until the journal reports that position
+from is on disk.  Such frames are held, in order, in runs marked with the
+journal position they wait for, until the journal reports that position
 durable (``release``); neither ``flush`` nor the draining task sees them
-before.
+before.  The journal is asked to watch the outbox once, as it starts
+holding, not for every frame.
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ class Durability(Protocol):
         ...
 
     def watch(self, outbox: "Outbox") -> None:
-        """Call ``outbox.release`` once what it holds may go out."""
+        """Call ``outbox.release`` at each commit until it returns False (nothing left held).
+
+        The outbox asks once, as it starts holding frames, not for each frame it holds.
+        """
         ...
 
 
@@ -58,8 +62,10 @@ class Outbox:
         self._queue: list[tuple[Message | None, bytes]] = []
         self._closed = False
         self._journal: Durability | None = None
-        # (journal position, item): frames waiting for records to reach the disk.
-        self._held: list[tuple[int, tuple[Message | None, bytes]]] = []
+        # Frames waiting for records to reach the disk, in order, in runs that wait for the same journal
+        # position: (position, index in _held of the run's first frame), positions rising.
+        self._held: list[tuple[Message | None, bytes]] = []
+        self._held_runs: list[tuple[int, int]] = []
         self._nursery: trio.Nursery | None = None  # set by start: writing has begun
         self._on_end: Callable[[str], None] | None = None
         self._draining = False  # a task waits for the socket to take the backlog
@@ -80,22 +86,36 @@ class Outbox:
             raise trio.WouldBlock  # the peer has stopped reading
         if self._journal is not None:
             position = self._journal.unsynced()
-            if position or self._held:  # behind a held frame, even when its own record is on disk
-                self._held.append((position, item))
-                self._journal.watch(self)
+            held = self._held
+            if held:  # behind a held frame, even when its own record is on disk
+                if position > self._held_runs[-1][0]:
+                    self._held_runs.append((position, len(held)))
+                held.append(item)
+                return
+            if position:
+                self._held_runs.append((position, 0))
+                held.append(item)
+                self._journal.watch(self)  # once for the run: the journal releases until nothing is held
                 return
         self._queue.append(item)
 
     def release(self, durable: int) -> bool:
         """The journal is on disk up to position ``durable``: send what waited for it; True while more is held."""
-        held = self._held
+        runs = self._held_runs
         ready = 0
-        while ready < len(held) and held[ready][0] <= durable:
+        while ready < len(runs) and runs[ready][0] <= durable:
             ready += 1
-        self._queue.extend(item for _, item in held[:ready])
-        del held[:ready]
+        if ready == len(runs):
+            self._queue += self._held
+            self._held.clear()
+            runs.clear()
+        elif ready:
+            first = runs[ready][1]  # the first frame still held
+            self._queue += self._held[:first]
+            del self._held[:first]
+            self._held_runs = [(position, start - first) for position, start in runs[ready:]]
         self.flush()
-        return bool(held)
+        return bool(self._held)
 
     def close(self) -> None:
         """No more frames: once what is queued and held is written, the connection ends."""

@@ -22,8 +22,9 @@ interpreter passed between the two threads at every system call), and
 delayed the commit while either thread waited for that lock.  A disk whose
 commits take longer than SLOW_SYNC on average would stall every table's
 pings and handshakes with them, so its commits run in a worker thread
-until the average is back below; so does rotation, which copies every open
-table's records.  A record's position
+until the average is back below (each commit timed where it runs: the
+disk's time, not the loop's delay in taking up a commit made in the worker
+thread); so does rotation, which copies every open table's records.  A record's position
 in the log orders it; whatever a table sends after writing a record waits
 in its seat's outbox (outbox.py) until the log is on disk up to that
 position, and a new or resumed seat's welcome waits the same way
@@ -61,7 +62,7 @@ MAX_BATCH = MAX_RECORD // 2  # bytes of table records in one batch, so that a ba
 MAX_TABLE_RECORD = MAX_BATCH // 4  # a table's record is a few hundred bytes; this much is refused as a fault
 ROTATE_AT = 64 << 20  # bytes after which the open tables' records are copied to a fresh file
 GATHER_AT_MOST = 0.002  # seconds a batch waits, at most, for the tables the last batch released
-SLOW_SYNC = 0.002  # seconds a commit takes on average, past which the loop no longer stands still for one
+SLOW_SYNC = 0.002  # seconds a commit's write and fsync take on average, past which the loop no longer stands still for one
 
 
 class ServeJournal:
@@ -171,24 +172,35 @@ class ServeJournal:
 
     async def run(self) -> None:
         """Commit queued records in batches until cancelled; a failed write stops the journal (``on_failure``)."""
+        clock = trio.lowlevel.current_clock()
         while self.failure is None:
             await self._gather()
             if not self._pending:
                 self._work = trio.Event()
                 await self._work.wait()
             batch, tables, position, snapshot = self._take_batch()
-            started = trio.current_time()
             try:
                 if snapshot is None and self._sync_time < SLOW_SYNC:
-                    self._write(batch, None)
+                    took = self._timed_write(clock, batch, None)
                 else:
                     # A cancel waits for the write: what is durable depends on how it ends.
-                    await trio.to_thread.run_sync(self._write, batch, snapshot, thread_name="basra journal")
+                    took = await trio.to_thread.run_sync(self._timed_write, clock, batch, snapshot, thread_name="basra journal")
             except JournalError as err:
                 self._fail(str(err))
                 return
-            self._sync_time += (trio.current_time() - started - self._sync_time) / 8
+            self._sync_time += (took - self._sync_time) / 8
             self._committed(position, tables)
+
+    def _timed_write(self, clock: trio.abc.Clock, batch: list[bytes], snapshot: list[bytes] | None) -> float:
+        """``_write``, and the seconds it took on trio's clock, timed where it runs.
+
+        The disk's own time: a commit made in a worker thread is taken up again
+        only when the loop next gets to it, and a busy loop's wait counted as the
+        disk's would keep the commits in the worker thread after the disk is fast again.
+        """
+        started = clock.current_time()
+        self._write(batch, snapshot)
+        return clock.current_time() - started
 
     async def _gather(self) -> None:
         """Wait a little for the tables the last commit released, when they usually answer that soon.

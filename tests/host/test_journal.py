@@ -565,6 +565,23 @@ def test_the_deepest_and_largest_allowed_records_are_taken(tmp_path):
     assert load_journal(path) == (HEADER, [{"type": "deep", "v": deep}, biggest])
 
 
+@pytest.mark.parametrize("maps, fits", [(29, True), (30, False)])
+def test_a_list_in_maps_nested_to_the_limit_is_taken_and_one_level_deeper_is_refused(tmp_path, maps, fits):
+    """Maps inside the record's map, the innermost holding a list of scalars: those scalars at level 32 fit, at 33 they do not."""
+    record: dict = {"v": [1, "two", None]}
+    for _ in range(maps - 1):
+        record = {"m": record}
+    record = {"type": "deep", "m": record}  # the record's map is level 1, its maps 2 to maps + 1, the list's items maps + 3
+    path = tmp_path / "match.journal"
+    with JournalWriter.create(path, HEADER) as writer:
+        if fits:
+            writer.append(record)
+        else:
+            with pytest.raises(ValueError, match="levels deep"):
+                writer.append(record)
+    assert load_journal(path) == (HEADER, [record] if fits else [])
+
+
 def test_each_append_is_written_then_fsynced_before_it_returns(tmp_path, monkeypatch):
     calls = []
     real_write, real_fsync = os.write, os.fsync

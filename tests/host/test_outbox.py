@@ -290,3 +290,19 @@ async def test_a_table_started_after_both_seats_are_taken_writes_the_matchs_firs
                     assert event is None, event
                     connection.receive_data(await peer.receive_some())
             nursery.cancel_scope.cancel()
+
+
+async def test_an_outbox_asks_the_journal_to_watch_it_once_for_each_run_of_held_frames():
+    """The journal releases a watched outbox at each commit until nothing is held: one request covers every frame held meanwhile."""
+    host_end, _ = _socket_pair()
+    outbox = Outbox(OUTBOX_SIZE, _seated(), host_end)
+    journal = _Journal()
+    outbox.hold_until_durable(journal)
+    for ping in range(3):
+        outbox.send_nowait(outgoing(Ping(ping)))
+    assert journal.watching == [outbox]
+    assert not outbox.release(1)  # nothing left held: the journal stops watching
+    journal.position = 2
+    outbox.send_nowait(outgoing(Ping(3)))
+    assert journal.watching == [outbox, outbox]  # held again: watched again
+    assert not outbox.release(2)

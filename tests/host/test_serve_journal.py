@@ -314,6 +314,47 @@ async def test_a_slow_disk_moves_the_commits_to_a_worker_thread_and_a_fast_one_b
     assert tables == {"1": [{"type": "play", "n": n} for n in range(46)]}
 
 
+async def test_a_busy_loop_does_not_keep_the_commits_in_a_worker_thread_once_the_disk_is_fast(tmp_path, monkeypatch):
+    """A commit's time is the disk's: not the wait until a loop busy with other tables takes up a commit the worker thread made."""
+    journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
+    log = journal.open_table(_table_header(1))
+    written_in = []
+    disk_time = [0.01]
+    write = journal._write
+
+    def write_on_the_disk(*batch) -> None:
+        written_in.append(threading.get_ident())
+        time.sleep(disk_time[0])
+        write(*batch)
+
+    async def busy_loop() -> None:
+        while True:
+            time.sleep(0.004)  # other tables' work: the loop takes up nothing else meanwhile
+            await trio.sleep(0)
+
+    journal._write = write_on_the_disk
+    loop_thread = threading.get_ident()
+    for n in range(6):
+        log.append({"type": "play", "n": n})
+        await _commit_all(journal)
+    assert written_in[-1] != loop_thread  # the slow disk's commits went to a worker thread
+    disk_time[0] = 0
+    # A disk that syncs at once (on a machine busy with other work a real sync may itself take SLOW_SYNC).
+    monkeypatch.setattr(journal_module.os, "fsync", lambda fd: None)
+    written_in.clear()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(busy_loop)
+        for n in range(6, 46):
+            log.append({"type": "play", "n": n})
+            await _commit_all(journal)
+        nursery.cancel_scope.cancel()
+    assert loop_thread in written_in  # back in the loop's thread, busy as the loop is
+    journal.close()
+    again, tables = _resume(tmp_path / "serve.journal")
+    again.close()
+    assert tables == {"1": [{"type": "play", "n": n} for n in range(46)]}
+
+
 async def test_a_resumed_journal_keeps_each_open_tables_records_through_a_rotation(tmp_path):
     """The records read back when the log is resumed are the ones a later rotation copies, each one whole."""
     path = tmp_path / "serve.journal"
