@@ -47,6 +47,10 @@ Figures, over a window of --seconds after --warmup (and a ramp of
   turned away  connections refused before a seat (table_full while the last
                match at a name closes, busy, or closed before the TLS handshake)
 
+With --pauses, also what held each loop still in the window (benchmarks/pauses.py): the
+host's collections by generation, its long batches of task steps and its journal's fsyncs, and the
+generator's collections and long batches; each with its count, total, longest and the CPU time in it.
+
 Before each measurement a CPU check prints random-play engine plays/s in
 this process: on a shared virtual machine the same code runs markedly faster
 at some times than at others, so compare figures from one run (the
@@ -117,6 +121,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import relay as relay_module  # noqa: E402  (benchmarks/relay.py)
+from pauses import Pauses  # noqa: E402  (benchmarks/pauses.py)
 
 import basra_net  # noqa: E402
 from basra_net.client.pinning import client_tls_context  # noqa: E402
@@ -315,14 +320,38 @@ runpy.run_module("basra_net.cli", run_name="__main__")
 """
 
 
+PAUSES_MODULE = """
+import runpy, sys, trio
+path = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+sys.argv = [sys.argv[0], *sys.argv[3:]]
+from pauses import Pauses
+pauses = Pauses().install(time_fsync=True)
+run = trio.run
+trio.run = lambda *args, instruments=(), **options: run(*args, instruments=[*instruments, pauses], **options)
+try:
+    runpy.run_module("basra_net.cli", run_name="__main__")
+finally:
+    pauses.dump(path)
+"""
+
+
 def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None, journal: bool = True,
-               census: str | None = None) -> Server:
+               census: str | None = None, pauses: str | None = None) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
     # With a profile the host runs under cProfile timed by the process's CPU time, not the wall clock:
     # on a busy machine a wall-clock profile charges a system call with the time other processes ran
     # (a write to loopback wakes its reader, which may take the core at once).  The statistics are
-    # written when the host exits.  With a census the host writes what it holds when told (SIGUSR1).
-    profiler = ["-c", PROFILED_MODULE, profile] if profile else ["-c", MEMORY_CENSUS_MODULE, census] if census else []
+    # written when the host exits.  With a census the host writes what it holds when told (SIGUSR1);
+    # with pauses, what held its loop still (benchmarks/pauses.py), when it exits.
+    if profile:
+        profiler = ["-c", PROFILED_MODULE, profile]
+    elif census:
+        profiler = ["-c", MEMORY_CENSUS_MODULE, census]
+    elif pauses:
+        profiler = ["-c", PAUSES_MODULE, pauses, str(Path(__file__).resolve().parent)]
+    else:
+        profiler = []
     argv = [
         sys.executable, *(profiler or ["-m", "basra_net.cli"]), "serve",
         "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
@@ -448,6 +477,8 @@ class Result:
     journal: bool = False  # the host journaled its tables
     journal_path: Path | None = None  # where, while it runs
     fsyncs: int = 0  # batches the host's journal committed in the window, one fsync each
+    window: tuple[float, float] = (0.0, 0.0)  # its start and end, on time.perf_counter's clock
+    pauses: list[str] = field(default_factory=list)  # with --pauses: what held the server's and the generator's loops
 
     @property
     def rate(self) -> float:
@@ -507,6 +538,7 @@ class Result:
         if self.refusals or self.label == "host":
             refusals = ", ".join(f"{why} {n}" for why, n in sorted(self.refusals.items())) or "none"
             out.append(f"connections turned away (whole run): {refusals}")
+        out.extend(self.pauses)
         for error in self.errors[:5]:
             out.append(f"error: {error}")
         if len(self.errors) > 5:
@@ -557,6 +589,7 @@ class Window:
         result.matches, result.abandoned = run.matches, run.abandoned
         result.frames_to_server, result.frames_from_server = run.frames_to_server, run.frames_from_server
         result.refusals, result.errors = run.refusals, run.errors
+        result.window = (run.start, run.end)
 
 
 def journal_batches(path: Path | None) -> int:
@@ -859,17 +892,29 @@ def measure_host(tables: int, mode: str, tls: bool, journal: bool, args: argpars
         census = None
         if args.memory_host:
             census = f"{args.memory_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.memory"
-        server = start_host(tables, args.target, home, tls, profile, journal, census)
+        host_pauses = Path(home) / "pauses" if args.pauses else None
+        server = start_host(tables, args.target, home, tls, profile, journal, census, host_pauses and str(host_pauses))
         if journal:
             result.journal_path = Path(home) / "journals" / f"serve-{server.port}.journal"
+        generator_pauses = Pauses().install() if args.pauses else None
         try:
             result.idle_rss_kb = idle_rss(server.pid)
             trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
-                     result, ramp_for(tables, args), census is not None)
+                     result, ramp_for(tables, args), census is not None, instruments=[generator_pauses] if args.pauses else [])
             result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
         finally:
             server.stop()
+            if generator_pauses is not None:
+                generator_pauses.uninstall()
+        if host_pauses is not None:
+            result.pauses = pause_lines(Pauses.load(host_pauses), generator_pauses, result.window)
     return result
+
+
+def pause_lines(server: Pauses | None, generator: Pauses, window: tuple[float, float]) -> list[str]:
+    """--pauses: what held the server's loop and the generator's still in the window (benchmarks/pauses.py)."""
+    lines = [f"server {line}" for line in server.lines(*window)] if server is not None else []
+    return lines + [f"generator {line}" for line in generator.lines(*window)]
 
 
 @dataclass
@@ -999,13 +1044,18 @@ def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, f
     result = Result("relay", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
     transport = Transport(tls, not args.one_address)
     server = start_relay(tls, journal)
+    generator_pauses = Pauses().install() if args.pauses else None
     try:
         result.idle_rss_kb = idle_rss(server.pid)
         trio.run(drive_relay, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
-                 result, ramp_for(tables, args), frames)
+                 result, ramp_for(tables, args), frames, instruments=[generator_pauses] if args.pauses else [])
         result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
     finally:
         server.stop()
+        if generator_pauses is not None:
+            generator_pauses.uninstall()
+    if generator_pauses is not None:
+        result.pauses = pause_lines(None, generator_pauses, result.window)
     return result
 
 
@@ -1110,6 +1160,10 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
                              " DIR/host-K-MODE-LINK.memory: objects by type, coroutine frames by function, the await"
                              " chains its tasks are suspended in, the C allocator's use (the memory figure itself is"
                              " read before; the census's own allocations show only in the RSS once the load stopped)")
+    parser.add_argument("--pauses", action="store_true",
+                        help="print what held the host's loop still in the window (collections by generation, long"
+                             " batches of task steps, the journal's fsyncs) and the generator's (benchmarks/pauses.py);"
+                             " the host runs under a wrapper, so a build without the hook is measured alike")
     parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
     return parser
 
