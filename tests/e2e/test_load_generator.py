@@ -83,3 +83,16 @@ def test_pauses_count_only_what_began_in_the_window():
     assert "gen 0 none" in collections
     assert "gen 1 1, 20 ms in all (CPU 20), longest 20.0 (CPU 20.0)" in collections
     assert "1, 3 ms in all (CPU 1), longest 3.0 (CPU 1.0)" in batches
+
+
+def test_paced_plays_keep_their_tables_schedule_and_start_it_afresh_after_an_interval_late():
+    interval = 0.1
+    assert load.next_due(1.0, 1.03, interval) == pytest.approx(1.1)  # woken late: made up at the next play
+    assert load.next_due(1.0, 1.1, interval) == pytest.approx(1.2)  # an interval late: a fresh schedule
+    # However late turns come, a table is never offered more than two plays within an interval.
+    due, sent = 0.0, []
+    for turn in [0.0, 0.05, 0.15, 0.16, 0.17, 0.5, 0.51, 0.52, 0.53, 0.54]:
+        sent.append(max(due, turn))
+        due = load.next_due(due, sent[-1], interval)
+    assert all(sum(start <= t < start + interval - 1e-9 for t in sent) <= 2 for start in sent)
+    assert sent[-1] - sent[0] >= (len(sent) - 2) * interval - 1e-9
