@@ -29,6 +29,7 @@ minimum over runs is the figure least moved by the rest of a shared machine.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import selectors
 import socket
@@ -124,17 +125,19 @@ async def seat_all(
 
 
 def one_run(tables: int) -> tuple[list[float], float, list[float]]:
-    from basra_net.host.command import serve_collections
+    from basra_net.host.command import SERVE_YOUNG_GENERATION
 
     clients, accepted = open_pairs(2 * tables)
+    thresholds = gc.get_threshold()
     try:
         for client, hello in zip(clients, load.storm_hellos(tables)):
             client.sendall(hello)
         with tempfile.TemporaryDirectory(prefix="basra-seating-") as home:
             os.environ["BASRA_HOME"] = home
-            with serve_collections():  # as run_serve_command runs
-                return trio.run(seat_all, accepted, clients, Path(home))
+            gc.set_threshold(SERVE_YOUNG_GENERATION, *thresholds[1:])  # as run_serve_command sets it
+            return trio.run(seat_all, accepted, clients, Path(home))
     finally:
+        gc.set_threshold(*thresholds)
         for sock in clients + accepted:
             sock.close()
 

@@ -96,3 +96,16 @@ def test_ctrl_c_anywhere_ends_with_130_and_no_traceback(monkeypatch, capsys, rai
     monkeypatch.setattr(verify_file, "verify_file", interrupted)
     assert cli.main(["verify", "x.basra"]) == 130
     assert capsys.readouterr().err == "basra verify: interrupted\n"
+
+
+def test_serve_runs_with_a_larger_young_generation_and_gives_the_old_one_back(monkeypatch):
+    import gc
+
+    from basra_net.host import command
+
+    seen = []
+    monkeypatch.setattr(command.trio, "run", lambda *args: seen.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    assert command.run_serve_command(cli.build_parser().parse_args(["serve", "--no-journal"])) == 0
+    assert seen == [(command.SERVE_YOUNG_GENERATION, *before[1:])]
+    assert gc.get_threshold() == before

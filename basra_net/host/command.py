@@ -1,7 +1,4 @@
-"""`basra host` and `basra serve` from the command line: settings from the arguments, the closing lines, the exit code.
-
-`basra serve` also runs Python's collector on a schedule of its own
-(``serve_collections``, ``collect_on_growth``).
+"""`basra host` from the command line: settings from the arguments, the closing lines, the exit code.
 
 The host and its session are imported inside the match's own coroutine, so
 that on a terminal the first screen is drawn while they load.
@@ -12,8 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
@@ -109,52 +105,12 @@ def run_host_command(args: argparse.Namespace) -> int:
     return EXIT_FAILURE
 
 
-# Collections at `basra serve`.  A collection walks every tracked object of the generations it collects, and a
-# busy server holds tens of thousands of young ones at any moment: at 500 paced tables each waiting connection's
-# chain of coroutines, closures and trio's wait records, about 30,000 in all, made afresh at each wait and alive
-# until the next frame.  With automatic collections (the young generation's size raised to 10,000, which had cut
-# their share of the CPU from a fifth to a twentieth) a young collection took 10 to 30 ms and a middle one about
-# 50, each stopping every table: those pauses made the slowest plays.  Under that load the collector found no
-# cyclic garbage to free; every object went by its reference count.  So `basra serve` collects on a schedule of
-# its own: what start-up made is frozen out of every collection, automatic collections are off, and a full
-# collection runs when the Python heap has grown by SERVE_HEAP_GROWTH since the last one (garbage in cycles
-# piling up, or more tables in play) or SERVE_FULL_COLLECTION_EVERY seconds after it, whichever comes first.
-SERVE_HEAP_GROWTH = 2.0
-SERVE_FULL_COLLECTION_EVERY = 300.0
-SERVE_HEAP_CHECK_EVERY = 1.0  # seconds; sys.getallocatedblocks() takes about a microsecond
-
-
-@contextmanager
-def serve_collections() -> Iterator[None]:
-    """`basra serve`'s collections in the block: what exists so far frozen, automatic collections off; both given back after.
-
-    What exists before the server starts (modules, classes, functions) lives
-    as long as the process: no collection need walk it again.  It is
-    collected first, so that no garbage is frozen with it.  collect_on_growth
-    runs the full collections meanwhile.
-    """
-    collecting = gc.isenabled()
-    gc.collect()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        if collecting:
-            gc.enable()
-
-
-async def collect_on_growth() -> None:
-    """Run `basra serve`'s full collections (see SERVE_HEAP_GROWTH) until cancelled; automatic ones are off meanwhile."""
-    limit = sys.getallocatedblocks() * SERVE_HEAP_GROWTH
-    due = trio.current_time() + SERVE_FULL_COLLECTION_EVERY
-    while True:
-        await trio.sleep(SERVE_HEAP_CHECK_EVERY)
-        if sys.getallocatedblocks() > limit or trio.current_time() >= due:
-            gc.collect()
-            limit = sys.getallocatedblocks() * SERVE_HEAP_GROWTH
-            due = trio.current_time() + SERVE_FULL_COLLECTION_EVERY
+# The young generation's size at `basra serve`.  Each play makes a few hundred short-lived containers, so at
+# the default of 700 the collector ran after every few plays, and every tenth young collection walked the
+# middle generation, every hundredth all of it, every live table included: at 500 tables, collections took
+# about a fifth of the server's CPU, and about a twentieth with this size, for the same memory.  gc.freeze()
+# after start-up did not pay there: the objects the old collections walk are the tables', made after start-up.
+SERVE_YOUNG_GENERATION = 10_000
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
@@ -183,14 +139,16 @@ def run_serve_command(args: argparse.Namespace) -> int:
     )
 
     async def main(stop: trio.Event) -> None:
-        trio.lowlevel.spawn_system_task(collect_on_growth)  # cancelled once the server has stopped
         await run_serve(settings, say=_say, log=(lambda line: None) if args.quiet else _say, stop=stop)
 
+    thresholds = gc.get_threshold()
+    gc.set_threshold(SERVE_YOUNG_GENERATION, *thresholds[1:])
     try:
-        with serve_collections():
-            trio.run(run_until_interrupted, main)
+        trio.run(run_until_interrupted, main)
     except (CannotListen, JournalError) as err:
         print(f"basra serve: {err}", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        gc.set_threshold(*thresholds)
     print("basra serve: stopped", flush=True)
     return EXIT_OK
