@@ -47,6 +47,10 @@ Figures, over a window of --seconds after --warmup (and a ramp of
   turned away  connections refused before a seat (table_full while the last
                match at a name closes, busy, or closed before the TLS handshake)
 
+With --pauses, also what held each loop still in the window (benchmarks/pauses.py): the
+host's collections by generation, its long batches of task steps and its journal's fsyncs, and the
+generator's collections and long batches; each with its count, total, longest and the CPU time in it.
+
 Before each measurement a CPU check prints random-play engine plays/s in
 this process: on a shared virtual machine the same code runs markedly faster
 at some times than at others, so compare figures from one run (the
@@ -71,8 +75,9 @@ file to reach the size at which it is rewritten).  Printed as fsyncs/s and
 plays per fsync.
 
 Modes: flat (each seat answers at once) and paced (--rate plays/s offered per
-table: the seat to move waits until --rate^-1 s after its table's previous
-play; the achieved rate is reported).
+table: the seat to move waits until its table's next play is due, --rate^-1 s
+after the previous one was due, or at once when that has passed; the achieved
+rate is reported).
 
 The relay (benchmarks/relay.py, its own process) gets the same number of
 connections in pairs and the same pattern: one play in flight per pair, each
@@ -97,6 +102,7 @@ A quick check: python benchmarks/load.py --tables 10 --seconds 3
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import random
@@ -108,6 +114,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +124,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import relay as relay_module  # noqa: E402  (benchmarks/relay.py)
+from pauses import Pauses  # noqa: E402  (benchmarks/pauses.py)
 
 import basra_net  # noqa: E402
 from basra_net.client.pinning import client_tls_context  # noqa: E402
@@ -315,14 +323,38 @@ runpy.run_module("basra_net.cli", run_name="__main__")
 """
 
 
+PAUSES_MODULE = """
+import runpy, sys, trio
+path = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+sys.argv = [sys.argv[0], *sys.argv[3:]]
+from pauses import Pauses
+pauses = Pauses().install(time_fsync=True)
+run = trio.run
+trio.run = lambda *args, instruments=(), **options: run(*args, instruments=[*instruments, pauses], **options)
+try:
+    runpy.run_module("basra_net.cli", run_name="__main__")
+finally:
+    pauses.dump(path)
+"""
+
+
 def start_host(tables: int, target: int, home: str, tls: bool, profile: str | None = None, journal: bool = True,
-               census: str | None = None) -> Server:
+               census: str | None = None, pauses: str | None = None) -> Server:
     env = dict(os.environ, BASRA_HOME=home)
     # With a profile the host runs under cProfile timed by the process's CPU time, not the wall clock:
     # on a busy machine a wall-clock profile charges a system call with the time other processes ran
     # (a write to loopback wakes its reader, which may take the core at once).  The statistics are
-    # written when the host exits.  With a census the host writes what it holds when told (SIGUSR1).
-    profiler = ["-c", PROFILED_MODULE, profile] if profile else ["-c", MEMORY_CENSUS_MODULE, census] if census else []
+    # written when the host exits.  With a census the host writes what it holds when told (SIGUSR1);
+    # with pauses, what held its loop still (benchmarks/pauses.py), when it exits.
+    if profile:
+        profiler = ["-c", PROFILED_MODULE, profile]
+    elif census:
+        profiler = ["-c", MEMORY_CENSUS_MODULE, census]
+    elif pauses:
+        profiler = ["-c", PAUSES_MODULE, pauses, str(Path(__file__).resolve().parent)]
+    else:
+        profiler = []
     argv = [
         sys.executable, *(profiler or ["-m", "basra_net.cli"]), "serve",
         "--tables", str(tables), "--port", "0", "--bind", LOOPBACK,
@@ -333,6 +365,22 @@ def start_host(tables: int, target: int, home: str, tls: bool, profile: str | No
     if not journal:
         argv.append("--no-journal")
     return Server(argv, env)
+
+
+@contextmanager
+def generator_collections_held():
+    """No collection in this process while it drives a server; what it holds then goes at the end.
+
+    Its own collections stopped the generator for up to 25 ms at 500 tables
+    (a full one walks every connection's state), and a frame it reads that
+    much later counts as that much more latency of the server's.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
 
 
 def start_relay(tls: bool, journal: Path | None = None) -> Server:
@@ -448,6 +496,8 @@ class Result:
     journal: bool = False  # the host journaled its tables
     journal_path: Path | None = None  # where, while it runs
     fsyncs: int = 0  # batches the host's journal committed in the window, one fsync each
+    window: tuple[float, float] = (0.0, 0.0)  # its start and end, on time.perf_counter's clock
+    pauses: list[str] = field(default_factory=list)  # with --pauses: what held the server's and the generator's loops
 
     @property
     def rate(self) -> float:
@@ -507,6 +557,7 @@ class Result:
         if self.refusals or self.label == "host":
             refusals = ", ".join(f"{why} {n}" for why, n in sorted(self.refusals.items())) or "none"
             out.append(f"connections turned away (whole run): {refusals}")
+        out.extend(self.pauses)
         for error in self.errors[:5]:
             out.append(f"error: {error}")
         if len(self.errors) > 5:
@@ -557,6 +608,7 @@ class Window:
         result.matches, result.abandoned = run.matches, run.abandoned
         result.frames_to_server, result.frames_from_server = run.frames_to_server, run.frames_from_server
         result.refusals, result.errors = run.refusals, run.errors
+        result.window = (run.start, run.end)
 
 
 def journal_batches(path: Path | None) -> int:
@@ -576,6 +628,22 @@ def journal_batches(path: Path | None) -> int:
 
 
 # --- driving the host -------------------------------------------------------------------
+
+
+def next_due(due: float, sent: float, interval: float) -> float:
+    """Paced mode: when a table's next play is due, its last one due at ``due`` and sent at ``sent``.
+
+    On the table's own schedule, an interval after the last play was due, so
+    that the generator's lateness in waking for a play (its loop busy with
+    other connections) is made up at the next play instead of carried into
+    every later one, as it was when each play was timed from the one before.
+    No play is ever sent before its time on that schedule, so a table is never
+    offered more than --rate plays/s; lateness of an interval or more (a turn
+    the server gave that late, a match starting) starts the schedule afresh
+    instead of being made up.
+    """
+    return (due if sent - due < interval else sent) + interval
+
 
 
 class HostTable:
@@ -652,7 +720,7 @@ async def host_match(wire: SocketWire, table: HostTable, index: int, run: Run, o
                             await trio.sleep(wait)
                     move = message["moves"][0]
                     sent = time.perf_counter()
-                    table.next_play = sent + table.interval
+                    table.next_play = next_due(table.next_play, sent, table.interval)
                     table.sent[move["card"]] = sent
                     await send(wire, frame({"type": "play", "request": message["request"], "card": move["card"],
                                             "captures": move["captures"]}))
@@ -802,7 +870,7 @@ async def relay_seat(port: int, transport: Transport, pair: RelayPair, index: in
                     await trio.sleep(wait)
             frame = pair.next_frame()
             pair.sent = time.perf_counter()
-            pair.next_play = pair.sent + pair.interval
+            pair.next_play = next_due(pair.next_play, pair.sent, pair.interval)
             await send(wire, frame)
             run.frames_to_server += run.in_window(pair.sent)
 
@@ -859,17 +927,31 @@ def measure_host(tables: int, mode: str, tls: bool, journal: bool, args: argpars
         census = None
         if args.memory_host:
             census = f"{args.memory_host}/host-{tables}-{mode}-{'tls' if tls else 'plain'}.memory"
-        server = start_host(tables, args.target, home, tls, profile, journal, census)
+        host_pauses = Path(home) / "pauses" if args.pauses else None
+        server = start_host(tables, args.target, home, tls, profile, journal, census, host_pauses and str(host_pauses))
         if journal:
             result.journal_path = Path(home) / "journals" / f"serve-{server.port}.journal"
+        generator_pauses = Pauses().install() if args.pauses else None
         try:
             result.idle_rss_kb = idle_rss(server.pid)
-            trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
-                     result, ramp_for(tables, args), census is not None)
+            with generator_collections_held():
+                trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
+                         result, ramp_for(tables, args), census is not None,
+                         instruments=[generator_pauses] if args.pauses else [])
             result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
         finally:
             server.stop()
+            if generator_pauses is not None:
+                generator_pauses.uninstall()
+        if host_pauses is not None:
+            result.pauses = pause_lines(Pauses.load(host_pauses), generator_pauses, result.window)
     return result
+
+
+def pause_lines(server: Pauses | None, generator: Pauses, window: tuple[float, float]) -> list[str]:
+    """--pauses: what held the server's loop and the generator's still in the window (benchmarks/pauses.py)."""
+    lines = [f"server {line}" for line in server.lines(*window)] if server is not None else []
+    return lines + [f"generator {line}" for line in generator.lines(*window)]
 
 
 @dataclass
@@ -999,13 +1081,19 @@ def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, f
     result = Result("relay", tables, mode, args.seconds, 0, [], transport="TLS" if tls else "plain")
     transport = Transport(tls, not args.one_address)
     server = start_relay(tls, journal)
+    generator_pauses = Pauses().install() if args.pauses else None
     try:
         result.idle_rss_kb = idle_rss(server.pid)
-        trio.run(drive_relay, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
-                 result, ramp_for(tables, args), frames)
+        with generator_collections_held():
+            trio.run(drive_relay, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
+                     result, ramp_for(tables, args), frames, instruments=[generator_pauses] if args.pauses else [])
         result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
     finally:
         server.stop()
+        if generator_pauses is not None:
+            generator_pauses.uninstall()
+    if generator_pauses is not None:
+        result.pauses = pause_lines(None, generator_pauses, result.window)
     return result
 
 
@@ -1110,6 +1198,10 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
                              " DIR/host-K-MODE-LINK.memory: objects by type, coroutine frames by function, the await"
                              " chains its tasks are suspended in, the C allocator's use (the memory figure itself is"
                              " read before; the census's own allocations show only in the RSS once the load stopped)")
+    parser.add_argument("--pauses", action="store_true",
+                        help="print what held the host's loop still in the window (collections by generation, long"
+                             " batches of task steps, the journal's fsyncs) and the generator's (benchmarks/pauses.py);"
+                             " the host runs under a wrapper, so a build without the hook is measured alike")
     parser.add_argument("--seed", type=int, default=1, help="seed for the tables' start phases")
     return parser
 

@@ -45,6 +45,7 @@ def main() -> int:
     args = parser.parse_args()
     # What load.py's measure functions read.
     args.rate, args.ramp, args.one_address, args.profile_host, args.memory_host = 10.0, 0.0, False, None, None
+    args.pauses = False
     random.seed(1)
     choices = [c for c in args.transport.split(",") if c]
     if not choices or not set(choices) <= {"auto", "tls", "plain"}:

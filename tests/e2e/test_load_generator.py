@@ -60,3 +60,39 @@ def test_the_single_table_benchmark_runs_on_the_generators_measure_functions():
     )
     assert run.returncode == 0, run.stderr
     assert "single table, plain TCP: move to opponent's update p50" in run.stdout, run.stdout
+
+
+def test_pauses_show_the_hosts_collections_batches_and_fsyncs_and_the_generators(args):
+    args.pauses = True
+    result = load.measure_host(2, "flat", False, True, args)
+    assert result.errors == []
+    server = [line for line in result.pauses if line.startswith("server ")]
+    generator = [line for line in result.pauses if line.startswith("generator ")]
+    assert server[0].startswith("server collections: gen 0")
+    assert "fsyncs " in server[1] and "fsyncs none" not in server[1]  # the journal's commits, timed in the host
+    assert generator[0].startswith("generator collections: gen 0")
+
+
+def test_pauses_count_only_what_began_in_the_window():
+    from pauses import Pauses
+
+    pauses = Pauses()
+    pauses.collections[1].extend((0.5, 0.010, 0.009, 1.5, 0.020, 0.020, 2.5, 0.040, 0.040))
+    pauses.batches.extend((1.2, 0.003, 0.001))
+    collections, batches = pauses.lines(1.0, 2.0)
+    assert "gen 0 none" in collections
+    assert "gen 1 1, 20 ms in all (CPU 20), longest 20.0 (CPU 20.0)" in collections
+    assert "1, 3 ms in all (CPU 1), longest 3.0 (CPU 1.0)" in batches
+
+
+def test_paced_plays_keep_their_tables_schedule_and_start_it_afresh_after_an_interval_late():
+    interval = 0.1
+    assert load.next_due(1.0, 1.03, interval) == pytest.approx(1.1)  # woken late: made up at the next play
+    assert load.next_due(1.0, 1.1, interval) == pytest.approx(1.2)  # an interval late: a fresh schedule
+    # However late turns come, a table is never offered more than two plays within an interval.
+    due, sent = 0.0, []
+    for turn in [0.0, 0.05, 0.15, 0.16, 0.17, 0.5, 0.51, 0.52, 0.53, 0.54]:
+        sent.append(max(due, turn))
+        due = load.next_due(due, sent[-1], interval)
+    assert all(sum(start <= t < start + interval - 1e-9 for t in sent) <= 2 for start in sent)
+    assert sent[-1] - sent[0] >= (len(sent) - 2) * interval - 1e-9
