@@ -134,6 +134,56 @@ async def _exchange_code(
     return refusal
 
 
+class MatchStarts:
+    """When a table whose seats are both welcomed starts its match: once the host's seating is idle.
+
+    A match's start (its first frames, the host seed's record, the signed
+    commitment: about 50 us a table) is no part of any welcome, but run as
+    soon as the table's second welcome is written it takes its turn among
+    the handshakes and welcomes of everyone else connecting: in a storm of
+    reconnecting players every welcome then waits behind the match starts of
+    the tables seated before it.  So a seat's task, once its welcome is
+    written, waits here until two scheduler rounds pass in which no
+    connection began its handshake or had its welcome written, or
+    START_WAIT_AT_MOST at most, so that a steady stream of connections
+    cannot hold a match back.  Nothing else is held: the seat's input is
+    read only after its table took the seat, as before.
+    """
+
+    __slots__ = ("_activity", "_watched")
+
+    def __init__(self) -> None:
+        self._activity = 0  # handshakes begun and welcomes written, counted
+        self._watched: trio.Event | None = None  # set when the seat that watches for idleness is done watching
+
+    def seating(self) -> None:
+        """A connection began its handshake, or its welcome was written."""
+        self._activity += 1
+
+    async def idle(self) -> None:
+        """Return once seating is idle: the first seat to wait watches the rounds go by, the others wait for it.
+
+        The first waiter's limit is the earliest of all, so the others need none of their own.
+        """
+        if self._watched is not None:
+            await self._watched.wait()
+            return
+        watched = self._watched = trio.Event()
+        try:
+            give_up = trio.current_time() + START_WAIT_AT_MOST
+            quiet = 0
+            while quiet < 2 and trio.current_time() < give_up:
+                seen = self._activity
+                await trio.lowlevel.checkpoint()
+                quiet = quiet + 1 if self._activity == seen else 0
+        finally:
+            self._watched = None
+            watched.set()
+
+
+START_WAIT_AT_MOST = 0.2  # seconds a table with both seats welcomed waits for the host's seating to be idle
+
+
 class Seating(Protocol):
     """Finds a connection its seat: one table (`basra host`) or a lobby of tables (`basra serve`)."""
 
@@ -153,6 +203,7 @@ async def serve_connection(
     admission: Admission | None = None,
     address: str = "local",
     tls: ssl.SSLContext | None = None,
+    match_starts: MatchStarts | None = None,
 ) -> None:
     """Run one connection from its first byte to its close.
 
@@ -161,15 +212,18 @@ async def serve_connection(
     connection must send its first bytes within FIRST_BYTES_TIMEOUT, and
     until it is seated the gate may drop it to make room for a newer one.
     With ``tls`` the connection is TLS, its handshake inside the same
-    deadline as hello's.
+    deadline as hello's.  With ``match_starts``, a table this connection
+    fills starts its match once the host's seating is idle (MatchStarts).
     """
+    if match_starts is not None:
+        match_starts.seating()
     connection = HostConnection()
     if admission is None:
         placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
     else:
         stream, placed = await _admit(stream, connection, seating, reserved_seat, handshake_timeout, admission, address, tls)
     if placed is not None:
-        await _serve_seat(stream, connection, *placed)
+        await _serve_seat(stream, connection, *placed, match_starts)
 
 
 async def _admit(
@@ -319,7 +373,14 @@ async def _handshake(
 
 
 async def _serve_seat(
-    stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, version: int, received: int | None
+    stream: trio.abc.Stream,
+    connection: HostConnection,
+    table: Table,
+    seat: int,
+    hello: Hello,
+    version: int,
+    received: int | None,
+    match_starts: MatchStarts | None,
 ) -> None:
     """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends.
 
@@ -337,8 +398,14 @@ async def _serve_seat(
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
     if lost is None:
         # Every other welcome ready to go is written before the work that follows this one (the relay's
-        # start, and the match's when the table is now full).
-        await trio.lowlevel.checkpoint()
+        # start, and the match's when the table is now full); with match_starts, every welcome and
+        # handshake of a storm of connections is, before a new seat lets its table start.
+        if match_starts is not None:
+            match_starts.seating()
+        if match_starts is None or received is not None:
+            await trio.lowlevel.checkpoint()
+        else:
+            await match_starts.idle()
         if received is None:
             table.welcomed(seat)  # the match may start: its first frames wait in the outbox, written below
         writing = _WritingEnd()

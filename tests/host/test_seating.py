@@ -9,7 +9,8 @@ import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from basra_net.host.seat_link import serve_connection
+from basra_net.host import seat_link
+from basra_net.host.seat_link import MatchStarts, serve_connection
 from basra_net.host.table import Table
 from basra_net.protocol.connection import ClientConnection
 from basra_net.protocol.framing import FrameDecoder, encode_frame
@@ -37,13 +38,14 @@ def _table(**settings) -> Table:
                  reserved_seats=frozenset(), **settings)
 
 
-async def _take_seats(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end, seats=(0, 1)) -> list:
+async def _take_seats(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end, seats=(0, 1),
+                      match_starts: MatchStarts | None = None) -> list:
     """The seats taken by connections over memory streams (the host's ends passed through ``wrap``),
     each welcomed: (peer, its connection, its welcome) for each."""
     peers = []
     for seat in seats:
         host_end, peer = trio.testing.memory_stream_pair()
-        nursery.start_soon(partial(serve_connection, wrap(host_end), table, reserved_seat=seat))
+        nursery.start_soon(partial(serve_connection, wrap(host_end), table, reserved_seat=seat, match_starts=match_starts))
         connection = ClientConnection()
         await peer.send_all(connection.send(Hello((1,), f"Seat {seat}", bytes([seat]) * 32)))
         peers.append((peer, connection, await _until(peer, connection, Welcome)))
@@ -74,6 +76,51 @@ async def test_the_match_starts_once_the_second_seats_welcome_is_out():
             await _until(*peers[1][:2], Commit)
             nursery.cancel_scope.cancel()
     assert [[type(message) for message in sent] for sent in sent_before_the_seed] == [[Welcome]]
+
+
+async def _seat_while_others_are_seated(rounds: int | None) -> tuple[int, bool]:
+    """Both seats of a table welcomed while other connections keep being seated, one a scheduler round,
+    for ``rounds`` rounds (None: until the match starts): the rounds gone by when the host seed was drawn,
+    and whether the others were still being seated then."""
+    starts = MatchStarts()
+    gone_by, seating = [0], [True]
+    seeded_at: list[tuple[int, bool]] = []
+
+    def make_seed() -> bytes:
+        seeded_at.append((gone_by[0], seating[0]))
+        return bytes(32)
+
+    async def others_seated() -> None:
+        while (rounds is None or gone_by[0] < rounds) and not seeded_at:
+            starts.seating()
+            gone_by[0] += 1
+            await trio.lowlevel.checkpoint()
+        seating[0] = False
+
+    table = _table(make_seed=make_seed)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(table.run)
+            nursery.start_soon(others_seated)
+            peers = await _take_seats(nursery, table, match_starts=starts)
+            for peer, connection, _ in peers:
+                await _until(peer, connection, MatchStart)
+            nursery.cancel_scope.cancel()
+    return seeded_at[0]
+
+
+async def test_a_full_tables_match_starts_only_once_no_other_connection_is_being_seated():
+    """In a storm of connections the welcomes go first: the match's start waits while others are being seated."""
+    rounds, still_seating = await _seat_while_others_are_seated(200)
+    assert not still_seating
+    assert rounds == 200
+
+
+async def test_a_full_tables_match_waits_for_idle_seating_a_limited_time(monkeypatch):
+    """Connections that never stop coming do not hold a match back for more than START_WAIT_AT_MOST."""
+    monkeypatch.setattr(seat_link, "START_WAIT_AT_MOST", 0.05)
+    _, still_seating = await _seat_while_others_are_seated(None)
+    assert still_seating
 
 
 async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_arrive_whole_and_in_order():
