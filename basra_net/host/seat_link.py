@@ -143,22 +143,37 @@ class MatchStarts:
     the handshakes and welcomes of everyone else connecting: in a storm of
     reconnecting players every welcome then waits behind the match starts of
     the tables seated before it.  So a seat's task, once its welcome is
-    written, waits here until two scheduler rounds pass in which no
-    connection began its handshake or had its welcome written, or
+    written, waits here until no seated connection is waiting for its
+    welcome (for the journal, most often) and two scheduler rounds pass in
+    which no connection began its handshake or had its welcome written; or
     START_WAIT_AT_MOST at most, so that a steady stream of connections
     cannot hold a match back.  Nothing else is held: the seat's input is
     read only after its table took the seat, as before.
     """
 
-    __slots__ = ("_activity", "_watched")
+    __slots__ = ("_activity", "_welcoming", "_welcomes_out", "_watched")
 
     def __init__(self) -> None:
         self._activity = 0  # handshakes begun and welcomes written, counted
+        self._welcoming = 0  # connections seated whose welcome is not written yet
+        self._welcomes_out: trio.Event | None = None  # set when _welcoming falls to 0, while a seat waits for that
         self._watched: trio.Event | None = None  # set when the seat that watches for idleness is done watching
 
     def seating(self) -> None:
-        """A connection began its handshake, or its welcome was written."""
+        """A connection began its handshake."""
         self._activity += 1
+
+    def welcoming(self) -> None:
+        """A connection is seated; its welcome is being made and written."""
+        self._welcoming += 1
+
+    def welcome_done(self) -> None:
+        """The welcome of a connection counted by ``welcoming`` is written, or will not be."""
+        self._activity += 1
+        self._welcoming -= 1
+        if not self._welcoming and self._welcomes_out is not None:
+            self._welcomes_out.set()
+            self._welcomes_out = None
 
     async def idle(self) -> None:
         """Return once seating is idle: the first seat to wait watches the rounds go by, the others wait for it.
@@ -173,6 +188,13 @@ class MatchStarts:
             give_up = trio.current_time() + START_WAIT_AT_MOST
             quiet = 0
             while quiet < 2 and trio.current_time() < give_up:
+                if self._welcoming:
+                    if self._welcomes_out is None:
+                        self._welcomes_out = trio.Event()
+                    with trio.move_on_at(give_up):
+                        await self._welcomes_out.wait()
+                    quiet = 0
+                    continue
                 seen = self._activity
                 await trio.lowlevel.checkpoint()
                 quiet = quiet + 1 if self._activity == seen else 0
@@ -394,14 +416,18 @@ async def _serve_seat(
     journal = table.journal if isinstance(table.journal, TableLog) else None
     if journal is not None:
         outbox.hold_until_durable(journal)
-    lost, link = await _welcome(wire, connection, table, seat, hello, version, received, outbox, journal)
+    if match_starts is not None:
+        match_starts.welcoming()
+    try:
+        lost, link = await _welcome(wire, connection, table, seat, hello, version, received, outbox, journal)
+    finally:
+        if match_starts is not None:
+            match_starts.welcome_done()
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
     if lost is None:
         # Every other welcome ready to go is written before the work that follows this one (the relay's
         # start, and the match's when the table is now full); with match_starts, every welcome and
         # handshake of a storm of connections is, before a new seat lets its table start.
-        if match_starts is not None:
-            match_starts.seating()
         if match_starts is None or received is not None:
             await trio.lowlevel.checkpoint()
         else:

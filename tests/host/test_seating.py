@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from functools import partial
 
+import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -121,6 +122,38 @@ async def test_a_full_tables_match_waits_for_idle_seating_a_limited_time(monkeyp
     monkeypatch.setattr(seat_link, "START_WAIT_AT_MOST", 0.05)
     _, still_seating = await _seat_while_others_are_seated(None)
     assert still_seating
+
+
+async def test_a_full_tables_match_waits_while_a_seated_connection_waits_for_its_welcome(mock_clock):
+    """A welcome held back (by the journal, most often) holds the matches' starts back too, however many rounds go by."""
+    starts = MatchStarts()
+    starts.welcoming()
+    idle: list[int] = []
+
+    async def start_match(number: int) -> None:
+        await starts.idle()
+        idle.append(number)
+
+    async with trio.open_nursery() as nursery:
+        for number in (1, 2):
+            nursery.start_soon(start_match, number)
+        await trio.testing.wait_all_tasks_blocked()
+        assert idle == []
+        starts.welcome_done()
+    assert sorted(idle) == [1, 2]
+
+
+async def test_a_welcome_held_back_for_long_holds_the_matches_back_a_limited_time_each_time(autojump_clock):
+    starts = MatchStarts()
+    starts.welcoming()
+    for _ in range(2):
+        began = trio.current_time()
+        await starts.idle()
+        assert trio.current_time() - began == pytest.approx(seat_link.START_WAIT_AT_MOST)
+    starts.welcome_done()
+    began = trio.current_time()
+    await starts.idle()
+    assert trio.current_time() == began
 
 
 async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_arrive_whole_and_in_order():
