@@ -395,13 +395,7 @@ async def _handshake(
 
 
 async def _serve_seat(
-    stream: trio.abc.Stream,
-    connection: HostConnection,
-    table: Table,
-    seat: int,
-    hello: Hello,
-    version: int,
-    received: int | None,
+    stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, version: int, received: int | None,
     match_starts: MatchStarts | None,
 ) -> None:
     """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends.
