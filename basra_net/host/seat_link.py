@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections import deque
 from typing import Protocol
 
 import trio
@@ -143,21 +144,25 @@ class MatchStarts:
     the handshakes and welcomes of everyone else connecting: in a storm of
     reconnecting players every welcome then waits behind the match starts of
     the tables seated before it.  So a seat's task, once its welcome is
-    written, waits here until no seated connection is waiting for its
-    welcome (for the journal, most often) and two scheduler rounds pass in
-    which no connection began its handshake or had its welcome written; or
-    START_WAIT_AT_MOST at most, so that a steady stream of connections
-    cannot hold a match back.  Nothing else is held: the seat's input is
-    read only after its table took the seat, as before.
+    written, waits here in line until no seated connection is waiting for
+    its welcome (for the journal, most often) and two scheduler rounds pass
+    in which no connection began its handshake or had its welcome written;
+    then the first START_GROUP in line go, and the next in line watches
+    again.  A seat that has waited START_WAIT_AT_MOST goes without waiting
+    for idleness, one group a scheduler round, so that a steady stream of
+    connections cannot hold a match back, nor a whole storm's matches start
+    in one round that every welcome still to come would wait behind.
+    Nothing else is held: the seat's input is read only after its table
+    took the seat, as before.
     """
 
-    __slots__ = ("_activity", "_welcoming", "_welcomes_out", "_watched")
+    __slots__ = ("_activity", "_welcoming", "_welcomes_out", "_line")
 
     def __init__(self) -> None:
         self._activity = 0  # handshakes begun and welcomes written, counted
         self._welcoming = 0  # connections seated whose welcome is not written yet
         self._welcomes_out: trio.Event | None = None  # set when _welcoming falls to 0, while a seat waits for that
-        self._watched: trio.Event | None = None  # set when the seat that watches for idleness is done watching
+        self._line: deque[_StartTurn] = deque()  # the seats waiting, first come first; the first watches
 
     def seating(self) -> None:
         """A connection began its handshake."""
@@ -176,34 +181,65 @@ class MatchStarts:
             self._welcomes_out = None
 
     async def idle(self) -> None:
-        """Return once seating is idle: the first seat to wait watches the rounds go by, the others wait for it.
-
-        The first waiter's limit is the earliest of all, so the others need none of their own.
-        """
-        if self._watched is not None:
-            await self._watched.wait()
-            return
-        watched = self._watched = trio.Event()
+        """Return once this seat's turn has come: seating idle, or this seat waited START_WAIT_AT_MOST."""
+        turn = _StartTurn(trio.current_time() + START_WAIT_AT_MOST)
+        line = self._line
+        line.append(turn)
         try:
-            give_up = trio.current_time() + START_WAIT_AT_MOST
-            quiet = 0
-            while quiet < 2 and trio.current_time() < give_up:
-                if self._welcoming:
-                    if self._welcomes_out is None:
-                        self._welcomes_out = trio.Event()
-                    with trio.move_on_at(give_up):
-                        await self._welcomes_out.wait()
-                    quiet = 0
-                    continue
-                seen = self._activity
-                await trio.lowlevel.checkpoint()
-                quiet = quiet + 1 if self._activity == seen else 0
+            while not turn.gone:
+                if line[0] is turn:
+                    await self._until_idle(turn.give_up)
+                    for _ in range(min(START_GROUP, len(line))):
+                        going = line.popleft()
+                        going.gone = True
+                        going.woken.set()
+                    if line:
+                        line[0].woken.set()  # to watch in its turn
+                else:
+                    await turn.woken.wait()
+                    if not turn.gone:
+                        turn.woken = trio.Event()
         finally:
-            self._watched = None
-            watched.set()
+            if not turn.gone:  # cancelled in line
+                first = line[0] is turn
+                line.remove(turn)
+                if first and line:
+                    line[0].woken.set()
+
+    async def _until_idle(self, give_up: float) -> None:
+        """Wait until no welcome is pending and two scheduler rounds pass without seating, or until ``give_up``.
+
+        Even past ``give_up``, one scheduler round: each group's starts run in a round of their own.
+        """
+        seen = self._activity
+        await trio.lowlevel.checkpoint()
+        quiet = 1 if self._activity == seen else 0
+        while quiet < 2 and trio.current_time() < give_up:
+            if self._welcoming:
+                if self._welcomes_out is None:
+                    self._welcomes_out = trio.Event()
+                with trio.move_on_at(give_up):
+                    await self._welcomes_out.wait()
+                quiet = 0
+                continue
+            seen = self._activity
+            await trio.lowlevel.checkpoint()
+            quiet = quiet + 1 if self._activity == seen else 0
 
 
-START_WAIT_AT_MOST = 0.2  # seconds a table with both seats welcomed waits for the host's seating to be idle
+class _StartTurn:
+    """A seat's place in MatchStarts' line."""
+
+    __slots__ = ("give_up", "woken", "gone")
+
+    def __init__(self, give_up: float) -> None:
+        self.give_up = give_up  # when the seat goes whether seating is idle or not
+        self.woken = trio.Event()  # set when the seat goes, or is first in line and is to watch
+        self.gone = False
+
+
+START_WAIT_AT_MOST = 0.2  # seconds a table with both seats welcomed waits at most for the host's seating to be idle
+START_GROUP = 16  # seats whose tables may start their matches in one scheduler round
 
 
 class Seating(Protocol):

@@ -156,6 +156,66 @@ async def test_a_welcome_held_back_for_long_holds_the_matches_back_a_limited_tim
     assert trio.current_time() == began
 
 
+async def test_matches_start_a_group_a_scheduler_round_first_come_first(monkeypatch):
+    """A whole storm's matches do not start in one round that a welcome still to come would wait behind."""
+    monkeypatch.setattr(seat_link, "START_GROUP", 2)
+    starts = MatchStarts()
+    starts.welcoming()  # so that all six are in line before seating is idle
+    rounds, went = [0], []
+
+    async def count_rounds() -> None:
+        while True:
+            rounds[0] += 1
+            await trio.lowlevel.checkpoint()
+
+    async def start_match(number: int) -> None:
+        await starts.idle()
+        went.append((number, rounds[0]))
+
+    async with trio.open_nursery() as nursery:
+        for number in range(6):
+            nursery.start_soon(start_match, number)
+            await trio.testing.wait_all_tasks_blocked()  # each in line in turn
+        nursery.start_soon(count_rounds)
+        starts.welcome_done()
+        with trio.fail_after(5):
+            while len(went) < 6:
+                await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    numbers = [number for number, _ in went]
+    assert [sorted(numbers[n:n + 2]) for n in (0, 2, 4)] == [[0, 1], [2, 3], [4, 5]]
+    # Seats let go in one round run in the next, in any order beside the round counter: one round apart at most.
+    assert max(round_ for _, round_ in went) - min(round_ for _, round_ in went) >= 2
+
+
+async def test_a_seat_that_leaves_the_line_lets_the_others_start(mock_clock):
+    """The first in line watches for the others; cancelled (its connection gone), the next watches in its place."""
+    starts = MatchStarts()
+    starts.welcoming()
+    went = []
+
+    async def start_match(number: int) -> None:
+        await starts.idle()
+        went.append(number)
+
+    async def start_match_until_cancelled(scope: trio.CancelScope) -> None:
+        with scope:
+            await start_match(0)
+
+    first = trio.CancelScope()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(start_match_until_cancelled, first)
+        await trio.testing.wait_all_tasks_blocked()
+        for number in (1, 2):
+            nursery.start_soon(start_match, number)
+        await trio.testing.wait_all_tasks_blocked()
+        first.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        assert went == []  # a welcome is still pending
+        starts.welcome_done()
+    assert sorted(went) == [1, 2]
+
+
 async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_arrive_whole_and_in_order():
     """The welcome goes out with one non-blocking write; what the socket holds back is written as the peer reads."""
     table = _table()
