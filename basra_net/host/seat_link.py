@@ -145,8 +145,8 @@ class MatchStarts:
     reconnecting players every welcome then waits behind the match starts of
     the tables seated before it.  So a seat's task, once its welcome is
     written, waits here in line until no seated connection is waiting for
-    its welcome (for the journal, most often) and two scheduler rounds pass
-    in which no connection began its handshake or had its welcome written;
+    its welcome (for the journal, most often) and SEATING_QUIET passes in
+    which no connection began its handshake or had its welcome written;
     then the first START_GROUP in line go, and the next in line watches
     again.  A seat that has waited START_WAIT_AT_MOST goes without waiting
     for idleness, one group a scheduler round, so that a steady stream of
@@ -207,24 +207,27 @@ class MatchStarts:
                     line[0].woken.set()
 
     async def _until_idle(self, give_up: float) -> None:
-        """Wait until no welcome is pending and two scheduler rounds pass without seating, or until ``give_up``.
+        """Wait until no welcome is pending and SEATING_QUIET passes without seating, or until ``give_up``.
 
-        Even past ``give_up``, one scheduler round: each group's starts run in a round of their own.
+        A sleep, not a scheduler round after round: a host whose seats come and go all the time (matches
+        ending, players reconnecting) would otherwise spin its loop for as long as a seat waits.  Past
+        ``give_up``, one scheduler round: each group's starts run in a round of their own.
         """
-        seen = self._activity
-        await trio.lowlevel.checkpoint()
-        quiet = 1 if self._activity == seen else 0
-        while quiet < 2 and trio.current_time() < give_up:
+        while True:
+            now = trio.current_time()
+            if now >= give_up:
+                await trio.lowlevel.checkpoint()
+                return
             if self._welcoming:
                 if self._welcomes_out is None:
                     self._welcomes_out = trio.Event()
                 with trio.move_on_at(give_up):
                     await self._welcomes_out.wait()
-                quiet = 0
                 continue
             seen = self._activity
-            await trio.lowlevel.checkpoint()
-            quiet = quiet + 1 if self._activity == seen else 0
+            await trio.sleep(min(SEATING_QUIET, give_up - now))
+            if self._activity == seen and not self._welcoming:
+                return
 
 
 class _StartTurn:
@@ -240,6 +243,7 @@ class _StartTurn:
 
 START_WAIT_AT_MOST = 0.2  # seconds a table with both seats welcomed waits at most for the host's seating to be idle
 START_GROUP = 16  # seats whose tables may start their matches in one scheduler round
+SEATING_QUIET = 0.001  # seconds without a handshake begun or a welcome written that make the host's seating idle
 
 
 class Seating(Protocol):
