@@ -79,10 +79,10 @@ async def test_the_match_starts_once_the_second_seats_welcome_is_out():
     assert [[type(message) for message in sent] for sent in sent_before_the_seed] == [[Welcome]]
 
 
-async def _seat_while_others_are_seated(rounds: int | None) -> tuple[int, bool]:
+async def _seat_while_others_are_seated(clock, rounds: int | None, seconds_a_round: float = 0.0) -> tuple[int, bool]:
     """Both seats of a table welcomed while other connections keep being seated, one a scheduler round,
-    for ``rounds`` rounds (None: until the match starts): the rounds gone by when the host seed was drawn,
-    and whether the others were still being seated then."""
+    for ``rounds`` rounds (None: until the match starts), the clock moved on ``seconds_a_round`` each: the
+    rounds gone by when the host seed was drawn, and whether the others were still being seated then."""
     starts = MatchStarts()
     gone_by, seating = [0], [True]
     seeded_at: list[tuple[int, bool]] = []
@@ -95,33 +95,35 @@ async def _seat_while_others_are_seated(rounds: int | None) -> tuple[int, bool]:
         while (rounds is None or gone_by[0] < rounds) and not seeded_at:
             starts.seating()
             gone_by[0] += 1
+            clock.jump(seconds_a_round)
             await trio.lowlevel.checkpoint()
         seating[0] = False
 
     table = _table(make_seed=make_seed)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(table.run)
-            nursery.start_soon(others_seated)
-            peers = await _take_seats(nursery, table, match_starts=starts)
-            for peer, connection, _ in peers:
-                await _until(peer, connection, MatchStart)
-            nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        nursery.start_soon(others_seated)
+        peers = await _take_seats(nursery, table, match_starts=starts)
+        for peer, connection, _ in peers:
+            await _until(peer, connection, MatchStart)
+        nursery.cancel_scope.cancel()
     return seeded_at[0]
 
 
-async def test_a_full_tables_match_starts_only_once_no_other_connection_is_being_seated():
+async def test_a_full_tables_match_starts_only_once_no_other_connection_is_being_seated(autojump_clock):
     """In a storm of connections the welcomes go first: the match's start waits while others are being seated."""
-    rounds, still_seating = await _seat_while_others_are_seated(200)
+    # A quiet spell of SEATING_QUIET passes every 4 rounds, but each of those rounds seats someone.
+    rounds, still_seating = await _seat_while_others_are_seated(autojump_clock, 200, seat_link.SEATING_QUIET / 4)
     assert not still_seating
     assert rounds == 200
 
 
-async def test_a_full_tables_match_waits_for_idle_seating_a_limited_time(monkeypatch):
+async def test_a_full_tables_match_waits_for_idle_seating_a_limited_time(autojump_clock):
     """Connections that never stop coming do not hold a match back for more than START_WAIT_AT_MOST."""
-    monkeypatch.setattr(seat_link, "START_WAIT_AT_MOST", 0.05)
-    _, still_seating = await _seat_while_others_are_seated(None)
+    rounds, still_seating = await _seat_while_others_are_seated(autojump_clock, None, seat_link.SEATING_QUIET)
     assert still_seating
+    waited = rounds * seat_link.SEATING_QUIET  # the seats were welcomed a few rounds after the others began
+    assert seat_link.START_WAIT_AT_MOST <= waited < 1.5 * seat_link.START_WAIT_AT_MOST
 
 
 async def test_a_full_tables_match_waits_while_a_seated_connection_waits_for_its_welcome(mock_clock):
