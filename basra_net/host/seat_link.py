@@ -211,12 +211,12 @@ class MatchStarts:
 
         A sleep, not a scheduler round after round: a host whose seats come and go all the time (matches
         ending, players reconnecting) would otherwise spin its loop for as long as a seat waits.  Past
-        ``give_up``, one scheduler round: each group's starts run in a round of their own.
+        ``give_up`` at once: a seat first in line was woken to watch a round after the group before it
+        went, so each group's starts still run in a round of their own.
         """
         while True:
             now = trio.current_time()
             if now >= give_up:
-                await trio.lowlevel.checkpoint()
                 return
             if self._welcoming:
                 if self._welcomes_out is None:
