@@ -79,6 +79,16 @@ table: the seat to move waits until its table's next play is due, --rate^-1 s
 after the previous one was due, or at once when that has passed; the achieved
 rate is reported).
 
+Storm (--storm K, instead of the load): every seat of K tables connects at
+once to an idle host, each with its hello, and is timed from the start of its
+own connect until its welcome is read, as each player's client would time
+it; the host's part (hello written to welcome) is printed beside it.  Over
+plain TCP the generator is one loop of blocking sockets, a few system calls
+a seat, that reads the welcomes as they arrive: the storm comes as fast as
+one process can open connections (the time until the last hello was written
+is printed), so the figures are the host's and not the generator's.  Over
+TLS it is a trio task per seat, each with its own TLS handshake.
+
 The relay (benchmarks/relay.py, its own process) gets the same number of
 connections in pairs and the same pattern: one play in flight per pair, each
 play one frame of the size of a real `played` frame (encoded from engine
@@ -107,7 +117,9 @@ import os
 import platform
 import random
 import re
+import selectors
 import signal
+import socket
 import statistics
 import struct
 import subprocess
@@ -132,7 +144,7 @@ from basra_net.engine import Match  # noqa: E402
 from basra_net.protocol.announce import messages_for_seat  # noqa: E402
 from basra_net.protocol.errors import TABLE_FULL  # noqa: E402
 from basra_net.host.server import open_files_limit as raise_open_files_limit  # noqa: E402  (child processes inherit it)
-from basra_net.host.wire import SocketWire, TlsSocket  # noqa: E402
+from basra_net.host.wire import RECEIVE_SIZE, SocketWire, TlsSocket  # noqa: E402
 from basra_net.protocol.framing import encode_frame  # noqa: E402
 from basra_net.protocol.messages import COMMIT_DEAL, PROTOCOL_VERSIONS, Hello, Played, to_wire  # noqa: E402
 from basra_net.protocol.record import STREAM_TYPES, ChannelContext, ChannelRecord  # noqa: E402
@@ -956,24 +968,38 @@ def pause_lines(server: Pauses | None, generator: Pauses, window: tuple[float, f
 
 @dataclass
 class StormSeats:
-    """What the storm's seats measured: per welcomed seat, seconds from opening the connection to each step."""
+    """What the storm's seats measured: per welcomed seat, seconds from the start of its own connect to each step."""
     connected: list[float] = field(default_factory=list)  # TCP (and TLS) connection open
     hello_sent: list[float] = field(default_factory=list)  # the hello written
     welcomed: list[float] = field(default_factory=list)  # the welcome read
     failures: list[str] = field(default_factory=list)
     cpu_host: float = 0.0  # the host's and the generator's CPU seconds, from the start until the last seat was welcomed
     cpu_generator: float = 0.0
-    wall: float = 0.0
+    arrival: float = 0.0  # from the start until the last seat's hello was written: how fast the storm came
+    wall: float = 0.0  # from the start until the last seat was welcomed
     rss_kb: int = 0  # the host's, once every seat was in
 
     @property
     def done(self) -> int:
         return len(self.welcomed) + len(self.failures)
 
+    def answered(self, buffer: bytearray, opened: float, connected: float, hello_sent: float) -> bool:
+        """Whether the frames read so far end the seat's wait: its welcome (timed now) or a refusal."""
+        kinds = [message["type"] for _, message in frames_in(buffer)]
+        if "welcome" in kinds:
+            self.welcomed.append(time.perf_counter() - opened)
+            self.connected.append(connected - opened)
+            self.hello_sent.append(hello_sent - opened)
+            return True
+        if "error" in kinds:
+            self.failures.append("refused")
+            return True
+        return False
+
 
 async def storm_seat(port: int, transport: Transport, hello: bytes, source: int, seats: StormSeats,
                      all_in: trio.Event) -> None:
-    """One seat of the storm: connect, say hello, and time until its welcome; hold the seat until all are in."""
+    """One seat of the TLS storm: connect, say hello, and time until its welcome; hold the seat until all are in."""
     opened = time.perf_counter()
     try:
         wire = await transport.connect(port, source)
@@ -991,15 +1017,8 @@ async def storm_seat(port: int, transport: Transport, hello: bytes, source: int,
                 seats.failures.append("closed before welcome")
                 return
             buffer += data
-            kinds = [message["type"] for _, message in frames_in(buffer)]
-            if "welcome" in kinds:
-                seats.welcomed.append(time.perf_counter() - opened)
-                seats.connected.append(connected - opened)
-                seats.hello_sent.append(hello_sent - opened)
+            if seats.answered(buffer, opened, connected, hello_sent):
                 break
-            if "error" in kinds:
-                seats.failures.append("refused")
-                return
         await all_in.wait()
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
         seats.failures.append(f"connection: {err!r}")
@@ -1015,9 +1034,10 @@ def storm_hellos(tables: int) -> list[bytes]:
 
 
 async def drive_storm(port: int, pid: int, transport: Transport, hellos: list[bytes], seats: StormSeats) -> None:
+    """The TLS storm: a trio task per seat, each through its own TLS handshake."""
     all_in = trio.Event()
     host0, own0, wall0 = cpu_seconds(pid), time.process_time(), time.perf_counter()
-    with trio.move_on_after(60):
+    with trio.move_on_after(STORM_DEADLINE):
         async with trio.open_nursery() as nursery:
             for n, hello in enumerate(hellos):
                 nursery.start_soon(storm_seat, port, transport, hello, n, seats, all_in)
@@ -1025,12 +1045,92 @@ async def drive_storm(port: int, pid: int, transport: Transport, hellos: list[by
                 await trio.sleep(0.002)
             seats.cpu_host, seats.cpu_generator = cpu_seconds(pid) - host0, time.process_time() - own0
             seats.wall = time.perf_counter() - wall0
+            seats.arrival = max(seats.hello_sent, default=0.0)  # the last seat to start began at about the start
             await trio.sleep(STORM_SETTLE)  # the matches' first frames out, before the memory is read
             seats.rss_kb = rss_kb(pid)
             all_in.set()
 
 
+class _PlainSeat:
+    """A plain-TCP storm seat waiting for its welcome: its socket, what it has read, and when each step was done."""
+
+    __slots__ = ("sock", "buffer", "opened", "connected", "hello_sent")
+
+    def __init__(self, sock: socket.socket, opened: float, connected: float, hello_sent: float) -> None:
+        self.sock, self.buffer = sock, bytearray()
+        self.opened, self.connected, self.hello_sent = opened, connected, hello_sent
+
+
+def drive_plain_storm(port: int, pid: int, transport: Transport, hellos: list[bytes], seats: StormSeats) -> None:
+    """The plain-TCP storm: each seat as a client of its own would do it, as fast as one process can.
+
+    One tight loop: a blocking connect on a plain socket (over loopback it is
+    complete when the call returns) and a blocking send of the seat's
+    pre-encoded hello, then on to the next seat; after each seat, the
+    welcomes that have arrived meanwhile are read at once (an epoll poll
+    that does not wait), so that a welcome is timed when it arrives and not
+    when the last hello has gone.  Then one epoll loop reads the rest.  No
+    task, scheduler round or wait per seat: the generator's CPU per seat is
+    a few system calls, so the storm arrives as fast as the host accepts it.
+    """
+    waiting = selectors.DefaultSelector()
+    held: list[socket.socket] = []  # every seat's socket, open until all are in, as the players stay seated
+
+    def read_welcomes(timeout: float) -> None:
+        for key, _ in waiting.select(timeout):
+            seat = key.data
+            try:
+                data = seat.sock.recv(RECEIVE_SIZE)
+            except BlockingIOError:
+                continue
+            except OSError as err:
+                data, why = b"", f"connection: {err!r}"
+            else:
+                why = "closed before welcome"
+            if not data:
+                seats.failures.append(why)
+                waiting.unregister(seat.sock)
+                continue
+            seat.buffer += data
+            if seats.answered(seat.buffer, seat.opened, seat.connected, seat.hello_sent):
+                waiting.unregister(seat.sock)
+
+    host0, own0, start = cpu_seconds(pid), time.process_time(), time.perf_counter()
+    try:
+        for n, hello in enumerate(hellos):
+            opened = time.perf_counter()
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(sock)
+            try:
+                source = transport.source(n)
+                if source is not None:
+                    sock.bind((source, 0))
+                sock.connect((LOOPBACK, port))
+                connected = time.perf_counter()
+                sock.sendall(hello)
+                hello_sent = time.perf_counter()
+            except OSError as err:
+                seats.failures.append(f"connect: {err!r}")
+                continue
+            sock.setblocking(False)
+            waiting.register(sock, selectors.EVENT_READ, _PlainSeat(sock, opened, connected, hello_sent))
+            read_welcomes(0)
+        seats.arrival = time.perf_counter() - start
+        deadline = start + STORM_DEADLINE
+        while seats.done < len(hellos) and time.perf_counter() < deadline:
+            read_welcomes(deadline - time.perf_counter())
+        seats.cpu_host, seats.cpu_generator = cpu_seconds(pid) - host0, time.process_time() - own0
+        seats.wall = time.perf_counter() - start
+        time.sleep(STORM_SETTLE)  # the matches' first frames out, before the memory is read
+        seats.rss_kb = rss_kb(pid)
+    finally:
+        waiting.close()
+        for sock in held:
+            sock.close()
+
+
 STORM_SETTLE = 0.5  # seconds after the last welcome before the storm's host memory is read
+STORM_DEADLINE = 60.0  # seconds the storm is given before the seats not yet welcomed are left
 
 
 def percentiles_ms(values: list[float]) -> str:
@@ -1039,14 +1139,19 @@ def percentiles_ms(values: list[float]) -> str:
             f" max {values[-1] * 1000:.1f} ms")
 
 
-def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespace) -> None:
+def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespace) -> StormSeats:
     """Every seat of K tables connects at once to an idle host: how long until each is welcomed.
 
-    Besides connect -> welcome, prints when each welcomed seat's connection was
-    open and its hello written (both paced by the generator as much as by the
-    host), and the CPU both processes used over the storm: the generator opens
-    all 2K connections from one process, so its own CPU bounds how fast the
-    storm can arrive.
+    Each seat is timed from the start of its own connect, as a player's
+    client would time it: connect to welcome, and of it when the connection
+    was open and the hello written, and the host's part (hello written to
+    welcome).  Plain TCP is the generator's tight loop of blocking sockets
+    (``drive_plain_storm``): it spends a few system calls a seat, so the
+    seats arrive as fast as one process can open connections (printed: the
+    time until the last hello was written) and the figures are the host's.
+    TLS is a trio task per seat, each with its own TLS handshake, which
+    paces the storm as much as the host does.  Also printed: the CPU both
+    processes used until every seat was in, and the host's memory then.
     """
     transport = Transport(tls, not args.one_address)
     seats = StormSeats()
@@ -1056,7 +1161,10 @@ def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespac
         try:
             idle_kb = idle_rss(server.pid)
             hellos = storm_hellos(tables)
-            trio.run(drive_storm, server.port, server.pid, transport, hellos, seats)
+            if tls:
+                trio.run(drive_storm, server.port, server.pid, transport, hellos, seats)
+            else:
+                drive_plain_storm(server.port, server.pid, transport, hellos, seats)
         finally:
             server.stop()
     line = f"storm K={tables} {'TLS' if tls else 'plain'} journal {'on' if journal else 'off'}: {len(seats.welcomed)} of {2 * tables} seats welcomed"
@@ -1065,7 +1173,8 @@ def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespac
                  f"\n  of which: connection open {percentiles_ms(seats.connected)}; hello written {percentiles_ms(seats.hello_sent)}"
                  f"\n  hello written to welcome (the host's part) "
                  f"{percentiles_ms([w - h for w, h in zip(seats.welcomed, seats.hello_sent)])}")
-    line += (f"\n  CPU until every seat was in ({seats.wall * 1000:.0f} ms): host {seats.cpu_host * 1000:.0f} ms,"
+    line += (f"\n  the last hello written {seats.arrival * 1000:.0f} ms after the start, the last welcome {seats.wall * 1000:.0f} ms;"
+             f" CPU until then: host {seats.cpu_host * 1000:.0f} ms,"
              f" generator {seats.cpu_generator * 1000:.0f} ms (/proc counts the host's in 10 ms ticks)")
     if seats.rss_kb:
         line += (f"\n  host memory with every seat in, {STORM_SETTLE:g} s later: {(seats.rss_kb - idle_kb) / tables:.0f} KB a table"
@@ -1073,6 +1182,7 @@ def measure_storm(tables: int, tls: bool, journal: bool, args: argparse.Namespac
     if seats.failures:
         line += "\n  not welcomed: " + ", ".join(f"{why} {seats.failures.count(why)}" for why in sorted(set(seats.failures)))
     print(line, flush=True)
+    return seats
 
 
 def measure_relay(tables: int, mode: str, tls: bool, args: argparse.Namespace, frames: list[bytes],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections import deque
 from typing import Protocol
 
 import trio
@@ -134,6 +135,117 @@ async def _exchange_code(
     return refusal
 
 
+class MatchStarts:
+    """When a table whose seats are both welcomed starts its match: once the host's seating is idle.
+
+    A match's start (its first frames, the host seed's record, the signed
+    commitment: about 50 us a table) is no part of any welcome, but run as
+    soon as the table's second welcome is written it takes its turn among
+    the handshakes and welcomes of everyone else connecting: in a storm of
+    reconnecting players every welcome then waits behind the match starts of
+    the tables seated before it.  So a seat's task, once its welcome is
+    written, waits here in line until no seated connection is waiting for
+    its welcome (for the journal, most often) and SEATING_QUIET passes in
+    which no connection began its handshake or had its welcome written;
+    then the first START_GROUP in line go, and the next in line watches
+    again.  A seat that has waited START_WAIT_AT_MOST goes without waiting
+    for idleness, one group a scheduler round, so that a steady stream of
+    connections cannot hold a match back, nor a whole storm's matches start
+    in one round that every welcome still to come would wait behind.
+    Nothing else is held: the seat's input is read only after its table
+    took the seat, as before.
+    """
+
+    __slots__ = ("_activity", "_welcoming", "_welcomes_out", "_line")
+
+    def __init__(self) -> None:
+        self._activity = 0  # handshakes begun and welcomes written, counted
+        self._welcoming = 0  # connections seated whose welcome is not written yet
+        self._welcomes_out: trio.Event | None = None  # set when _welcoming falls to 0, while a seat waits for that
+        self._line: deque[_StartTurn] = deque()  # the seats waiting, first come first; the first watches
+
+    def seating(self) -> None:
+        """A connection began its handshake."""
+        self._activity += 1
+
+    def welcoming(self) -> None:
+        """A connection is seated; its welcome is being made and written."""
+        self._welcoming += 1
+
+    def welcome_done(self) -> None:
+        """The welcome of a connection counted by ``welcoming`` is written, or will not be."""
+        self._activity += 1
+        self._welcoming -= 1
+        if not self._welcoming and self._welcomes_out is not None:
+            self._welcomes_out.set()
+            self._welcomes_out = None
+
+    async def idle(self) -> None:
+        """Return once this seat's turn has come: seating idle, or this seat waited START_WAIT_AT_MOST."""
+        turn = _StartTurn(trio.current_time() + START_WAIT_AT_MOST)
+        line = self._line
+        line.append(turn)
+        try:
+            while not turn.gone:
+                if line[0] is turn:
+                    await self._until_idle(turn.give_up)
+                    for _ in range(min(START_GROUP, len(line))):
+                        going = line.popleft()
+                        going.gone = True
+                        going.woken.set()
+                    if line:
+                        line[0].woken.set()  # to watch in its turn
+                else:
+                    await turn.woken.wait()
+                    if not turn.gone:
+                        turn.woken = trio.Event()
+        finally:
+            if not turn.gone:  # cancelled in line
+                first = line[0] is turn
+                line.remove(turn)
+                if first and line:
+                    line[0].woken.set()
+
+    async def _until_idle(self, give_up: float) -> None:
+        """Wait until no welcome is pending and SEATING_QUIET passes without seating, or until ``give_up``.
+
+        A sleep, not a scheduler round after round: a host whose seats come and go all the time (matches
+        ending, players reconnecting) would otherwise spin its loop for as long as a seat waits.  Past
+        ``give_up`` at once: a seat first in line was woken to watch a round after the group before it
+        went, so each group's starts still run in a round of their own.
+        """
+        while True:
+            now = trio.current_time()
+            if now >= give_up:
+                return
+            if self._welcoming:
+                if self._welcomes_out is None:
+                    self._welcomes_out = trio.Event()
+                with trio.move_on_at(give_up):
+                    await self._welcomes_out.wait()
+                continue
+            seen = self._activity
+            await trio.sleep(min(SEATING_QUIET, give_up - now))
+            if self._activity == seen and not self._welcoming:
+                return
+
+
+class _StartTurn:
+    """A seat's place in MatchStarts' line."""
+
+    __slots__ = ("give_up", "woken", "gone")
+
+    def __init__(self, give_up: float) -> None:
+        self.give_up = give_up  # when the seat goes whether seating is idle or not
+        self.woken = trio.Event()  # set when the seat goes, or is first in line and is to watch
+        self.gone = False
+
+
+START_WAIT_AT_MOST = 0.2  # seconds a table with both seats welcomed waits at most for the host's seating to be idle
+START_GROUP = 16  # seats whose tables may start their matches in one scheduler round
+SEATING_QUIET = 0.001  # seconds without a handshake begun or a welcome written that make the host's seating idle
+
+
 class Seating(Protocol):
     """Finds a connection its seat: one table (`basra host`) or a lobby of tables (`basra serve`)."""
 
@@ -153,6 +265,7 @@ async def serve_connection(
     admission: Admission | None = None,
     address: str = "local",
     tls: ssl.SSLContext | None = None,
+    match_starts: MatchStarts | None = None,
 ) -> None:
     """Run one connection from its first byte to its close.
 
@@ -161,15 +274,18 @@ async def serve_connection(
     connection must send its first bytes within FIRST_BYTES_TIMEOUT, and
     until it is seated the gate may drop it to make room for a newer one.
     With ``tls`` the connection is TLS, its handshake inside the same
-    deadline as hello's.
+    deadline as hello's.  With ``match_starts``, a table this connection
+    fills starts its match once the host's seating is idle (MatchStarts).
     """
+    if match_starts is not None:
+        match_starts.seating()
     connection = HostConnection()
     if admission is None:
         placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
     else:
         stream, placed = await _admit(stream, connection, seating, reserved_seat, handshake_timeout, admission, address, tls)
     if placed is not None:
-        await _serve_seat(stream, connection, *placed)
+        await _serve_seat(stream, connection, *placed, match_starts)
 
 
 async def _admit(
@@ -319,7 +435,8 @@ async def _handshake(
 
 
 async def _serve_seat(
-    stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, version: int, received: int | None
+    stream: trio.abc.Stream, connection: HostConnection, table: Table, seat: int, hello: Hello, version: int, received: int | None,
+    match_starts: MatchStarts | None,
 ) -> None:
     """Seat the connection (a new seat, or one resumed), then relay between it and its table until either ends.
 
@@ -333,12 +450,22 @@ async def _serve_seat(
     journal = table.journal if isinstance(table.journal, TableLog) else None
     if journal is not None:
         outbox.hold_until_durable(journal)
-    lost, link = await _welcome(wire, connection, table, seat, hello, version, received, outbox, journal)
+    if match_starts is not None:
+        match_starts.welcoming()
+    try:
+        lost, link = await _welcome(wire, connection, table, seat, hello, version, received, outbox, journal)
+    finally:
+        if match_starts is not None:
+            match_starts.welcome_done()
     last_error: ProtocolError | None = None  # stays None when the table ends the connection
     if lost is None:
         # Every other welcome ready to go is written before the work that follows this one (the relay's
-        # start, and the match's when the table is now full).
-        await trio.lowlevel.checkpoint()
+        # start, and the match's when the table is now full); with match_starts, every welcome and
+        # handshake of a storm of connections is, before a new seat lets its table start.
+        if match_starts is None or received is not None:
+            await trio.lowlevel.checkpoint()
+        else:
+            await match_starts.idle()
         if received is None:
             table.welcomed(seat)  # the match may start: its first frames wait in the outbox, written below
         writing = _WritingEnd()

@@ -28,7 +28,7 @@ from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
 from .lobby import Lobby
 from .serve_journal import ServeJournal, TableLog
-from .seat_link import serve_connection
+from .seat_link import MatchStarts, serve_connection
 from .table import JournalMismatch, Table, TableResult
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
@@ -303,6 +303,7 @@ class _Door:
     ) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
         self.tls = server_tls_context(identity, data_dir()) if tls else None
+        self.match_starts = MatchStarts()  # every table's, seated through this door
         # Connections waiting in their handshake hold a descriptor each: no more of them than half the
         # descriptors the process may open, so that accepting never fails for want of one.
         gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
@@ -326,7 +327,8 @@ class _Door:
     def serve(self, stream: trio.SocketStream, address: str, seating) -> Awaitable[None]:
         """The handling of a connection from the network, to await; ``address`` is its peer's, as the accept returned
         it.  Not a coroutine of its own, which would be one more frame held by every connection for its life."""
-        return serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls)
+        return serve_connection(stream, seating, admission=self.admission, address=address, tls=self.tls,
+                                match_starts=self.match_starts)
 
     def join_options(self) -> str:
         options = "" if self.tls else " --plain"

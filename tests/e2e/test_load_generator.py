@@ -3,7 +3,8 @@
 Over TLS and plain TCP, a couple of seconds of load at two tables: plays are
 counted, each with its latency; matches end by their target, so every seed,
 move and countersignature was taken; nothing is turned away and no error is
-seen.  Outcomes only: the figures are the benchmark's.
+seen.  A storm of connections times each seat to its welcome and counts
+the seats turned away.  Outcomes only: the figures are the benchmark's.
 """
 
 from __future__ import annotations
@@ -96,3 +97,24 @@ def test_paced_plays_keep_their_tables_schedule_and_start_it_afresh_after_an_int
         due = load.next_due(due, sent[-1], interval)
     assert all(sum(start <= t < start + interval - 1e-9 for t in sent) <= 2 for start in sent)
     assert sent[-1] - sent[0] >= (len(sent) - 2) * interval - 1e-9
+
+
+@TRANSPORTS
+def test_the_storm_times_every_seat_from_its_own_connect_to_its_welcome(tls, args):
+    seats = load.measure_storm(3, tls, True, args)
+    assert seats.failures == []
+    assert len(seats.welcomed) == 6
+    for connected, hello_sent, welcomed in zip(seats.connected, seats.hello_sent, seats.welcomed):
+        assert 0 <= connected <= hello_sent < welcomed
+    assert 0 < seats.arrival < seats.wall
+    assert seats.rss_kb > 0
+
+
+@TRANSPORTS
+def test_the_storm_counts_the_seats_the_host_turns_away(tls, args, monkeypatch):
+    """Hellos for one table more than the host keeps: that table's two seats are refused, not welcomed."""
+    hellos = load.storm_hellos
+    monkeypatch.setattr(load, "storm_hellos", lambda tables: hellos(tables + 1))
+    seats = load.measure_storm(2, tls, True, args)
+    assert len(seats.welcomed) == 4
+    assert seats.failures == ["refused", "refused"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import socket
 from functools import partial
 
+import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from basra_net.host.seat_link import serve_connection
+from basra_net.host import seat_link
+from basra_net.host.seat_link import MatchStarts, serve_connection
 from basra_net.host.table import Table
 from basra_net.protocol.connection import ClientConnection
 from basra_net.protocol.framing import FrameDecoder, encode_frame
@@ -37,13 +39,14 @@ def _table(**settings) -> Table:
                  reserved_seats=frozenset(), **settings)
 
 
-async def _take_seats(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end, seats=(0, 1)) -> list:
+async def _take_seats(nursery: trio.Nursery, table: Table, wrap=lambda host_end: host_end, seats=(0, 1),
+                      match_starts: MatchStarts | None = None) -> list:
     """The seats taken by connections over memory streams (the host's ends passed through ``wrap``),
     each welcomed: (peer, its connection, its welcome) for each."""
     peers = []
     for seat in seats:
         host_end, peer = trio.testing.memory_stream_pair()
-        nursery.start_soon(partial(serve_connection, wrap(host_end), table, reserved_seat=seat))
+        nursery.start_soon(partial(serve_connection, wrap(host_end), table, reserved_seat=seat, match_starts=match_starts))
         connection = ClientConnection()
         await peer.send_all(connection.send(Hello((1,), f"Seat {seat}", bytes([seat]) * 32)))
         peers.append((peer, connection, await _until(peer, connection, Welcome)))
@@ -74,6 +77,151 @@ async def test_the_match_starts_once_the_second_seats_welcome_is_out():
             await _until(*peers[1][:2], Commit)
             nursery.cancel_scope.cancel()
     assert [[type(message) for message in sent] for sent in sent_before_the_seed] == [[Welcome]]
+
+
+async def _seat_while_others_are_seated(clock, rounds: int | None, seconds_a_round: float = 0.0) -> tuple[int, bool]:
+    """Both seats of a table welcomed while other connections keep being seated, one a scheduler round,
+    for ``rounds`` rounds (None: until the match starts), the clock moved on ``seconds_a_round`` each: the
+    rounds gone by when the host seed was drawn, and whether the others were still being seated then."""
+    starts = MatchStarts()
+    gone_by, seating = [0], [True]
+    seeded_at: list[tuple[int, bool]] = []
+
+    def make_seed() -> bytes:
+        seeded_at.append((gone_by[0], seating[0]))
+        return bytes(32)
+
+    async def others_seated() -> None:
+        while (rounds is None or gone_by[0] < rounds) and not seeded_at:
+            starts.seating()
+            gone_by[0] += 1
+            clock.jump(seconds_a_round)
+            await trio.lowlevel.checkpoint()
+        seating[0] = False
+
+    table = _table(make_seed=make_seed)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        nursery.start_soon(others_seated)
+        peers = await _take_seats(nursery, table, match_starts=starts)
+        for peer, connection, _ in peers:
+            await _until(peer, connection, MatchStart)
+        nursery.cancel_scope.cancel()
+    return seeded_at[0]
+
+
+async def test_a_full_tables_match_starts_only_once_no_other_connection_is_being_seated(autojump_clock):
+    """In a storm of connections the welcomes go first: the match's start waits while others are being seated."""
+    # A quiet spell of SEATING_QUIET passes every 4 rounds, but each of those rounds seats someone.
+    rounds, still_seating = await _seat_while_others_are_seated(autojump_clock, 200, seat_link.SEATING_QUIET / 4)
+    assert not still_seating
+    assert rounds == 200
+
+
+async def test_a_full_tables_match_waits_for_idle_seating_a_limited_time(autojump_clock):
+    """Connections that never stop coming do not hold a match back for more than START_WAIT_AT_MOST."""
+    rounds, still_seating = await _seat_while_others_are_seated(autojump_clock, None, seat_link.SEATING_QUIET)
+    assert still_seating
+    waited = rounds * seat_link.SEATING_QUIET  # the seats were welcomed a few rounds after the others began
+    assert seat_link.START_WAIT_AT_MOST <= waited < 1.5 * seat_link.START_WAIT_AT_MOST
+
+
+async def test_a_full_tables_match_waits_while_a_seated_connection_waits_for_its_welcome(mock_clock):
+    """A welcome held back (by the journal, most often) holds the matches' starts back too, however many rounds go by."""
+    starts = MatchStarts()
+    starts.welcoming()
+    idle: list[int] = []
+
+    async def start_match(number: int) -> None:
+        await starts.idle()
+        idle.append(number)
+
+    async with trio.open_nursery() as nursery:
+        for number in (1, 2):
+            nursery.start_soon(start_match, number)
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(seat_link.START_WAIT_AT_MOST / 2)  # many a quiet spell, the welcome still pending
+        await trio.testing.wait_all_tasks_blocked()
+        assert idle == []
+        starts.welcome_done()
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(seat_link.SEATING_QUIET)
+    assert sorted(idle) == [1, 2]
+
+
+async def test_a_welcome_held_back_for_long_holds_the_matches_back_a_limited_time_each_time(autojump_clock):
+    starts = MatchStarts()
+    starts.welcoming()
+    for _ in range(2):
+        began = trio.current_time()
+        await starts.idle()
+        assert trio.current_time() - began == pytest.approx(seat_link.START_WAIT_AT_MOST)
+    starts.welcome_done()
+    began = trio.current_time()
+    await starts.idle()
+    assert trio.current_time() - began == pytest.approx(seat_link.SEATING_QUIET)
+
+
+async def test_matches_start_a_group_a_scheduler_round_first_come_first(monkeypatch):
+    """A whole storm's matches do not start in one round that a welcome still to come would wait behind."""
+    monkeypatch.setattr(seat_link, "START_GROUP", 2)
+    starts = MatchStarts()
+    starts.welcoming()  # so that all six are in line before seating is idle
+    rounds, went = [0], []
+
+    async def count_rounds() -> None:
+        while True:
+            rounds[0] += 1
+            await trio.lowlevel.checkpoint()
+
+    async def start_match(number: int) -> None:
+        await starts.idle()
+        went.append((number, rounds[0]))
+
+    async with trio.open_nursery() as nursery:
+        for number in range(6):
+            nursery.start_soon(start_match, number)
+            await trio.testing.wait_all_tasks_blocked()  # each in line in turn
+        nursery.start_soon(count_rounds)
+        starts.welcome_done()
+        with trio.fail_after(5):
+            while len(went) < 6:
+                await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    numbers = [number for number, _ in went]
+    assert [sorted(numbers[n:n + 2]) for n in (0, 2, 4)] == [[0, 1], [2, 3], [4, 5]]
+    # Seats let go in one round run in the next, in any order beside the round counter: one round apart at most.
+    assert max(round_ for _, round_ in went) - min(round_ for _, round_ in went) >= 2
+
+
+async def test_a_seat_that_leaves_the_line_lets_the_others_start(mock_clock):
+    """The first in line watches for the others; cancelled (its connection gone), the next watches in its place."""
+    starts = MatchStarts()
+    starts.welcoming()
+    went = []
+
+    async def start_match(number: int) -> None:
+        await starts.idle()
+        went.append(number)
+
+    async def start_match_until_cancelled(scope: trio.CancelScope) -> None:
+        with scope:
+            await start_match(0)
+
+    first = trio.CancelScope()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(start_match_until_cancelled, first)
+        await trio.testing.wait_all_tasks_blocked()
+        for number in (1, 2):
+            nursery.start_soon(start_match, number)
+        await trio.testing.wait_all_tasks_blocked()
+        first.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        assert went == []  # a welcome is still pending
+        starts.welcome_done()
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(seat_link.SEATING_QUIET)
+    assert sorted(went) == [1, 2]
 
 
 async def test_a_resumes_welcome_and_replay_that_the_socket_cannot_take_at_once_arrive_whole_and_in_order():
