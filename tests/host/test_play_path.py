@@ -7,7 +7,8 @@ bytes, and the table must end with the same signed records, journal,
 transcripts and result.  The players make illegal plays and chat; in one
 match a seat's connection drops and the seat resumes, in another a seat
 leaves in the middle: so the two ways of taking a play meet everything a
-match mixes with its plays.
+match mixes with its plays.  A step of a play taken in one pass that raises
+ends the match as it does when the coroutine takes the play.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.host.identity import public_key_bytes
 from basra_net.host.outbox import Outbox
 from basra_net.host.seat_link import OUTBOX_SIZE
-from basra_net.host.table import SeatLost, Table
+from basra_net.host.table import MatchAbandoned, SeatLost, Table
 from basra_net.host.wire import StreamWire
 from basra_net.match_files import TranscriptFile
 from basra_net.protocol.connection import HostConnection
@@ -162,11 +163,20 @@ def _resume(table: Table, player: Player, nursery: trio.Nursery) -> None:
     table.flush()
 
 
-async def _match(seed: int, scoring: str, leave_after: int | None, drop_after: int | None, tmp_path) -> tuple:
+class GivingUpTable(Table):
+    """Ends the match as abandoned by seat 1 as it is about to send its 20th request: a step of a play that raises."""
+
+    def _ask(self, seat: int) -> None:
+        if self._request == 19:
+            raise MatchAbandoned(1, "seat 1 is given up", "grace_over")
+        super()._ask(seat)
+
+
+async def _match(seed: int, scoring: str, leave_after: int | None, drop_after: int | None, tmp_path, table_class=Table) -> tuple:
     """Everything a match leaves: the bytes each seat received, the table's records, journal, transcripts, result."""
     seeds = random.Random(seed)
     journal = ListJournal()
-    table = Table(scoring=scoring, target=101, identity=HOST, match_id=seed.to_bytes(16, "big"), reserved_seats=frozenset(),
+    table = table_class(scoring=scoring, target=101, identity=HOST, match_id=seed.to_bytes(16, "big"), reserved_seats=frozenset(),
                   make_seed=lambda: seeds.randbytes(32), make_token=lambda: seeds.randbytes(16), journal=journal)
     paths = [tmp_path / f"seat{seat}.basra" for seat in (0, 1)]
     for seat in (0, 1):
@@ -249,3 +259,29 @@ def test_a_play_taken_in_one_pass_sends_and_records_what_the_coroutine_does(seed
     assert all(b"\xa4type\xa4chat" in r for r in received)  # chat lines were relayed between the plays
     # The seat that dropped was held away (the other seat told so) while the other played on, and came back.
     assert all((b"\xa4type\xa4away" in r and b"\xa4type\xa4back" in r) == (drop_after is not None) for r in received[1:])
+
+
+def test_what_a_play_taken_in_one_pass_raises_ends_the_match_as_in_the_coroutine(tmp_path, monkeypatch):
+    raised = []
+    take_inline = Table._take_play_inline
+
+    def watching(self, seat, play):
+        try:
+            return take_inline(self, seat, play)
+        except MatchAbandoned as gone:
+            raised.append(gone.reason)
+            raise
+
+    monkeypatch.setattr(Table, "_take_play_inline", watching)
+    monkeypatch.setattr("basra_net.host.resume.time.time", lambda: 1.8e9)
+    (tmp_path / "at-once").mkdir()
+    at_once = trio.run(_match, 5, "egyptian", None, None, tmp_path / "at-once", GivingUpTable, clock=trio.testing.MockClock())
+    assert raised == ["seat 1 is given up"]  # raised by a step of a play taken in one pass
+
+    monkeypatch.setattr(Table, "_play_at_once", lambda self, seat, play: False)
+    (tmp_path / "coroutine").mkdir()
+    by_coroutine = trio.run(_match, 5, "egyptian", None, None, tmp_path / "coroutine", GivingUpTable, clock=trio.testing.MockClock())
+
+    assert at_once == by_coroutine
+    result = at_once[4]
+    assert not result.completed and result.winner == 0 and result.reason == "seat 1 is given up"
