@@ -783,10 +783,11 @@ class Table:
 
         Most of what a match takes is such a play: the one the coroutine waits for (``_play_turns``), from the
         seat to act, answering the open request, legal, and not the game's last (whose reveal and
-        countersignatures are the coroutine's).  It is applied, announced and the next seat asked by the same
-        steps, in the same order, that the coroutine takes, which then waits on for the next play: its deadline
-        is the same, as a play changes no seat's grace.  Anything else, an illegal play among it, goes to the
-        coroutine.  What the steps raise is raised in the coroutine, where it waits, as if it had taken the play.
+        countersignatures are the coroutine's).  The engine applies it first, so that an illegal play, which
+        leaves the engine as it was, goes to the coroutine untouched; then it is recorded, journalled (before
+        any frame that follows from it is queued), announced and the next seat asked by the coroutine's own
+        steps, which then waits on for the next play: its deadline is the same, as a play changes no seat's
+        grace.  What the steps raise is raised in the coroutine, where it waits, as if it had taken the play.
         """
         game = self.match.game
         if (
