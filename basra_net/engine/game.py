@@ -99,6 +99,11 @@ class Game:
     def finished(self) -> bool:
         return self.plays == PLAYS_PER_GAME
 
+    @property
+    def plays_left(self) -> int:
+        """Plays until the game ends: 1 when the next ends it."""
+        return PLAYS_PER_GAME - self.plays
+
     def first_deal(self) -> Dealt:
         return Dealt(
             game=self.number,

@@ -49,6 +49,11 @@ class InlineMachine:
     def running(self) -> bool:
         return self._coroutine is not None
 
+    @property
+    def idle(self) -> bool:
+        """It waits for its next input, and none is queued: its owner may do inline what that input would have it do."""
+        return self._coroutine is not None and not self._feeding and not self._fed
+
     def start(self, coroutine: Coroutine) -> None:
         """Run the coroutine to its first wait, then give it what was fed before it started."""
         self._coroutine = coroutine
@@ -61,6 +66,24 @@ class InlineMachine:
             return
         self._fed.append((sender, item))
         self._drain()
+
+    def inline(self, step: Callable[..., bool], *args: object) -> bool:
+        """Have ``step(*args)`` do for the coroutine, which waits meanwhile, what an input would have had it do.
+
+        ``step`` answers whether it did; False leaves the input to ``feed``.  Inputs fed while it runs are
+        queued and taken after it, as they would be while the coroutine ran; what it raises is raised in the
+        coroutine where it waits, as if the coroutine had raised it.
+        """
+        self._feeding = True
+        try:
+            done = step(*args)
+        except Exception as err:
+            done = True
+            self._advance(None, err)
+        finally:
+            self._feeding = False
+        self._drain()
+        return done
 
     async def input(self, deadline: float = math.inf) -> tuple[int, object]:
         """Inside the coroutine: the next input, or (NO_SEAT, TICK) once ``deadline`` has come."""
@@ -92,11 +115,14 @@ class InlineMachine:
         if self.clock is not None and self.clock.deadline != self.wake_at:
             self.clock.deadline = self.wake_at
 
-    def _advance(self, value: object) -> None:
+    def _advance(self, value: object, error: Exception | None = None) -> None:
         coroutine = self._coroutine
         assert coroutine is not None
         try:
-            coroutine.send(value)
+            if error is None:
+                coroutine.send(value)
+            else:
+                coroutine.throw(error)
         except StopIteration:
             self._coroutine = None
         except Exception as err:  # the coroutine's own failure: the table's run() raises it

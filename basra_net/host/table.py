@@ -3,7 +3,10 @@
 The match is one coroutine (``_match_to_end``) that no task runs: the
 connection tasks (seat_link.py) feed it each validated message as they read
 it (``Table.feed``), and it runs inline up to the next input it waits for,
-then queues its messages on the seats' outboxes (inline.py).  ``Table.run``
+then queues its messages on the seats' outboxes (inline.py).  Most of what a
+match takes is a play in the middle of a game, the one the coroutine waits
+for: ``feed`` takes such a play in one pass, by the coroutine's own steps,
+without resuming it (``_play_at_once``).  ``Table.run``
 only keeps the clock, feeding the match a tick when a deadline it set (an
 away seat's grace, the end's linger) comes; at `basra serve` one clock keeps
 every table's instead (clock.py, through ``keep_time``).
@@ -190,7 +193,8 @@ class Table:
         self.finished = self._machine.finished
         self._phase = SEATING
         self._quiet_until = math.inf  # after the end: when a connected seat that says nothing is done
-        self._request = 0
+        self._request = 0  # the last request a seat was sent
+        self._plays_at_once = False  # the match waits for a play in the middle of a game: feed may take it (_play_at_once)
         self.result: TableResult | None = None
         self.on_event: Callable[[str], None] = lambda text: None  # host console log lines
         # A seat taken (True) or given up (False), by its token and hello nonce: for a lobby's indexes.
@@ -338,7 +342,11 @@ class Table:
     # --- input (called by connection tasks) ------------------------------------------------
 
     def feed(self, seat: int, item: object) -> None:
-        """Hand the match a message from a seat (or a SeatJoined, SeatLost); it runs inline up to its next wait."""
+        """Hand the match a message from a seat (or a SeatJoined, SeatLost); it runs inline up to its next wait.
+
+        A play in the middle of a game, most of what a match takes, is taken in one pass (``_play_at_once``)."""
+        if type(item) is Play and self._play_at_once(seat, item):
+            return
         self._machine.feed(seat, item)
 
     def flush(self) -> None:
@@ -728,14 +736,11 @@ class Table:
         deck = self.deck_for(game, host_seed, seed.seed)
         self._announce(match.start_game(deck))
         self.on_event(f"game {game} dealt")
-        match_ended: list = []
-        while match.turn is not None:
-            events = await self._take_turn(match.turn)
-            # The match's end, always the last event, is announced after the reveal,
-            # so that seat 1 checks the last deal before the session closes.
-            if isinstance(events[-1], MatchEnded):
-                match_ended = [events.pop()]
-            self._announce(events)
+        events = await self._play_turns()
+        # The match's end, always the last event, is announced after the reveal,
+        # so that seat 1 checks the last deal before the session closes.
+        match_ended = [events.pop()] if isinstance(events[-1], MatchEnded) else []
+        self._announce(events)
         self._send(1, self._dealer.reveal(game, host_seed))
         self.on_event(f"game {game} over: totals {match.totals[0]}-{match.totals[1]}")
         await self._countersignatures()
@@ -745,28 +750,86 @@ class Table:
         """The deck both seeds fix (tests replace this to play a host that cheats)."""
         return shuffle.shuffled_deck(self.match_id, game, host_seed, client_seed)
 
-    async def _take_turn(self, seat: int) -> list:
-        """Ask the seat to act until it makes a legal move; return the engine's events."""
-        entry = self.seats[seat]
-        assert entry is not None
+    async def _play_turns(self) -> list:
+        """Ask each seat to act in turn, up to the game's last play: its events, which end the game.
+
+        What it waits for is read from the table's state (the seat to act, the open request), never kept in
+        locals of its own: so that while it waits, ``feed`` may take a play in the middle of the game without
+        it (``_play_at_once``), and leave it waiting as before for the play that follows.
+        """
+        self._ask(self.match.turn)
         while True:
-            self._request += 1
-            request = self._request
-            entry.open_request = request
-            moves = self.match.legal_moves()
-            wire = your_turn_wire(request, moves)
-            # The connection's check of the request takes the message; its map is built from the moves directly.
-            self._send_wire(seat, wire, encode_frame(wire), YourTurn(request, tuple(moves)))
-            _, play = await self._next_from_any((seat,), Play, lambda sender, message: message.request == request)
-            self._replay.write(
-                {"type": "play", "seat": seat, "request": request, "card": play.card, "captures": list(play.captures)}
-            )
-            entry.open_request, entry.answered = None, request
+            self._plays_at_once = True
             try:
-                return self.match.play(seat, Move(play.card, play.captures))
+                seat, play = await self._next_from_any((0, 1), Play, self._answers_request)
+            finally:
+                self._plays_at_once = False
+            self._journal_play(seat, play)
+            try:
+                events = self.match.play(seat, Move(play.card, play.captures))
             except IllegalMove as err:
                 # The request is spent; a fresh one follows, so a replay of the bad move is stale.
                 self._send(seat, Error(ILLEGAL_MOVE, _clip(str(err), MAX_TEXT)))
+                self._ask(seat)
+                continue
+            if self.match.turn is None:
+                return events
+            self._announce(events)
+            self._ask(self.match.turn)
+
+    def _play_at_once(self, seat: int, play: Play) -> bool:
+        """Take a play in the middle of a game in one pass, without the match's coroutine: False to leave it to
+        the coroutine.
+
+        Most of what a match takes is such a play: the one the coroutine waits for (``_play_turns``), from the
+        seat to act, answering the open request, legal, and not the game's last (whose reveal and
+        countersignatures are the coroutine's).  The engine applies it first, so that an illegal play, which
+        leaves the engine as it was, goes to the coroutine untouched; then it is recorded, journalled (before
+        any frame that follows from it is queued), announced and the next seat asked by the coroutine's own
+        steps, which then waits on for the next play: its deadline is the same, as a play changes no seat's
+        grace.  What the steps raise is raised in the coroutine, where it waits, as if it had taken the play.
+        """
+        game = self.match.game
+        if (
+            self._plays_at_once and seat == self.match.turn and play.request == self._request and game is not None
+            and game.plays_left > 1 and self._machine.idle
+        ):
+            return self._machine.inline(self._take_play_inline, seat, play)
+        return False
+
+    def _take_play_inline(self, seat: int, play: Play) -> bool:
+        try:
+            events = self.match.play(seat, Move(play.card, play.captures))
+        except IllegalMove:
+            return False  # the engine's state is untouched: the coroutine takes the play, and refuses it
+        self._record(seat, GUEST, play)
+        self._journal_play(seat, play)
+        self._announce(events)
+        self._ask(self.match.turn)
+        return True
+
+    def _answers_request(self, sender: int, message: Play) -> bool:
+        """The play the match waits for: the seat to act answers the open request."""
+        return sender == self.match.turn and message.request == self._request
+
+    def _ask(self, seat: int) -> None:
+        """A fresh request to the seat to act: its `your_turn`, with the moves the rules allow."""
+        entry = self.seats[seat]
+        assert entry is not None
+        self._request += 1
+        request = entry.open_request = self._request
+        moves = self.match.legal_moves()
+        wire = your_turn_wire(request, moves)
+        # The connection's check of the request takes the message; its map is built from the moves directly.
+        self._send_wire(seat, wire, encode_frame(wire), YourTurn(request, tuple(moves)))
+
+    def _journal_play(self, seat: int, play: Play) -> None:
+        """A play taken, on the record before the engine's answer to it is sent: the seat's request is answered."""
+        request = self._request
+        self._replay.write({"type": "play", "seat": seat, "request": request, "card": play.card, "captures": list(play.captures)})
+        entry = self.seats[seat]
+        assert entry is not None
+        entry.open_request, entry.answered = None, request
 
     # --- the hidden deal: the table is the referee, each seat's session a party ---------------
 

@@ -56,7 +56,7 @@ class AbandoningTable(Table):
 
     turns = 0
 
-    async def _take_turn(self, seat):
+    def _ask(self, seat):
         self.turns += seat
         if self.turns == 3:
             self._absences.note(1, "away")
@@ -64,7 +64,7 @@ class AbandoningTable(Table):
             # Dated back by the whole grace, so that the account itself shows no contradiction.
             self.seats[1].absences[-1] = AbsenceEvent("away", away.time_ms - round(self.grace * 1000) - 1, away.sent)
             raise MatchAbandoned(1, "Omar did not come back", "grace_over")
-        return await super()._take_turn(seat)
+        super()._ask(seat)
 
 
 class BadSignatureTable(Table):
