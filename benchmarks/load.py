@@ -657,7 +657,6 @@ def next_due(due: float, sent: float, interval: float) -> float:
     return (due if sent - due < interval else sent) + interval
 
 
-
 class HostTable:
     def __init__(self, name: str, interval: float) -> None:
         self.name = name
