@@ -3,7 +3,9 @@
 Whatever it accepts, the general way (decode_body, then from_wire, with a
 seated client's limits) accepts as the same message; it refuses nothing
 itself, so every fault is still named by the general way; and a conforming
-client's `play`, `ping` and `pong` do take the one step.
+client's `play`, `ping` and `pong` do take the one step.  A seated
+`HostConnection` gives the same outcome for a frame either way: the same
+message and state after it, or the same error code and text.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from basra_net.engine.cards import card_name
-from basra_net.protocol.connection import HostConnection
+from basra_net.protocol.connection import HostConnection, _Connection
 from basra_net.protocol.errors import BAD_MSGPACK, ProtocolError
 from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, decode_body, encode_frame
 from basra_net.protocol.frequent import decode_frequent
-from basra_net.protocol.messages import Ping, Play, Pong, from_wire, to_wire
+from basra_net.protocol.messages import Hello, Ping, Play, Pong, from_wire, to_wire
 
 REQUEST_TOP = (1 << 63) - 1
 
@@ -150,3 +152,65 @@ def test_a_seated_host_connection_refuses_a_play_with_a_repeated_key_as_before()
     with pytest.raises(ProtocolError) as caught:
         connection.next_event()
     assert caught.value.code == BAD_MSGPACK
+
+
+class GeneralOnly(HostConnection):
+    """A host connection that decodes every frame the general way."""
+
+    _decode = _Connection._decode
+
+
+def seated_outcome(connection: HostConnection, frame: bytes, open_request: int | None, answered_request: int | None):
+    """What a seated connection with this request state makes of the frame: the message and the request
+    state after it, or the error's code and text."""
+    connection.receive_data(encode_frame(to_wire(Hello((1,), "Samira", bytes(32)))))
+    connection.next_event()
+    connection.agree(1)
+    connection.seat = 1
+    connection.open_request, connection.answered_request = open_request, answered_request
+    connection.receive_data(frame)
+    try:
+        return connection.next_event(), connection.open_request, connection.answered_request
+    except ProtocolError as err:
+        return err.code, err.message
+
+
+request_states = st.sampled_from([(17, None), (17, 16), (None, 17), (None, None), (3, 2)])
+
+
+def same_outcome_either_way(body: bytes, state: tuple[int | None, int | None]) -> None:
+    frame = len(body).to_bytes(4, "big") + body
+    one_step = seated_outcome(HostConnection(), frame, *state)
+    assert seated_outcome(GeneralOnly(), frame, *state) == one_step, body
+
+
+@settings(max_examples=400, deadline=None)
+@given(conforming, request_states, st.sampled_from([None, 16, 17, 18]))
+def test_a_seated_connection_takes_a_conforming_message_alike_either_way(message, state, request):
+    if request is not None and isinstance(message, Play):
+        message = Play(request, message.card, message.captures)  # the open request, the one answered last, others
+    same_outcome_either_way(encode_frame(to_wire(message))[4:], state)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(near_misses(), request_states)
+def test_a_seated_connection_refuses_a_changed_message_alike_either_way(wire, state):
+    same_outcome_either_way(msgpack.packb(wire, use_bin_type=True), state)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["AS", "2S", "10D", "QH", "1S", "AS "]), max_size=5), request_states)
+def test_a_seated_connection_takes_a_play_of_any_captures_alike_either_way(captures, state):
+    same_outcome_either_way(msgpack.packb({"type": "play", "request": 17, "card": "KC", "captures": captures}), state)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.binary(max_size=40).map(lambda tail: b"\x84" + tail), request_states)
+def test_a_seated_connection_refuses_random_bytes_alike_either_way(body, state):
+    same_outcome_either_way(body, state)
+
+
+def test_a_seated_connection_names_a_repeated_key_alike_either_way():
+    body = b"\x84" + b"".join(msgpack.packb(x) for x in ("type", "play", "request", 17, "card", "AS", "card", "2S"))
+    same_outcome_either_way(body, (17, None))
+    assert seated_outcome(HostConnection(), len(body).to_bytes(4, "big") + body, 17, None)[0] == BAD_MSGPACK
