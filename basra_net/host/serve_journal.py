@@ -21,15 +21,10 @@ cost more CPU than the sync itself (a wake-up each way, and the lock of the
 interpreter passed between the two threads at every system call), and
 delayed the commit while either thread waited for that lock.  A disk whose
 commits take longer than SLOW_SYNC on average would stall every table's
-pings and handshakes with them, and so would one that is fast on average
-but stalls now and then for tens of milliseconds (a disk shared with other
-work): so after one commit over STALLED_SYNC, or while the average is over
-SLOW_SYNC, commits run in a worker thread, and come back only after
-FAST_RUN fast ones in a row (each commit timed where it runs: the disk's
-time, not the loop's delay in taking up a commit made in the worker
-thread).  The first stall of a busy spell still holds the loop; the rest
-do not.  Rotation, which copies every open table's records, always runs in
-the worker thread.  A record's position
+pings and handshakes with them, so its commits run in a worker thread
+until the average is back below (each commit timed where it runs: the
+disk's time, not the loop's delay in taking up a commit made in the worker
+thread); so does rotation, which copies every open table's records.  A record's position
 in the log orders it; whatever a table sends after writing a record waits
 in its seat's outbox (outbox.py) until the log is on disk up to that
 position, and a new or resumed seat's welcome waits the same way
@@ -68,8 +63,6 @@ MAX_TABLE_RECORD = MAX_BATCH // 4  # a table's record is a few hundred bytes; th
 ROTATE_AT = 64 << 20  # bytes after which the open tables' records are copied to a fresh file
 GATHER_AT_MOST = 0.002  # seconds a batch waits, at most, for the tables the last batch released
 SLOW_SYNC = 0.002  # seconds a commit's write and fsync take on average, past which the loop no longer stands still for one
-STALLED_SYNC = 0.005  # seconds: one commit this slow moves the commits to a worker thread, average or not
-FAST_RUN = 16  # commits in a row, none over STALLED_SYNC and the average under SLOW_SYNC, that bring them back to the loop's thread
 
 
 class ServeJournal:
@@ -89,7 +82,6 @@ class ServeJournal:
         self._gathered = trio.Event()  # set when the last of them queues a record
         self._answer_time = GATHER_AT_MOST  # moving average of how soon a released table queues its next record
         self._sync_time = 0.0  # moving average of how long a commit takes
-        self._fast_commits = FAST_RUN  # fast commits in a row (at most FAST_RUN): the loop's thread commits at FAST_RUN
         self._appended = 0  # the position of the last record queued
         self._durable = 0  # every record up to this position is on disk
         self._released_at = 0.0  # when the last commit ended
@@ -188,7 +180,7 @@ class ServeJournal:
                 await self._work.wait()
             batch, tables, position, snapshot = self._take_batch()
             try:
-                if snapshot is None and self._fast_commits >= FAST_RUN:
+                if snapshot is None and self._sync_time < SLOW_SYNC:
                     took = self._timed_write(clock, batch, None)
                 else:
                     # A cancel waits for the write: what is durable depends on how it ends.
@@ -196,16 +188,8 @@ class ServeJournal:
             except JournalError as err:
                 self._fail(str(err))
                 return
-            self._timed(took)
+            self._sync_time += (took - self._sync_time) / 8
             self._committed(position, tables)
-
-    def _timed(self, took: float) -> None:
-        """Count a commit that took ``took`` seconds towards the average and the run of fast commits."""
-        self._sync_time += (took - self._sync_time) / 8
-        if took > STALLED_SYNC or self._sync_time >= SLOW_SYNC:
-            self._fast_commits = 0
-        else:
-            self._fast_commits = min(self._fast_commits + 1, FAST_RUN)
 
     def _timed_write(self, clock: trio.abc.Clock, batch: list[bytes], snapshot: list[bytes] | None) -> float:
         """``_write``, and the seconds it took on trio's clock, timed where it runs.
