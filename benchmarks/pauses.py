@@ -14,13 +14,15 @@ waiting for a core, not working.
                  (trio's before_io_wait and after_io_wait instrument hooks):
                  while it lasts, no socket is read and no timer fires;
                  kept when longer than LONG_BATCH
-    fsync        one os.fsync call (the journal's commits)
+    fsync        one os.fsync call in the loop's thread (the journal's commits)
+    worker fsync one os.fsync call in another thread: the loop is not held
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import threading
 import time
 from array import array
 from pathlib import Path
@@ -46,12 +48,14 @@ class Pauses(trio.abc.Instrument):
         self.collections = {generation: array("d") for generation in range(3)}
         self.batches = array("d")
         self.fsyncs = array("d")
+        self.worker_fsyncs = array("d")
         self._collecting = (0.0, 0.0)
         self._batch_start = (0.0, 0.0)
 
     def install(self, time_fsync: bool = False) -> Pauses:
         gc.callbacks.append(self._collection)
         self._fsync = fsync = os.fsync
+        loop_thread = threading.get_ident()  # installed where trio.run is called
         if time_fsync:
 
             def timed_fsync(fd: int) -> None:
@@ -59,7 +63,7 @@ class Pauses(trio.abc.Instrument):
                 try:
                     fsync(fd)
                 finally:
-                    self.fsyncs.extend(since(start))
+                    (self.fsyncs if threading.get_ident() == loop_thread else self.worker_fsyncs).extend(since(start))
 
             os.fsync = timed_fsync
         return self
@@ -88,6 +92,7 @@ class Pauses(trio.abc.Instrument):
                 out.write(f"gc{generation} {' '.join(map(repr, pairs))}\n")
             out.write(f"batch {' '.join(map(repr, self.batches))}\n")
             out.write(f"fsync {' '.join(map(repr, self.fsyncs))}\n")
+            out.write(f"worker-fsync {' '.join(map(repr, self.worker_fsyncs))}\n")
 
     @classmethod
     def load(cls, path: Path) -> Pauses:
@@ -99,6 +104,8 @@ class Pauses(trio.abc.Instrument):
                 pauses.collections[int(kind[2:])] = values
             elif kind == "batch":
                 pauses.batches = values
+            elif kind == "worker-fsync":
+                pauses.worker_fsyncs = values
             else:
                 pauses.fsyncs = values
         return pauses
@@ -117,6 +124,6 @@ class Pauses(trio.abc.Instrument):
 
         collections = "; ".join(figures(f"gen {g}", pairs) for g, pairs in self.collections.items())
         out = [f"collections: {collections}", f"{figures(f'batches over {LONG_BATCH * 1000:g} ms', self.batches)}"]
-        if self.fsyncs:
-            out[-1] += f"; {figures('fsyncs', self.fsyncs)}"
+        if self.fsyncs or self.worker_fsyncs:
+            out[-1] += f"; {figures('fsyncs in the loop', self.fsyncs)}; {figures('in a worker', self.worker_fsyncs)}"
         return out

@@ -9,8 +9,10 @@ the seats turned away.  Outcomes only: the figures are the benchmark's.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,26 @@ def test_pauses_count_only_what_began_in_the_window():
     assert "gen 0 none" in collections
     assert "gen 1 1, 20 ms in all (CPU 20), longest 20.0 (CPU 20.0)" in collections
     assert "1, 3 ms in all (CPU 1), longest 3.0 (CPU 1.0)" in batches
+
+
+def test_pauses_count_the_fsyncs_in_the_loops_thread_apart_from_a_workers(tmp_path):
+    from pauses import Pauses
+
+    pauses = Pauses().install(time_fsync=True)
+    try:
+        with open(tmp_path / "synced", "wb") as file:
+            os.fsync(file.fileno())
+            worker = threading.Thread(target=os.fsync, args=(file.fileno(),))
+            worker.start()
+            worker.join()
+            worker = threading.Thread(target=os.fsync, args=(file.fileno(),))
+            worker.start()
+            worker.join()
+    finally:
+        pauses.uninstall()
+    pauses.dump(tmp_path / "pauses")
+    (batches,) = [line for line in Pauses.load(tmp_path / "pauses").lines(0, float("inf")) if "fsyncs" in line]
+    assert "fsyncs in the loop 1, " in batches and "in a worker 2, " in batches
 
 
 def test_paced_plays_keep_their_tables_schedule_and_start_it_afresh_after_an_interval_late():
