@@ -43,7 +43,10 @@ Figures, over a window of --seconds after --warmup (and a ramp of
   seats        how many seats were connecting, waiting for welcome, waiting
                for the other seat or in a match at the end of the window, and
                how long seats seated in the window waited from opening their
-               connection to welcome: on a saturated host not all K tables play
+               connection to welcome: on a saturated host not all K tables play;
+               and how long a match started in the window took from its second
+               welcome read to its match_start read (the host lets a full table
+               start at once unless many connections are being seated)
   turned away  connections refused before a seat (table_full while the last
                match at a name closes, busy, or closed before the TLS handshake)
 
@@ -460,6 +463,7 @@ class Run:
     errors: list[str] = field(default_factory=list)
     seats: dict[str, int] = field(default_factory=dict)  # how many seats are in each phase right now
     welcome_waits: list[float] = field(default_factory=list)  # connection open to welcome, in the window
+    start_delays: list[float] = field(default_factory=list)  # a table's second welcome to its match_start, in the window
 
     def phase(self, old: str | None, new: str | None) -> None:
         if old is not None:
@@ -497,6 +501,7 @@ class Result:
     seat_phases: str = ""
     tables_playing: float = 0.0  # tables with both seats in a match at the end of the window
     welcome_waits: list[float] = field(default_factory=list)
+    start_delays: list[float] = field(default_factory=list)
     matches: int = 0
     abandoned: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
@@ -566,6 +571,11 @@ class Result:
             out.append(f"connection opened to welcome received: {len(waits)} seated in the window, p50"
                        f" {waits[len(waits) // 2] * 1000:.1f} ms, p99 {waits[int(len(waits) * 0.99)] * 1000:.1f} ms,"
                        f" max {waits[-1] * 1000:.1f} ms")
+        if self.start_delays:
+            delays = sorted(self.start_delays)
+            out.append(f"second welcome to match_start: {len(delays)} matches started in the window, p50"
+                       f" {delays[len(delays) // 2] * 1000:.1f} ms, p99 {delays[int(len(delays) * 0.99)] * 1000:.1f} ms,"
+                       f" max {delays[-1] * 1000:.1f} ms")
         if self.refusals or self.label == "host":
             refusals = ", ".join(f"{why} {n}" for why, n in sorted(self.refusals.items())) or "none"
             out.append(f"connections turned away (whole run): {refusals}")
@@ -614,6 +624,7 @@ class Window:
                 os.kill(self.pid, signal.SIGUSR1)
         result.seat_phases = ", ".join(f"{n} {phase}" for phase, n in run.seats.items() if n)
         result.welcome_waits = run.welcome_waits
+        result.start_delays = run.start_delays
         result.tables_playing = run.seats.get("in a match", 0) / 2
         result.plays = len(run.latencies)
         result.latencies = run.latencies
@@ -663,6 +674,16 @@ class HostTable:
         self.interval = interval
         self.sent: dict[int, float] = {}  # card -> when its play was sent, this game
         self.next_play = 0.0
+        self.welcomed: list[float] = []  # when each welcome was read since the last match started
+        self.started: float | None = None  # when this match's first match_start was read
+
+    def match_begun(self, run: Run) -> None:
+        """Once two welcomes and a match_start are read: the delay from the last welcome to the start, if in the window."""
+        if len(self.welcomed) >= 2 and self.started is not None:
+            if run.in_window(self.started):
+                run.start_delays.append(max(0.0, self.started - self.welcomed[-1]))
+            self.welcomed.clear()
+            self.started = None
 
 
 def frames_in(buffer: bytearray) -> list[tuple[bytes, dict]]:
@@ -745,6 +766,9 @@ async def host_match(wire: SocketWire, table: HostTable, index: int, run: Run, o
                 elif kind == "match_start":
                     table.sent.clear()
                     in_match = True
+                    if table.started is None and table.welcomed:  # not the other seat's, once this start is counted
+                        table.started = now
+                    table.match_begun(run)
                     run.phase("waiting for the other seat", "in a match")
                 elif kind == "welcome":
                     seat = message["seat"]
@@ -752,6 +776,8 @@ async def host_match(wire: SocketWire, table: HostTable, index: int, run: Run, o
                         context = ChannelContext(message["match"], message["host_key"], GUEST_KEY, seat, hello.nonce, message["scoring"], message["target"])
                         channel = ChannelRecord(context)
                     run.phase("connected, waiting for welcome", "waiting for the other seat")
+                    table.welcomed.append(now)
+                    table.match_begun(run)
                     if run.in_window(now):
                         run.welcome_waits.append(now - opened)
                 elif kind == "match_end":

@@ -154,19 +154,34 @@ class MatchStarts:
     in one round that every welcome still to come would wait behind.
     Nothing else is held: the seat's input is read only after its table
     took the seat, as before.
+
+    The wait pays only in a storm: on a host where players come and go all
+    the time, seating is seldom idle for SEATING_QUIET, and a match would
+    start most of START_WAIT_AT_MOST late.  So seating counts as idle too
+    while it is not busy: fewer than START_AT_ONCE_BELOW connections between
+    the start of their handshake and their welcome written (or their end
+    without a seat).  A seat then goes at once, one scheduler round later,
+    and a line that formed while seating was busy goes a group a round.
     """
 
-    __slots__ = ("_activity", "_welcoming", "_welcomes_out", "_line")
+    __slots__ = ("_activity", "_in_flight", "_welcoming", "_settled", "_line")
 
     def __init__(self) -> None:
         self._activity = 0  # handshakes begun and welcomes written, counted
+        self._in_flight = 0  # connections whose handshake began, neither welcomed yet nor ended without a seat
         self._welcoming = 0  # connections seated whose welcome is not written yet
-        self._welcomes_out: trio.Event | None = None  # set when _welcoming falls to 0, while a seat waits for that
+        self._settled: trio.Event | None = None  # while a seat waits for it: set once no welcome is pending or seating is not busy
         self._line: deque[_StartTurn] = deque()  # the seats waiting, first come first; the first watches
 
     def seating(self) -> None:
         """A connection began its handshake."""
         self._activity += 1
+        self._in_flight += 1
+
+    def not_seated(self) -> None:
+        """A connection counted by ``seating`` ended without a seat (refused, lost or cancelled)."""
+        self._in_flight -= 1
+        self._settle()
 
     def welcoming(self) -> None:
         """A connection is seated; its welcome is being made and written."""
@@ -175,13 +190,20 @@ class MatchStarts:
     def welcome_done(self) -> None:
         """The welcome of a connection counted by ``welcoming`` is written, or will not be."""
         self._activity += 1
+        self._in_flight -= 1
         self._welcoming -= 1
-        if not self._welcoming and self._welcomes_out is not None:
-            self._welcomes_out.set()
-            self._welcomes_out = None
+        self._settle()
+
+    def _settle(self) -> None:
+        if self._settled is not None and (not self._welcoming or self._in_flight < START_AT_ONCE_BELOW):
+            self._settled.set()
+            self._settled = None
 
     async def idle(self) -> None:
-        """Return once this seat's turn has come: seating idle, or this seat waited START_WAIT_AT_MOST."""
+        """Return once this seat's turn has come: seating idle or not busy, or this seat waited START_WAIT_AT_MOST."""
+        if not self._line and self._in_flight < START_AT_ONCE_BELOW:
+            await trio.lowlevel.checkpoint()  # every welcome ready to go is written first, as without a line
+            return
         turn = _StartTurn(trio.current_time() + START_WAIT_AT_MOST)
         line = self._line
         line.append(turn)
@@ -207,7 +229,8 @@ class MatchStarts:
                     line[0].woken.set()
 
     async def _until_idle(self, give_up: float) -> None:
-        """Wait until no welcome is pending and SEATING_QUIET passes without seating, or until ``give_up``.
+        """Wait until seating is not busy, or no welcome is pending and SEATING_QUIET passes without seating,
+        or until ``give_up``.
 
         A sleep, not a scheduler round after round: a host whose seats come and go all the time (matches
         ending, players reconnecting) would otherwise spin its loop for as long as a seat waits.  Past
@@ -216,13 +239,13 @@ class MatchStarts:
         """
         while True:
             now = trio.current_time()
-            if now >= give_up:
+            if now >= give_up or self._in_flight < START_AT_ONCE_BELOW:
                 return
             if self._welcoming:
-                if self._welcomes_out is None:
-                    self._welcomes_out = trio.Event()
+                if self._settled is None:
+                    self._settled = trio.Event()
                 with trio.move_on_at(give_up):
-                    await self._welcomes_out.wait()
+                    await self._settled.wait()
                 continue
             seen = self._activity
             await trio.sleep(min(SEATING_QUIET, give_up - now))
@@ -244,6 +267,7 @@ class _StartTurn:
 START_WAIT_AT_MOST = 0.2  # seconds a table with both seats welcomed waits at most for the host's seating to be idle
 START_GROUP = 16  # seats whose tables may start their matches in one scheduler round
 SEATING_QUIET = 0.001  # seconds without a handshake begun or a welcome written that make the host's seating idle
+START_AT_ONCE_BELOW = 64  # connections between handshake and welcome below which seating is not busy: a full table starts at once
 
 
 class Seating(Protocol):
@@ -280,10 +304,15 @@ async def serve_connection(
     if match_starts is not None:
         match_starts.seating()
     connection = HostConnection()
-    if admission is None:
-        placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
-    else:
-        stream, placed = await _admit(stream, connection, seating, reserved_seat, handshake_timeout, admission, address, tls)
+    placed = None
+    try:
+        if admission is None:
+            placed = await _handshake(stream, connection, seating, reserved_seat, handshake_timeout, None, address)
+        else:
+            stream, placed = await _admit(stream, connection, seating, reserved_seat, handshake_timeout, admission, address, tls)
+    finally:
+        if placed is None and match_starts is not None:
+            match_starts.not_seated()
     if placed is not None:
         await _serve_seat(stream, connection, *placed, match_starts)
 

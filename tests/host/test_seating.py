@@ -92,6 +92,8 @@ async def _seat_while_others_are_seated(clock, rounds: int | None, seconds_a_rou
         return bytes(32)
 
     async def others_seated() -> None:
+        for _ in range(seat_link.START_AT_ONCE_BELOW):
+            starts.seating()  # a storm under way: seating is busy
         while (rounds is None or gone_by[0] < rounds) and not seeded_at:
             starts.seating()
             gone_by[0] += 1
@@ -126,19 +128,116 @@ async def test_a_full_tables_match_waits_for_idle_seating_a_limited_time(autojum
     assert seat_link.START_WAIT_AT_MOST <= waited < 1.5 * seat_link.START_WAIT_AT_MOST
 
 
+async def _start_match(starts: MatchStarts, went: list[int], number: int) -> None:
+    """A seat's task once its welcome is written: its turn, then its table's start, noted in ``went``."""
+    await starts.idle()
+    went.append(number)
+
+
+def _storm_with_a_welcome_pending(starts: MatchStarts) -> None:
+    """Connections in their handshake as in a storm, so many that seating stays busy once the one that is
+    seated and waits for its welcome has it written."""
+    for _ in range(seat_link.START_AT_ONCE_BELOW + 1):
+        starts.seating()
+    starts.welcoming()
+
+
+async def test_a_full_tables_match_starts_at_once_while_only_a_few_connections_are_being_seated(mock_clock):
+    """Players coming and going all the time, fewer than START_AT_ONCE_BELOW being seated at any moment: no wait
+    for idle seating (which seldom comes then), the match starts a scheduler round after its second welcome."""
+    starts = MatchStarts()
+    began, seeded_at = [0], []
+    in_handshake = seat_link.START_AT_ONCE_BELOW - 1
+
+    def make_seed() -> bytes:
+        seeded_at.append(trio.current_time())
+        return bytes(32)
+
+    async def others_seated() -> None:
+        # Each round one begins its handshake and another ends its: seating never quiet, never busy.
+        for _ in range(in_handshake):
+            starts.seating()
+        while True:
+            starts.seating()
+            starts.not_seated()
+            began[0] += 1
+            await trio.lowlevel.checkpoint()
+
+    table = _table(make_seed=make_seed)
+    # The mock clock stands still: a match waiting for idle seating would wait for ever, so rounds are counted.
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(table.run)
+        nursery.start_soon(others_seated)
+        await _take_seats(nursery, table, match_starts=starts)
+        welcomed = began[0]
+        while not seeded_at:
+            assert began[0] - welcomed < 50, "the match waits for idle seating"
+            await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    assert seeded_at == [0.0]
+
+
+async def test_a_seat_that_goes_at_once_lets_every_welcome_ready_to_go_be_written_first():
+    """A match that starts at once still starts a scheduler round after its second welcome, not in the same step:
+    a welcome whose task is ready to run in the same round is written first."""
+    for _ in range(20):  # the scheduler runs the tasks of a round in a random order
+        starts = MatchStarts()
+        order: list[str] = []
+
+        async def start_match() -> None:
+            await starts.idle()
+            order.append("match start")
+
+        async def write_welcome() -> None:
+            order.append("welcome")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(start_match)
+            nursery.start_soon(write_welcome)
+        assert order == ["welcome", "match start"]
+
+
+async def test_seats_in_line_go_once_seating_is_no_longer_busy_though_welcomes_are_still_pending(autojump_clock):
+    """A line formed in a storm does not wait for the last welcome once few connections are being seated."""
+    starts = MatchStarts()
+    _storm_with_a_welcome_pending(starts)
+    for _ in range(seat_link.START_AT_ONCE_BELOW):
+        starts.welcoming()  # every connection in flight seated, its welcome pending
+    went: list[int] = []
+    async with trio.open_nursery() as nursery:
+        for number in (1, 2):
+            nursery.start_soon(_start_match, starts, went, number)
+        await trio.testing.wait_all_tasks_blocked()
+        assert went == []
+        starts.welcome_done()
+        await trio.testing.wait_all_tasks_blocked()
+        assert went == []  # still busy
+        starts.welcome_done()
+        await trio.testing.wait_all_tasks_blocked()
+    assert sorted(went) == [1, 2]
+    assert trio.current_time() == 0.0
+
+
+async def test_connections_that_end_without_a_seat_leave_seating_not_busy(autojump_clock):
+    """A connection refused or lost in its handshake no longer counts among those being seated."""
+    starts = MatchStarts()
+    table = _table()
+    for _ in range(seat_link.START_AT_ONCE_BELOW):
+        host_end, peer = trio.testing.memory_stream_pair()
+        await peer.aclose()  # before its hello
+        await serve_connection(host_end, table, match_starts=starts)
+    await starts.idle()
+    assert trio.current_time() == 0.0
+
+
 async def test_a_full_tables_match_waits_while_a_seated_connection_waits_for_its_welcome(mock_clock):
     """A welcome held back (by the journal, most often) holds the matches' starts back too, however many rounds go by."""
     starts = MatchStarts()
-    starts.welcoming()
+    _storm_with_a_welcome_pending(starts)
     idle: list[int] = []
-
-    async def start_match(number: int) -> None:
-        await starts.idle()
-        idle.append(number)
-
     async with trio.open_nursery() as nursery:
         for number in (1, 2):
-            nursery.start_soon(start_match, number)
+            nursery.start_soon(_start_match, starts, idle, number)
         await trio.testing.wait_all_tasks_blocked()
         mock_clock.jump(seat_link.START_WAIT_AT_MOST / 2)  # many a quiet spell, the welcome still pending
         await trio.testing.wait_all_tasks_blocked()
@@ -151,7 +250,7 @@ async def test_a_full_tables_match_waits_while_a_seated_connection_waits_for_its
 
 async def test_a_welcome_held_back_for_long_holds_the_matches_back_a_limited_time_each_time(autojump_clock):
     starts = MatchStarts()
-    starts.welcoming()
+    _storm_with_a_welcome_pending(starts)
     for _ in range(2):
         began = trio.current_time()
         await starts.idle()
@@ -166,7 +265,7 @@ async def test_matches_start_a_group_a_scheduler_round_first_come_first(monkeypa
     """A whole storm's matches do not start in one round that a welcome still to come would wait behind."""
     monkeypatch.setattr(seat_link, "START_GROUP", 2)
     starts = MatchStarts()
-    starts.welcoming()  # so that all six are in line before seating is idle
+    _storm_with_a_welcome_pending(starts)  # so that all six are in line before seating is idle
     rounds, went = [0], []
 
     async def count_rounds() -> None:
@@ -197,23 +296,19 @@ async def test_matches_start_a_group_a_scheduler_round_first_come_first(monkeypa
 async def test_a_seat_that_leaves_the_line_lets_the_others_start(mock_clock):
     """The first in line watches for the others; cancelled (its connection gone), the next watches in its place."""
     starts = MatchStarts()
-    starts.welcoming()
-    went = []
-
-    async def start_match(number: int) -> None:
-        await starts.idle()
-        went.append(number)
+    _storm_with_a_welcome_pending(starts)
+    went: list[int] = []
 
     async def start_match_until_cancelled(scope: trio.CancelScope) -> None:
         with scope:
-            await start_match(0)
+            await _start_match(starts, went, 0)
 
     first = trio.CancelScope()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(start_match_until_cancelled, first)
         await trio.testing.wait_all_tasks_blocked()
         for number in (1, 2):
-            nursery.start_soon(start_match, number)
+            nursery.start_soon(_start_match, starts, went, number)
         await trio.testing.wait_all_tasks_blocked()
         first.cancel()
         await trio.testing.wait_all_tasks_blocked()
