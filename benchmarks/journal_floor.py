@@ -73,8 +73,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.parts:
         return print_parts(args)
-    # What load.measure_relay reads of load.py's own options.
-    args.rate, args.ramp, args.one_address = 10.0, None, False
+    args = load.with_generator_defaults(args)  # what load.measure_relay reads of load.py's own options
     load.raise_open_files_limit()
     for line in load.machine_lines():
         print(line)

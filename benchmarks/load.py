@@ -1293,6 +1293,12 @@ def parse_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part]
 
 
+def with_generator_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` of a script that calls this module's measure functions, with this module's defaults for every
+    option of its own the script does not have: so that an option added here needs no line in each script."""
+    return argparse.Namespace(**{**vars(build_parser().parse_args([])), **vars(args)})
+
+
 def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description.split("\n\n")[0],
                                      epilog="See the module docstring for what each figure means.")

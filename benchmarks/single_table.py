@@ -43,9 +43,8 @@ def main() -> int:
     parser.add_argument("--retry-pause", type=float, default=20.0,
                         help="with --max-other: seconds to wait before measuring again (default 20)")
     args = parser.parse_args()
-    # What load.py's measure functions read.
-    args.rate, args.ramp, args.one_address, args.profile_host, args.memory_host = 10.0, 0.0, False, None, None
-    args.pauses = False
+    args = load.with_generator_defaults(args)  # what load.py's measure functions read of its own options
+    args.ramp = 0.0  # one table: no ramp
     random.seed(1)
     choices = [c for c in args.transport.split(",") if c]
     if not choices or not set(choices) <= {"auto", "tls", "plain"}:

@@ -65,6 +65,18 @@ def test_the_single_table_benchmark_runs_on_the_generators_measure_functions():
     assert "single table, plain TCP: move to opponent's update p50" in run.stdout, run.stdout
 
 
+def test_the_journal_floor_benchmark_runs_on_the_generators_measure_functions():
+    """benchmarks/journal_floor.py measures its relays with load.py's functions and its own arguments: it stays in
+    step with them."""
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "journal_floor.py"), "--tables", "2", "--seconds", "1", "--warmup", "0.5",
+         "--repeat", "1"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "relay bare" in run.stdout and "relay journal" in run.stdout, run.stdout
+
+
 def test_pauses_show_the_hosts_collections_batches_and_fsyncs_and_the_generators(args):
     args.pauses = True
     result = load.measure_host(2, "flat", False, True, args)
