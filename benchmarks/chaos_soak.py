@@ -291,6 +291,7 @@ class Outcome:
     lost: int = 0
     duplicates: int = 0
     verify_failures: list[str] = field(default_factory=list)
+    result_unsigned_by_cut: bool = False  # see RESULT_COUNTERSIGNATURE_LOST
     seconds: float = 0.0
 
     @property
@@ -471,16 +472,35 @@ def read_transcripts(host_path: Path, guest_path: Path) -> tuple[object, object,
     return loaded[0], loaded[1], problems
 
 
+# The one verdict short of proof that PROTOCOL.md allows a cut to leave (14.8; 5.8, rule 10): the guest's
+# countersignature of the result goes out after match_end, when a client whose connection breaks must not
+# resume, so a cut just then keeps it from the host's transcript.
+RESULT_COUNTERSIGNATURE_LOST = "NOT PROVEN: not signed by both players: the guest did not countersign the result"
+
+
 async def check_transcripts(outcome: Outcome, host_path: Path, guest_path: Path, config: Config) -> None:
+    """Each side's transcript through `basra verify`; plays lost and applied twice.
+
+    A host transcript short only of the guest's countersignature of the result
+    is no failure when the guest's own transcript, which records that
+    countersignature as the guest sent it, is proven: the cut that lost it
+    is one PROTOCOL.md allows (RESULT_COUNTERSIGNATURE_LOST).  It is counted
+    apart, and a failure still when the guest's transcript is not proven.
+    """
     host, guest, problems = await trio.to_thread.run_sync(read_transcripts, host_path, guest_path)
+    failures: dict[str, tuple[int, list[str]]] = {}  # by side: basra verify's exit status and its lines
     for name, path in (("host", host_path), ("guest", guest_path)):
         if not path.exists():
             continue
         done = await trio.run_process([*config.basra, "verify", str(path)], capture_stdout=True,
                                       capture_stderr=True, check=False)
         if done.returncode != 0:
-            text = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
-            outcome.verify_failures.append(f"{name}: basra verify exit {done.returncode}: {' | '.join(text[-2:])}")
+            failures[name] = done.returncode, (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+    if guest_path.exists() and "guest" not in failures and failures.get("host", (0, [""]))[1][-1:] == [RESULT_COUNTERSIGNATURE_LOST]:
+        outcome.result_unsigned_by_cut = True
+        del failures["host"]
+    for name, (status, text) in failures.items():
+        outcome.verify_failures.append(f"{name}: basra verify exit {status}: {' | '.join(text[-2:])}")
     if outcome.completed and problems:
         outcome.verify_failures.extend(problems)
     if guest is not None:
@@ -644,6 +664,11 @@ def report(totals: Totals, args: argparse.Namespace, seconds: float) -> int:
     failing_in_failed = sum(len(o.verify_failures) for o in failed)
     print(f"transcripts failing verification: {verify_failures}"
           + (f" ({failing_in_failed} of them in failed matches)" if failing_in_failed else ""))
+    unsigned = [o.index for o in sorted(totals.outcomes, key=lambda o: o.index) if o.result_unsigned_by_cut]
+    if unsigned:
+        print(f"results the guest countersigned whose countersignature a cut after match_end kept from the host"
+              f" (PROTOCOL.md 14.8; the guest's transcript proven): {len(unsigned)}, in match"
+              f" {', '.join(str(i) for i in unsigned)}")
     problems = [(o.index, problem) for o in sorted(totals.outcomes, key=lambda o: o.index)
                 for problem in o.verify_failures]
     shown = problems if args.show_failures < 0 else problems[: args.show_failures]
