@@ -567,15 +567,11 @@ class Result:
         if self.seat_phases:
             out.append(f"seats at the end of the window: {self.seat_phases}")
         if self.welcome_waits:
-            waits = sorted(self.welcome_waits)
-            out.append(f"connection opened to welcome received: {len(waits)} seated in the window, p50"
-                       f" {waits[len(waits) // 2] * 1000:.1f} ms, p99 {waits[int(len(waits) * 0.99)] * 1000:.1f} ms,"
-                       f" max {waits[-1] * 1000:.1f} ms")
+            out.append(f"connection opened to welcome received: {len(self.welcome_waits)} seated in the window,"
+                       f" {percentiles_ms(self.welcome_waits)}")
         if self.start_delays:
-            delays = sorted(self.start_delays)
-            out.append(f"second welcome to match_start: {len(delays)} matches started in the window, p50"
-                       f" {delays[len(delays) // 2] * 1000:.1f} ms, p99 {delays[int(len(delays) * 0.99)] * 1000:.1f} ms,"
-                       f" max {delays[-1] * 1000:.1f} ms")
+            out.append(f"second welcome to match_start: {len(self.start_delays)} matches started in the window,"
+                       f" {percentiles_ms(self.start_delays)}")
         if self.refusals or self.label == "host":
             refusals = ", ".join(f"{why} {n}" for why, n in sorted(self.refusals.items())) or "none"
             out.append(f"connections turned away (whole run): {refusals}")
