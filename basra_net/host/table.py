@@ -791,8 +791,8 @@ class Table:
         """
         game = self.match.game
         if (
-            self._plays_at_once and seat == self.match.turn and play.request == self._request and game is not None
-            and game.plays_left > 1 and self._machine.idle
+            self._plays_at_once and self._answers_request(seat, play) and game is not None and game.plays_left > 1
+            and self._machine.idle
         ):
             return self._machine.inline(self._take_play_inline, seat, play)
         return False
