@@ -77,6 +77,22 @@ def test_the_journal_floor_benchmark_runs_on_the_generators_measure_functions():
     assert "relay bare" in run.stdout and "relay journal" in run.stdout, run.stdout
 
 
+def test_the_play_floor_plays_whole_matches_and_measures_every_way():
+    """benchmarks/play_floor.py's server refuses any play but the one asked for and ends the run if it does: a
+    figure for the floor means the client played real matches through it (several games in the window)."""
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "play_floor.py"), "--tables", "2", "--seconds", "1", "--warmup", "0.5",
+         "--repeat", "1"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    for way in ("floor", "relay.py", "epoll relay"):
+        line = next(line for line in run.stdout.splitlines() if f"tables  {way} " in line)
+        rate = int(line.rsplit(";", 1)[1].split()[0].replace(",", ""))
+        assert rate > 100, line  # at least two games of 48 plays a second on each table pair
+    assert "floor / relay.py" in run.stdout, run.stdout
+
+
 def test_pauses_show_the_hosts_collections_batches_and_fsyncs_and_the_generators(args):
     args.pauses = True
     result = load.measure_host(2, "flat", False, True, args)
