@@ -34,15 +34,18 @@ go out with the plays.  It leaves out what a play does not need: seating
 and signature frames, pings, transcripts, limits and every error path.  So
 its figure is a floor: a host that does more cannot cost less.
 
-The same client process drives it and two relays over the same number of
-loopback connections, one message in flight per table, as load.py does:
+The same client process drives it, with the journal and without (as
+`basra serve --no-journal`: no records, no commits), and two relays over the
+same number of loopback connections, one message in flight per table, as
+load.py does:
 benchmarks/relay.py itself (trio streams, the floor issue 12's ratio is
 taken against) and a relay built like this server (one epoll, inline).  The
 client answers each `your_turn` with the first move listed, and each
 relayed frame with the next frame.  It prints the machine's CPU check
 (load.py's engine plays/s), then for each table count each server's CPU per
 play (utime+stime from /proc over the window, divided by the plays the
-client saw answered), the medians, and the floor's ratio to each relay.
+client saw answered) and plays a second, the medians, and the floor's ratio
+to each relay.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ RELAY = Path(__file__).resolve().parent / "relay.py"
 class FloorTable:
     """One table's match, with the work a play needs and nothing else."""
 
-    def __init__(self, number: int, seats: list[int], journal: list[bytes], out: dict[int, list[bytes]]) -> None:
+    def __init__(self, number: int, seats: list[int], journal: list[bytes] | None, out: dict[int, list[bytes]]) -> None:
         self.number = number
         self.fds = seats
         self.journal = journal
@@ -134,8 +137,9 @@ class FloorTable:
         if type(play) is not Play or seat != self.match.turn or play.request != self.request:
             raise ValueError("not the play asked for")
         events = self.match.play(seat, Move(play.card, play.captures))
-        self.journal.append(self.encode_record(
-            {"type": "play", "seat": seat, "request": play.request, "card": play.card, "captures": list(play.captures)}))
+        if self.journal is not None:
+            self.journal.append(self.encode_record(
+                {"type": "play", "seat": seat, "request": play.request, "card": play.card, "captures": list(play.captures)}))
         self._send_both(events)
         if self.match.turn is None:
             self._new_match()
@@ -143,7 +147,8 @@ class FloorTable:
             self._ask()
 
 
-def serve_floor(listener: socket.socket, tables: int, journal_path: Path, commit_every: float) -> None:
+def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None, commit_every: float) -> None:
+    """The floor's server; with no journal_path, as `basra serve --no-journal`: no records, no commits."""
     poller = select.epoll()
     buffers: dict[int, bytearray] = {}
     owner: dict[int, tuple[FloorTable, int]] = {}
@@ -165,13 +170,13 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path, commit
             continue
         number += 1
         out[other], out[fd] = [], []
-        table = FloorTable(number, [other, fd], pending, out)
+        table = FloorTable(number, [other, fd], pending if journal_path is not None else None, out)
         owner[other], owner[fd] = (table, 0), (table, 1)
     for sock in socks:
         sock.setblocking(False)
         buffers[sock.fileno()] = bytearray()
         poller.register(sock.fileno(), select.EPOLLIN)
-    journal = JournalWriter.create(journal_path, {"type": "header"})
+    journal = JournalWriter.create(journal_path, {"type": "header"}) if journal_path is not None else None
     _flush(journal, pending, out)
     due = None  # when the records pending must be committed
     while True:
@@ -190,6 +195,9 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path, commit
                 body = bytes(buffer[4:4 + length])
                 del buffer[:4 + length]
                 table.take(seat, body)
+        if journal is None:
+            _flush(journal, pending, out)
+            continue
         if pending and due is None:
             due = time.monotonic() + commit_every
         if due is not None and time.monotonic() >= due:
@@ -197,7 +205,7 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path, commit
             due = None
 
 
-def _flush(journal: JournalWriter, pending: list[bytes], out: dict[int, list[bytes]]) -> None:
+def _flush(journal: JournalWriter | None, pending: list[bytes], out: dict[int, list[bytes]]) -> None:
     """The pass's records on disk, then each seat's frames in one write."""
     if pending:
         journal.append_encoded(pending)
@@ -254,6 +262,8 @@ def server_main(way: str, port_file: str, tables: int, commit_every: float) -> N
         if way == "floor":
             with tempfile.TemporaryDirectory(prefix="basra-floor-") as folder:
                 serve_floor(listener, tables, Path(folder) / "floor.journal", commit_every)
+        elif way == "floor-no-journal":
+            serve_floor(listener, tables, None, commit_every)
         else:
             serve_epoll_relay(listener, tables)
     except (ConnectionError, KeyboardInterrupt):
@@ -350,21 +360,22 @@ def measure(way: str, tables: int, warmup: float, seconds: float, frames: list[b
             port = int(server.stdout.readline().split("port ")[1].split()[0])
         else:
             port_file = Path(folder) / "port"
-            server = subprocess.Popen([sys.executable, __file__, "--serve", "floor" if way == "floor" else "relay",
+            server = subprocess.Popen([sys.executable, __file__, "--serve", SERVED[way],
                                        "--port-file", str(port_file), "--tables", str(tables),
                                        "--commit-every", str(commit_every * 1000)])
             while not port_file.exists() or not port_file.read_text():
                 time.sleep(0.01)
             port = int(port_file.read_text())
         try:
-            per_play, rate = drive(port, server.pid, tables, way == "floor", frames, warmup, seconds)
+            per_play, rate = drive(port, server.pid, tables, way.startswith("floor"), frames, warmup, seconds)
             return per_play * 1e6, rate
         finally:
             server.terminate()
             server.wait()
 
 
-WAYS = ("floor", "relay.py", "epoll relay")
+WAYS = ("floor", "floor, no journal", "relay.py", "epoll relay")
+SERVED = {"floor": "floor", "floor, no journal": "floor-no-journal", "epoll relay": "relay"}
 
 
 def main() -> int:
@@ -376,7 +387,7 @@ def main() -> int:
     parser.add_argument("--commit-every", type=float, default=0.0, metavar="MS",
                         help="the floor holds a commit until MS milliseconds after its first record, gathering more"
                              " (default 0: one commit for each pass over the ready sockets, as `basra serve` commits)")
-    parser.add_argument("--serve", choices=("floor", "relay"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=tuple(SERVED.values()), help=argparse.SUPPRESS)
     parser.add_argument("--port-file", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -395,10 +406,11 @@ def main() -> int:
         medians = {way: statistics.median(runs) for way, runs in figures.items()}
         for way, runs in figures.items():
             each = ", ".join(f"{run:.1f}" for run in runs)
-            print(f"{tables:4d} tables  {way:12s} server CPU per play: median {medians[way]:6.1f} us ({each});"
+            print(f"{tables:4d} tables  {way:17s} server CPU per play: median {medians[way]:6.1f} us ({each});"
                   f" {statistics.median(rates[way]):,.0f} plays/s", flush=True)
-        print(f"{tables:4d} tables  floor / relay.py {medians['floor'] / medians['relay.py']:.2f}, "
-              f"floor / epoll relay {medians['floor'] / medians['epoll relay']:.2f}", flush=True)
+        print(f"{tables:4d} tables  floor / relay.py {medians['floor'] / medians['relay.py']:.2f}"
+              f" (no journal {medians['floor, no journal'] / medians['relay.py']:.2f}),"
+              f" floor / epoll relay {medians['floor'] / medians['epoll relay']:.2f}", flush=True)
     return 0
 
 
