@@ -50,8 +50,14 @@ async def close_gracefully(stream: trio.abc.Stream) -> None:
     as over plain TCP: TLS has no half-close in trio, so its close_notify goes
     out by unwrapping, and the bare TCP connection is then half-closed and
     drained like a plain one.  A client may so rely on the same timing either
-    way (PROTOCOL.md, section 8.2).
+    way (PROTOCOL.md, section 8.2).  A peer that has ended its side already
+    (at a match's end, most do right after their last frame) is closed on at
+    once: there is nothing to wait for, and no deadline is set up.
     """
+    plain = isinstance(stream, trio.SocketStream)
+    if plain and _half_close(stream.socket):
+        stream.socket.close()
+        return
     with trio.move_on_after(CLOSE_LINGER):
         try:
             if isinstance(stream, TlsSocket):
@@ -59,11 +65,12 @@ async def close_gracefully(stream: trio.abc.Stream) -> None:
             elif isinstance(stream, trio.SSLStream):
                 stream, _ = await stream.unwrap()  # sends close_notify, then reads until the peer's
             if isinstance(stream, trio.SocketStream):
-                # On the socket itself, as the seat was read (wire.py): no stream wrapper's checks per call.
-                stream.socket.shutdown(trio.socket.SHUT_WR)
-                receive = wire_for(stream).receive
-                while await receive():
-                    pass
+                # A plain connection's side was ended above; the bare TCP connection under TLS is ended here.
+                if plain or not _half_close(stream.socket):
+                    # On the socket itself, as the seat was read (wire.py): no stream wrapper's checks per call.
+                    receive = wire_for(stream).receive
+                    while await receive():
+                        pass
             else:
                 if isinstance(stream, trio.abc.HalfCloseableStream):
                     await stream.send_eof()
@@ -76,6 +83,18 @@ async def close_gracefully(stream: trio.abc.Stream) -> None:
         stream.socket.close()
     else:
         await trio.aclose_forcefully(stream)
+
+
+def _half_close(tcp: trio.socket.SocketType) -> bool:
+    """End our side of a TCP connection, then read once, without waiting, what the peer sent since: True when
+    that is the end of its side too (or the connection broke), so that nothing is left to wait for."""
+    try:
+        tcp.shutdown(trio.socket.SHUT_WR)
+        return not os.read(tcp.fileno(), RECEIVE_SIZE)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: ProtocolError) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import socket
 
 import trio
+import trio.testing
 
-from basra_net.host.server import ACCEPT_BATCH, serve_listeners
+from basra_net.host.server import ACCEPT_BATCH, _handle_connection, serve_listeners
 
 QUEUED = 300
 
@@ -72,3 +73,21 @@ async def test_cancelling_the_loop_closes_the_listening_socket():
     else:
         refused = False
     assert refused
+
+
+async def test_a_connection_its_handler_left_open_is_closed_without_a_checkpoint():
+    # Closing a socket needs no wait: no cancelled checkpoint (a Cancelled raised and caught) per connection.
+    host_end, peer_end = socket.socketpair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(host_end))
+
+    async def handle(stream: trio.SocketStream, address: str) -> None:
+        pass
+
+    try:
+        with trio.testing.assert_no_checkpoints():
+            await _handle_connection(handle, stream, "local")
+        assert stream.socket.fileno() == -1
+        peer_end.settimeout(5)
+        assert peer_end.recv(1) == b""
+    finally:
+        peer_end.close()
