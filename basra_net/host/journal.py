@@ -99,8 +99,9 @@ _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 _NO_FOLDER_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
 _O_BINARY = getattr(os, "O_BINARY", 0)
 # One packer for every record: packb would make a new one each time, and a packer kept by each table's
-# encoder would hold a page of memory per table.  Only values _unfit has passed are packed, so pack()
-# runs in C without calling back into Python or releasing the GIL: a commit in a worker thread may share it.
+# encoder would hold a page of memory per table.  Only values of the types a journal holds are packed
+# (_pack_fit), so pack() runs in C without calling back into Python or releasing the GIL: a commit in a
+# worker thread may share it.
 _PACKER = msgpack.Packer(use_bin_type=True)
 
 
@@ -388,7 +389,8 @@ def _decode(body: bytes, path: Path, number: int) -> dict:
         raise JournalError(f"{path}: record {number} is not one msgpack map ({e})") from e
     if not isinstance(record, dict):
         raise JournalError(f"{path}: record {number} is not a msgpack map")
-    problem = _unfit(record)
+    # A decoded integer is always in msgpack's range: a map of the usual shape needs no walk.
+    problem = None if _plain_map(record, 1) else _unfit(record)
     if problem is not None:
         raise JournalError(f"{path}: record {number} {problem}")
     return record
@@ -413,10 +415,7 @@ def nested_record_encoder(fixed: dict, key: str) -> Callable[[dict], bytes]:
     def encode(value: dict) -> bytes:
         if not isinstance(value, dict):
             raise ValueError(f"a journal record must be a dict, not {type(value).__name__}")
-        problem = _unfit(value, 2)
-        if problem is not None:
-            raise ValueError(f"this journal record {problem}")
-        body = head + _PACKER.pack(value)
+        body = head + _pack_fit(value, 2, "record")
         if len(body) > MAX_RECORD:
             raise ValueError(f"this journal record takes {len(body)} bytes; a record holds at most {MAX_RECORD}")
         return body
@@ -432,36 +431,52 @@ def decode_record(body: bytes, path: Path, number: int) -> dict:
 def _encode(record: Any, what: str) -> bytes:
     if not isinstance(record, dict):
         raise ValueError(f"a journal {what} must be a dict, not {type(record).__name__}")
-    problem = _unfit(record)
-    if problem is not None:
-        raise ValueError(f"this journal {what} {problem}")
-    body = _PACKER.pack(record)
+    body = _pack_fit(record, 1, what)
     if len(body) > MAX_RECORD:
         raise ValueError(f"this journal {what} takes {len(body)} bytes; a record holds at most {MAX_RECORD}")
     return body
 
 
+def _pack_fit(value: dict, level: int, what: str) -> bytes:
+    """The map packed, or ValueError saying why it cannot be in a journal record at this level.
+
+    A map of a record's usual shape is packed at once: the packer itself refuses an integer outside
+    msgpack's range, which is the journal's, and only then, or for a map of any other shape, is it
+    walked by _unfit, which says what is wrong.
+    """
+    if _plain_map(value, level):
+        try:
+            return _PACKER.pack(value)
+        except OverflowError:
+            pass
+    problem = _unfit(value, level)
+    if problem is not None:
+        raise ValueError(f"this journal {what} {problem}")
+    return _PACKER.pack(value)
+
+
+def _plain_map(value: dict, level: int) -> bool:
+    """Whether a map at this level has a record's usual shape: str keys; values nil, booleans, integers, str and
+    bin, lists of them, or maps of this shape.
+
+    Checked with no call per value but for a map; the integers' range is left to the caller.
+    """
+    if level >= MAX_DEPTH - 1:
+        return False  # a list in it would hold values deeper than MAX_DEPTH
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if kind in _PACKED_SCALARS or (kind is list and _PACKED_SCALARS.issuperset(map(type, item))):
+            continue
+        if kind is dict and _plain_map(item, level + 1):
+            continue
+        return False
+    return True
+
+
 def _unfit(value: Any, level: int = 1) -> str | None:
     """Why value cannot be in a journal record at this level (the record's map is level 1), or None."""
-    if type(value) is dict and level < MAX_DEPTH - 1:
-        # A record's usual shape (str keys; plain scalars, or lists of them) is checked in one loop with no
-        # call per value; anything else, and anything unfit, is walked below, which says what is wrong.
-        for key, item in value.items():
-            kind = type(item)
-            if type(key) is not str:
-                break
-            if kind in _PLAIN_SCALARS or (kind is int and _INT_MIN <= item <= _INT_MAX):
-                continue
-            if kind is list:
-                for inner in item:
-                    kind = type(inner)
-                    if not (kind in _PLAIN_SCALARS or (kind is int and _INT_MIN <= inner <= _INT_MAX)):
-                        break
-                else:
-                    continue
-            break
-        else:
-            return None
     if level > MAX_DEPTH:
         return f"nests values more than {MAX_DEPTH} levels deep"
     if value is None or isinstance(value, (bool, str, bytes)):
@@ -492,6 +507,7 @@ def _unfit(value: Any, level: int = 1) -> str | None:
 
 
 _PLAIN_SCALARS = frozenset({type(None), bool, str, bytes})
+_PACKED_SCALARS = _PLAIN_SCALARS | {int}  # and the integer's range, which the packer checks
 
 
 def _lock(fd: int, path: Path) -> None:

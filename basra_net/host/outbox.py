@@ -167,13 +167,17 @@ class Outbox:
         queue, check = self._queue, self._connection.check_send
         taken = size = 0
         try:
-            while taken < len(queue) and (limit is None or size < limit):
-                message, frame = queue[taken]
+            for message, frame in queue:
                 taken += 1
                 if message is not None:  # None: a message that needs no check once seated (seats.to_check)
                     check(message)
-                size += len(frame)
-            return frame if taken == 1 else b"".join([frame for _, frame in queue[:taken]])
+                if limit is not None:
+                    size += len(frame)
+                    if size >= limit:
+                        break
+            if taken == 1:
+                return frame
+            return b"".join([frame for _, frame in (queue if taken == len(queue) else queue[:taken])])
         finally:
             del queue[:taken]
 

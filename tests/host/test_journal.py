@@ -371,6 +371,11 @@ def test_a_length_just_over_the_limit_is_refused_even_when_the_bytes_are_there(t
         (_body({"type": "x", "e": msgpack.ExtType(1, b"")}), "holds a msgpack extension type"),
         (_body({"type": "x", "e": msgpack.ExtType(1, b"abcd")}), "is not one msgpack map"),
         (b"\x82\xa4type\xa1x\xa1d" + b"\x91" * 40 + b"\x01", "nests values more than 32 levels deep"),
+        # Maps in maps, each of the usual shape but for what is named.
+        (_body({"type": "x", "m": {"n": {"f": 1.5}}}), "holds a float"),
+        (_body({"type": "x", "m": {b"k": 1}}), "has a map key of type bytes"),
+        (b"\x82\xa4type\xa1x\xa1d" + b"\x81\xa1d" * 40 + b"\x01", "nests values more than 32 levels deep"),
+        (b"\x82\xa4type\xa1x\xa1d" + b"\x81\xa1d" * 29 + b"\x91\x91\x01", "nests values more than 32 levels deep"),
     ],
 )
 def test_a_checked_body_that_is_not_a_map_of_journal_values_is_refused(tmp_path, body, problem):
@@ -493,6 +498,14 @@ def test_create_wants_a_header(tmp_path, header):
     assert not path.exists()
 
 
+def _maps_in_maps(count: int, innermost: object = 1) -> dict:
+    """``count`` maps, each the value of "d" in the one around it, the innermost holding ``innermost``."""
+    value = innermost
+    for _ in range(count):
+        value = {"d": value}
+    return value
+
+
 @pytest.mark.parametrize(
     "record, problem",
     [
@@ -504,6 +517,11 @@ def test_create_wants_a_header(tmp_path, header):
         ({"type": "x", "b": bytearray(b"ab")}, "holds a bytearray"),
         ({"type": "x", "n": 2**64}, "outside msgpack's range"),
         ({"type": "x", "n": -(2**63) - 1}, "outside msgpack's range"),
+        ({"type": "x", "n": [1, 2**64]}, "outside msgpack's range"),  # in a map of the usual shape, packed at once
+        ({"type": "x", "m": {"n": {"n": 2**64}}}, "outside msgpack's range"),
+        ({"type": "x", "m": {"n": {"f": 0.5}}}, "holds a float"),
+        ({"type": "x", "deep": _maps_in_maps(32)}, "levels deep"),
+        ({"type": "x", "deep": _maps_in_maps(29, [[1]])}, "levels deep"),
         ({"type": "x", "deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}, "levels deep"),
         ({"type": "x", "blob": b"\x00" * MAX_RECORD}, "a record holds at most"),
         (["type", "x"], "must be a dict"),
@@ -535,6 +553,7 @@ def test_a_nested_record_is_encoded_byte_for_byte_as_the_whole_record(fixed, val
         ({"type": "x", "f": 0.5}, "holds a float"),
         ({"type": "x", 3: "three"}, "has a map key of type int"),
         ({"type": "x", "n": 2**64}, "outside msgpack's range"),
+        ({"type": "x", "n": [-(2**63) - 1]}, "outside msgpack's range"),
         ({"type": "x", "deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}, "levels deep"),
         ({"type": "x", "blob": b"\x00" * MAX_RECORD}, "a record holds at most"),
     ],

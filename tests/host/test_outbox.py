@@ -6,14 +6,15 @@ from __future__ import annotations
 import socket
 from functools import partial
 
+import pytest
 import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from basra_net.host.outbox import BROKEN, CLOSED_BY_TABLE, SEND_TIMEOUT, STOPPED_READING, Outbox
+from basra_net.host.outbox import BROKEN, CLOSED_BY_TABLE, SEND_BATCH, SEND_TIMEOUT, STOPPED_READING, Outbox
 from basra_net.host.seat_link import OUTBOX_SIZE, serve_connection
 from basra_net.host.table import Table, outgoing
-from basra_net.protocol.connection import ClientConnection, HostConnection
+from basra_net.protocol.connection import ClientConnection, HostConnection, LocalProtocolError
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 from basra_net.protocol.messages import MAX_TEXT, Error, Hello, MatchStart, Message, Ping, Welcome, from_wire, to_wire
 
@@ -172,6 +173,37 @@ async def test_over_a_stream_that_is_not_a_socket_frames_go_out_through_a_task_i
     assert await _read_all(reader_end, 65536, 0) == messages
     frame = len(encode_frame(to_wire(messages[0])))
     assert counted.sends == [30 * frame, 10 * frame]
+
+
+async def test_frames_queued_behind_a_backlog_are_written_in_batches_that_end_with_the_frame_reaching_send_batch():
+    messages: list[Message] = [Error("bad_message", f"{i:04} " + "y" * (MAX_TEXT - 5)) for i in range(400)]
+    frame = len(encode_frame(to_wire(messages[0])))
+    host_end, reader_end = trio.testing.memory_stream_pair()
+    counted = CountingStream(host_end)
+    outbox = Outbox(len(messages), _seated(), counted)
+    ended: list[str] = []
+    async with trio.open_nursery() as nursery:
+        outbox.send_nowait(outgoing(messages[0]))
+        outbox.start(nursery, ended.append)  # the first frame is the backlog a task drains
+        for message in messages[1:]:
+            outbox.send_nowait(outgoing(message))  # queued while it drains
+        outbox.close()
+    assert ended == [CLOSED_BY_TABLE]
+    await host_end.aclose()
+    assert await _read_all(reader_end, 65536, 0) == messages
+    per_batch = -(-SEND_BATCH // frame)  # the frames up to and including the one that reaches SEND_BATCH bytes
+    left = len(messages) - 1
+    assert counted.sends == [frame] + [per_batch * frame] * (left // per_batch) + [left % per_batch * frame]
+
+
+def test_a_frame_whose_check_fails_is_dropped_with_those_before_it_and_the_rest_stay_queued():
+    outbox = Outbox(OUTBOX_SIZE, HostConnection(), trio.testing.memory_stream_pair()[0])  # no hello: a ping may not go
+    outbox.send_nowait((None, b"first"))
+    outbox.send_nowait((Ping(0), b"refused"))
+    outbox.send_nowait((None, b"after"))
+    with pytest.raises(LocalProtocolError):
+        outbox._take(None)
+    assert outbox._take(None) == b"after"
 
 
 async def test_a_peer_that_stops_reading_fills_the_outbox_and_is_let_go_after_the_send_timeout(autojump_clock):
