@@ -2,16 +2,12 @@
 
     python benchmarks/read_wait.py --connections 10,500 --repeat 3
 
-The host reads each seat in a task of its own (host/seat_link.py).  Three
-ways to wait are measured.  With ``trio.lowlevel.wait_readable``, trio
-registers the socket with its epoll again for every wait (EPOLLONESHOT),
-and wakes the task through its scheduler.  With the host's own SocketWire
-(host/wire.py, what the host does), each task parks on one shared
-edge-triggered epoll that holds every socket once, and one system task
-waits on that epoll's descriptor and wakes the task of each ready socket.
-The last way is one task that owns an epoll object of its own, with every
-socket registered once, waits on that object's descriptor, and reads each
-ready socket inline.  This measures what the choice is worth
+The host reads each seat in a task of its own (host/seat_link.py), waiting
+with ``trio.lowlevel.wait_readable``: trio registers the socket with epoll
+again for every wait (EPOLLONESHOT), and wakes the task through its
+scheduler.  The alternative is one task that owns an epoll object of its
+own, with every socket registered once, waits on that object's descriptor,
+and reads each ready socket inline.  This measures what the choice is worth
 per read, with nothing else in the way: an echo server in its own process
 reads a 60-byte message from each of N loopback TCP connections and writes
 it back (one read and one write per message, as a relay does per play),
@@ -31,15 +27,12 @@ import select
 import socket
 import statistics
 import sys
-from collections.abc import Awaitable, Callable
-from functools import partial
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: another checkout may be timed
 
 import trio  # noqa: E402
 
-from basra_net.host.wire import SocketWire  # noqa: E402
 from load import cpu_check  # noqa: E402  (benchmarks/load.py)
 
 MESSAGE = b"x" * 60
@@ -51,31 +44,15 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def trio_wait(sock: socket.socket) -> Callable[[], Awaitable[bytes]]:
-    """Reads of one socket, each waited for with trio.lowlevel.wait_readable."""
-    fd = sock.fileno()
-
-    async def receive() -> bytes:
+async def task_per_socket(sockets: list[socket.socket], echoed: list[int]) -> None:
+    async def echo(sock: socket.socket) -> None:
+        fd = sock.fileno()
         while True:
             await trio.lowlevel.wait_readable(sock)
             try:
-                return os.read(fd, 65536)
+                data = os.read(fd, 65536)
             except BlockingIOError:
                 continue
-
-    return receive
-
-
-def shared_epoll(sock: socket.socket) -> Callable[[], Awaitable[bytes]]:
-    """Reads of one socket through the host's own SocketWire, parked on the run's shared epoll."""
-    return SocketWire(trio.SocketStream(trio.socket.from_stdlib_socket(sock))).receive
-
-
-async def task_per_socket(sockets: list[socket.socket], echoed: list[int], reader=trio_wait) -> None:
-    async def echo(sock: socket.socket) -> None:
-        receive, fd = reader(sock), sock.fileno()
-        while True:
-            data = await receive()
             if not data:
                 return
             os.write(fd, data)
@@ -106,7 +83,7 @@ async def one_epoll(sockets: list[socket.socket], echoed: list[int]) -> None:
                 echoed[0] += 1
 
 
-WAYS = {"task per socket": task_per_socket, "shared epoll": partial(task_per_socket, reader=shared_epoll), "one epoll": one_epoll}
+WAYS = {"task per socket": task_per_socket, "one epoll": one_epoll}
 
 
 def server(way: str, listener: socket.socket, connections: int, seconds: float, result: multiprocessing.Queue) -> None:

@@ -33,7 +33,7 @@ from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, FIRST_BYTES_TIMEOUT, Chat
 from .outbox import SEND_TIMEOUT, Outbox
 from .serve_journal import TableLog
 from .table import SeatLost, Table, outgoing
-from .wire import RECEIVE_SIZE, TlsSocket, Wire, release, wire_for
+from .wire import RECEIVE_SIZE, TlsSocket, Wire, wire_for
 
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to say hello
 FRAME_TIMEOUT = 10.0  # seconds a started frame has to finish
@@ -73,7 +73,6 @@ async def close_gracefully(stream: trio.abc.Stream) -> None:
             pass
     if isinstance(stream, trio.SocketStream):
         # What aclose does, without the checkpoint that aclose_forcefully cancels (a Cancelled raised and caught).
-        release(stream)
         stream.socket.close()
     else:
         await trio.aclose_forcefully(stream)
@@ -91,7 +90,6 @@ async def _refuse(stream: trio.abc.Stream, connection: HostConnection, error: Pr
             await stream.send_all(connection.send_error(error))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
-    release(stream)
     await trio.aclose_forcefully(stream)
 
 

@@ -30,7 +30,6 @@ from .lobby import Lobby
 from .serve_journal import ServeJournal, TableLog
 from .seat_link import MatchStarts, serve_connection
 from .table import JournalMismatch, Table, TableResult
-from .wire import release
 
 LINGER_AFTER_OWN_SEAT = 3.0  # seconds
 SERVER_STOPPING = "the server is stopping"  # the reason `basra serve` gives each seated player as it stops
@@ -389,7 +388,6 @@ async def _handle_connection(handle: Callable[[trio.SocketStream, str], Awaitabl
     try:
         await handle(stream, address)
     finally:
-        release(stream)  # the seat's reads were watched by the run's poller
         await trio.aclose_forcefully(stream)
 
 
