@@ -5,9 +5,13 @@
 The host reads each seat in a task of its own (host/seat_link.py), waiting
 with ``trio.lowlevel.wait_readable``: trio registers the socket with epoll
 again for every wait (EPOLLONESHOT), and wakes the task through its
-scheduler.  The alternative is one task that owns an epoll object of its
-own, with every socket registered once, waits on that object's descriptor,
-and reads each ready socket inline.  This measures what the choice is worth
+scheduler.  Two alternatives are measured beside it.  A task per socket
+parked on one shared epoll: every socket registered once, edge-triggered,
+and one task that waits on that epoll's descriptor and wakes the task of
+each ready socket (or marks the socket ready when its task is busy).  One
+task that owns an epoll object of its own, with every socket registered
+once, waits on that object's descriptor, and reads each ready socket
+inline.  This measures what the choice is worth
 per read, with nothing else in the way: an echo server in its own process
 reads a 60-byte message from each of N loopback TCP connections and writes
 it back (one read and one write per message, as a relay does per play),
@@ -27,6 +31,7 @@ import select
 import socket
 import statistics
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: another checkout may be timed
@@ -44,15 +49,26 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def task_per_socket(sockets: list[socket.socket], echoed: list[int]) -> None:
-    async def echo(sock: socket.socket) -> None:
-        fd = sock.fileno()
+def trio_wait(sock: socket.socket) -> Callable[[], Awaitable[bytes]]:
+    """Reads of one socket, each waited for with trio.lowlevel.wait_readable."""
+    fd = sock.fileno()
+
+    async def receive() -> bytes:
         while True:
             await trio.lowlevel.wait_readable(sock)
             try:
-                data = os.read(fd, 65536)
+                return os.read(fd, 65536)
             except BlockingIOError:
                 continue
+
+    return receive
+
+
+async def task_per_socket(sockets: list[socket.socket], echoed: list[int], reader=trio_wait) -> None:
+    async def echo(sock: socket.socket) -> None:
+        receive, fd = reader(sock), sock.fileno()
+        while True:
+            data = await receive()
             if not data:
                 return
             os.write(fd, data)
@@ -61,6 +77,61 @@ async def task_per_socket(sockets: list[socket.socket], echoed: list[int]) -> No
     async with trio.open_nursery() as nursery:
         for sock in sockets:
             nursery.start_soon(echo, sock)
+
+
+class SharedEpoll:
+    """Sockets registered once on one edge-triggered epoll; one task waits on it and wakes each socket's reader."""
+
+    def __init__(self) -> None:
+        self.epoll = select.epoll()
+        self.parked: dict[int, trio.lowlevel.Task] = {}  # by descriptor: the task waiting to read it
+        self.ready: set[int] = set()  # descriptors that became readable while their task was busy
+
+    async def run(self) -> None:
+        while True:
+            await trio.lowlevel.wait_readable(self.epoll.fileno())
+            for fd, _ in self.epoll.poll(0):
+                task = self.parked.pop(fd, None)
+                if task is None:
+                    self.ready.add(fd)
+                else:
+                    trio.lowlevel.reschedule(task)
+
+    def reader(self, sock: socket.socket) -> Callable[[], Awaitable[bytes]]:
+        fd = sock.fileno()
+        self.epoll.register(fd, select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET)
+        parked, ready = self.parked, self.ready
+
+        def abort(_) -> trio.lowlevel.Abort:
+            del parked[fd]
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        async def receive() -> bytes:
+            while True:
+                if fd in ready:
+                    ready.discard(fd)
+                    await trio.lowlevel.checkpoint()
+                else:
+                    parked[fd] = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(abort)
+                try:
+                    data = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not data or len(data) == 65536:
+                    ready.add(fd)  # the end, or more, with no new edge to say so
+                return data
+
+        return receive
+
+
+async def shared_epoll(sockets: list[socket.socket], echoed: list[int]) -> None:
+    poller = SharedEpoll()
+    with poller.epoll:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poller.run)
+            await task_per_socket(sockets, echoed, poller.reader)
+            nursery.cancel_scope.cancel()
 
 
 async def one_epoll(sockets: list[socket.socket], echoed: list[int]) -> None:
@@ -83,7 +154,7 @@ async def one_epoll(sockets: list[socket.socket], echoed: list[int]) -> None:
                 echoed[0] += 1
 
 
-WAYS = {"task per socket": task_per_socket, "one epoll": one_epoll}
+WAYS = {"task per socket": task_per_socket, "shared epoll": shared_epoll, "one epoll": one_epoll}
 
 
 def server(way: str, listener: socket.socket, connections: int, seconds: float, result: multiprocessing.Queue) -> None:
