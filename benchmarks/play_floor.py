@@ -188,12 +188,7 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None,
             buffer = buffers[fd]
             buffer += data
             table, seat = owner[fd]
-            while len(buffer) >= 4:
-                (length,) = HEADER.unpack_from(buffer)
-                if len(buffer) < 4 + length:
-                    break
-                body = bytes(buffer[4:4 + length])
-                del buffer[:4 + length]
+            for body in take_bodies(buffer):
                 table.take(seat, body)
         if journal is None:
             _flush(journal, pending, out)
@@ -203,6 +198,18 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None,
         if due is not None and time.monotonic() >= due:
             _flush(journal, pending, out)
             due = None
+
+
+def take_bodies(buffer: bytearray) -> list[bytes]:
+    """Remove every complete frame from the start of buffer; their bodies."""
+    bodies = []
+    while len(buffer) >= 4:
+        (length,) = HEADER.unpack_from(buffer)
+        if len(buffer) < 4 + length:
+            break
+        bodies.append(bytes(buffer[4:4 + length]))
+        del buffer[:4 + length]
+    return bodies
 
 
 def _flush(journal: JournalWriter | None, pending: list[bytes], out: dict[int, list[bytes]]) -> None:
@@ -321,12 +328,7 @@ def drive(port: int, pid: int, tables: int, game: bool, frames: list[bytes], war
                     answered += 1
                     os.write(fd, frames[answered % len(frames)])
                 continue
-            while len(buffer) >= 4:
-                (length,) = HEADER.unpack_from(buffer)
-                if len(buffer) < 4 + length:
-                    break
-                body = bytes(buffer[4:4 + length])
-                del buffer[:4 + length]
+            for body in take_bodies(buffer):
                 if b"your_turn" in body:
                     message = msgpack.unpackb(body)
                     move = message["moves"][0]
