@@ -11,7 +11,8 @@ each part, inline on one epoll object of its own (no trio, no task, no
 scheduler, no cancel scope, no outbox):
 
 - read the seat's socket (one ``os.read`` for whatever arrived), split the
-  frames, decode the `play` with the host's strict decoder
+  frames with the host's frame decoder (``FrameDecoder``, with its length
+  limit), decode the `play` with the host's strict decoder
   (``protocol/frequent.py``) and check it answers the open request;
 - apply it to the engine (``Match.play``, which checks it against the legal
   moves), and list the next seat's legal moves;
@@ -70,12 +71,12 @@ from basra_net.engine import Match, Move  # noqa: E402
 from basra_net.host.identity import public_key_bytes  # noqa: E402
 from basra_net.host.journal import JournalWriter, nested_record_encoder  # noqa: E402
 from basra_net.protocol.announce import announcement_wires  # noqa: E402
-from basra_net.protocol.framing import encode_frame  # noqa: E402
+from basra_net.protocol.framing import FrameDecoder, encode_frame  # noqa: E402
 from basra_net.protocol.frequent import decode_frequent  # noqa: E402
 from basra_net.protocol.messages import Play, your_turn_wire  # noqa: E402
 from basra_net.protocol.record import ChannelContext, RunningHash  # noqa: E402
 from basra_net.protocol.shuffle import shuffled_deck, sign, verify_signature  # noqa: E402
-from load import cpu_check  # noqa: E402  (benchmarks/load.py)
+from load import cpu_check, sample_played_frames  # noqa: E402  (benchmarks/load.py)
 from relay import HEADER, hello_frame, split_frames  # noqa: E402  (benchmarks/relay.py)
 
 HOST_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
@@ -149,33 +150,16 @@ class FloorTable:
 
 def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None, commit_every: float) -> None:
     """The floor's server; with no journal_path, as `basra serve --no-journal`: no records, no commits."""
-    poller = select.epoll()
-    buffers: dict[int, bytearray] = {}
     owner: dict[int, tuple[FloorTable, int]] = {}
     out: dict[int, list[bytes]] = {}
     pending: list[bytes] = []
-    waiting: dict[str, int] = {}
-    socks = []
-    number = 0
-    while number < tables:  # seat every table first: the client connects both seats of each
-        sock, _ = listener.accept()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        socks.append(sock)
-        fd = sock.fileno()
-        body = _read_hello(sock)
-        name = msgpack.unpackb(body)["table"]
-        other = waiting.pop(name, None)
-        if other is None:
-            waiting[name] = fd
-            continue
-        number += 1
-        out[other], out[fd] = [], []
-        table = FloorTable(number, [other, fd], pending if journal_path is not None else None, out)
-        owner[other], owner[fd] = (table, 0), (table, 1)
-    for sock in socks:
-        sock.setblocking(False)
-        buffers[sock.fileno()] = bytearray()
-        poller.register(sock.fileno(), select.EPOLLIN)
+    pairs = accept_pairs(listener, tables)
+    for number, (first, second) in enumerate(pairs, start=1):
+        fds = [first.fileno(), second.fileno()]
+        out[fds[0]], out[fds[1]] = [], []
+        table = FloorTable(number, fds, pending if journal_path is not None else None, out)
+        owner[fds[0]], owner[fds[1]] = (table, 0), (table, 1)
+    poller, decoders = _poll_all(pairs)
     journal = JournalWriter.create(journal_path, {"type": "header"}) if journal_path is not None else None
     _flush(journal, pending, out)
     due = None  # when the records pending must be committed
@@ -185,10 +169,10 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None,
             data = os.read(fd, 65536)
             if not data:
                 return
-            buffer = buffers[fd]
-            buffer += data
+            decoder = decoders[fd]
+            decoder.feed(data)
             table, seat = owner[fd]
-            for body in take_bodies(buffer):
+            while (body := decoder.next_body()) is not None:
                 table.take(seat, body)
         if journal is None:
             _flush(journal, pending, out)
@@ -200,16 +184,32 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None,
             due = None
 
 
-def take_bodies(buffer: bytearray) -> list[bytes]:
-    """Remove every complete frame from the start of buffer; their bodies."""
-    bodies = []
-    while len(buffer) >= 4:
-        (length,) = HEADER.unpack_from(buffer)
-        if len(buffer) < 4 + length:
-            break
-        bodies.append(bytes(buffer[4:4 + length]))
-        del buffer[:4 + length]
-    return bodies
+def accept_pairs(listener: socket.socket, tables: int) -> list[tuple[socket.socket, socket.socket]]:
+    """Every table's two connections, paired by the table its hello names (relay.py's first frame)."""
+    pairs = []
+    waiting: dict[str, socket.socket] = {}
+    while len(pairs) < tables:  # seat every table first: the client connects both seats of each
+        sock, _ = listener.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        name = msgpack.unpackb(_read_hello(sock))["table"]
+        other = waiting.pop(name, None)
+        if other is None:
+            waiting[name] = sock
+        else:
+            pairs.append((other, sock))
+    return pairs
+
+
+def _poll_all(pairs: list[tuple[socket.socket, socket.socket]]) -> tuple[select.epoll, dict[int, FrameDecoder]]:
+    """One epoll for every connection, non-blocking, each with the host's own frame decoder."""
+    poller = select.epoll()
+    decoders = {}
+    for pair in pairs:
+        for sock in pair:
+            sock.setblocking(False)
+            decoders[sock.fileno()] = FrameDecoder()
+            poller.register(sock.fileno(), select.EPOLLIN)
+    return poller, decoders
 
 
 def _flush(journal: JournalWriter | None, pending: list[bytes], out: dict[int, list[bytes]]) -> None:
@@ -231,25 +231,12 @@ def _read_hello(sock: socket.socket) -> bytes:
 
 def serve_epoll_relay(listener: socket.socket, tables: int) -> None:
     """benchmarks/relay.py's forwarding, built like the floor: one epoll, inline."""
-    poller = select.epoll()
     partner: dict[int, int] = {}
-    buffers: dict[int, bytearray] = {}
-    waiting: dict[str, int] = {}
-    socks = []
-    while len(partner) < 2 * tables:
-        sock, _ = listener.accept()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        socks.append(sock)
-        name = msgpack.unpackb(_read_hello(sock))["table"]
-        other = waiting.pop(name, None)
-        if other is None:
-            waiting[name] = sock.fileno()
-        else:
-            partner[other], partner[sock.fileno()] = sock.fileno(), other
-    for sock in socks:
-        sock.setblocking(False)
-        buffers[sock.fileno()] = bytearray()
-        poller.register(sock.fileno(), select.EPOLLIN)
+    pairs = accept_pairs(listener, tables)
+    for first, second in pairs:
+        partner[first.fileno()], partner[second.fileno()] = second.fileno(), first.fileno()
+    poller, _ = _poll_all(pairs)
+    buffers = {fd: bytearray() for fd in partner}
     while True:
         for fd, _ in poller.poll():
             data = os.read(fd, 65536)
@@ -288,21 +275,17 @@ def cpu_of(pid: int) -> float:
 def drive(port: int, pid: int, tables: int, game: bool, frames: list[bytes], warmup: float, seconds: float) -> tuple[float, float]:
     """The server's CPU seconds per play over the window, and the plays a second."""
     socks: dict[int, socket.socket] = {}
-    partner: dict[int, int] = {}
     for number in range(tables):
-        pair = []
         for _ in (0, 1):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.sendall(hello_frame(f"t{number}"))
-            pair.append(sock)
-        for sock in pair:
-            sock.setblocking(False)
             socks[sock.fileno()] = sock
-        partner[pair[0].fileno()], partner[pair[1].fileno()] = pair[1].fileno(), pair[0].fileno()
     poller = select.epoll()
     buffers = {fd: bytearray() for fd in socks}
-    for fd in socks:
+    decoders = {fd: FrameDecoder() for fd in socks}
+    for fd, sock in socks.items():
+        sock.setblocking(False)
         poller.register(fd, select.EPOLLIN)
     if not game:
         for fd in list(socks)[::2]:
@@ -321,14 +304,16 @@ def drive(port: int, pid: int, tables: int, game: bool, frames: list[bytes], war
             data = os.read(fd, 65536)
             if not data:
                 raise SystemExit("the server closed a connection")
-            buffer = buffers[fd]
-            buffer += data
             if not game:
+                buffer = buffers[fd]
+                buffer += data
                 if split_frames(buffer):
                     answered += 1
                     os.write(fd, frames[answered % len(frames)])
                 continue
-            for body in take_bodies(buffer):
+            decoder = decoders[fd]
+            decoder.feed(data)
+            while (body := decoder.next_body()) is not None:
                 if b"your_turn" in body:
                     message = msgpack.unpackb(body)
                     move = message["moves"][0]
@@ -340,19 +325,6 @@ def drive(port: int, pid: int, tables: int, game: bool, frames: list[bytes], war
         sock.close()
     (cpu0, count0), (cpu1, count1) = marks
     return (cpu1 - cpu0) / max(count1 - count0, 1), (count1 - count0) / seconds
-
-
-def played_frames() -> list[bytes]:
-    """Real `played` frames of one game, for the relays to forward (as load.py's relay frames)."""
-    match = Match(scoring="egyptian", target=1)
-    match.start_game(shuffled_deck(bytes(16), 1, bytes(32), bytes(32)))
-    frames = []
-    while match.turn is not None:
-        events = match.play(match.turn, match.legal_moves()[0])
-        for first, _ in announcement_wires(events, match.turn):
-            if first["type"] == "played":
-                frames.append(encode_frame(first))
-    return frames
 
 
 def measure(way: str, tables: int, warmup: float, seconds: float, frames: list[bytes], commit_every: float) -> tuple[float, float]:
@@ -396,7 +368,7 @@ def main() -> int:
         server_main(args.serve, args.port_file, int(args.tables), args.commit_every / 1000)
         return 0
     print(f"CPU check: {cpu_check(2):,.0f} engine plays/s", flush=True)
-    frames = played_frames()
+    frames = sample_played_frames()
     for tables in (int(n) for n in args.tables.split(",")):
         figures: dict[str, list[float]] = {way: [] for way in WAYS}
         rates: dict[str, list[float]] = {way: [] for way in WAYS}
