@@ -321,7 +321,9 @@ class ClientSession:
             # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
             records = records[:-1]
         for (sender, message), frame in zip(records, frames):
-            if sender == GUEST:
+            if sender == GUEST and isinstance(message, Hello):
+                self.connection.take_up_hello(message)
+            elif sender == GUEST:
                 self.connection.send(message)
             else:
                 self.connection.receive_message(message)
