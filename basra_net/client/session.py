@@ -132,7 +132,10 @@ class SessionResult:
     state: ClientState
     transcript_path: Path | None
     refusal: str | None = None  # the error code, when the host refused this connection
-    cut_off: bool = False  # the connection was lost with the match still on: the seat can be resumed later
+    # The match is over for this seat: it ended, or this seat or the host left it, or this seat stopped it on a cheat,
+    # or the seat cannot be taken up again.  Otherwise (a lost connection, a broken protocol, a failed disk, a host
+    # that refused for now) `basra join` keeps the seat's ticket, so that running it again resumes.
+    done: bool = False
 
 
 class PeerGone(Exception):
@@ -327,7 +330,9 @@ class ClientSession:
             # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
             records = records[:-1]
         for (sender, message), frame in zip(records, frames):
-            if sender == GUEST:
+            if sender == GUEST and isinstance(message, Hello):
+                self.connection.take_up_hello(message)
+            elif sender == GUEST:
                 self.connection.send(message)
             else:
                 self.connection.receive_message(message)
@@ -338,9 +343,10 @@ class ClientSession:
                     self._open_record(message, records[0][1].nonce)
             if frame is not None:
                 self._keep_on_record(sender, message, frame)
-            self.verifier.observe(sender, message)
-        if self.connection.welcome is None or self.connection.welcome.seat != 1:
-            raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume", resumable=False)
+            if self.state.seat in (1, None):  # as _record: seat 1's deals are the ones a seed of its own fixed
+                self.verifier.observe(sender, message)
+        if self.connection.welcome is None:
+            raise PeerGone(f"the transcript {path} does not hold the seat's welcome: nothing to resume", resumable=False)
         self._transcript = TranscriptFile(path, "guest", kept.format)
         for (sender, message), frame in zip(records, frames):
             self._transcript.record(sender, message, frame)
@@ -391,7 +397,7 @@ class ClientSession:
                 return self._no_deal_in_common(str(gone))
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
-            result.cut_off = gone.resumable and not self.connection.over
+            result.done = result.done or (not gone.resumable and gone.refusal is None)  # the host left, or nothing to take up
             return result
         except CodeRefused as refused:
             await self._try_send_raw(self.connection.send_error(ProtocolError(WRONG_CODE, "the host's key confirmation is wrong")))
@@ -402,7 +408,9 @@ class ClientSession:
             await self._try_send_raw(self.connection.send_error(redeal))
             text = f"game {redeal.game}: the host offered a new commitment for a deal this seat's seed had already fixed"
             self._fail_deal(redeal.game, text, note="abandoned_deal")
-            return self._result(EXIT_CHEAT, text)
+            result = self._result(EXIT_CHEAT, text)
+            result.done = True  # a seat that caught the host redealing goes no further with it
+            return result
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
             if err.code == DEAL_MISMATCH:
@@ -416,12 +424,9 @@ class ClientSession:
                 f"stopped: {err} (a file on this computer failed, not the connection); the seat was not left, "
                 "and the transcript holds every record written before",
             )
-            result.cut_off = not self.connection.over
             return result
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            result = self._cut_short(f"connection lost: {_broken_link(err)}")
-            result.cut_off = not self.connection.over
-            return result
+            return self._cut_short(f"connection lost: {_broken_link(err)}")
         except DealRefused as refused:
             self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
@@ -490,7 +495,7 @@ class ClientSession:
             self._fail_deal(problem.game, str(problem), note=kind)
 
     def _result(self, code: int, reason: str) -> SessionResult:
-        return SessionResult(code, reason, self.state, self.transcript_path)
+        return SessionResult(code, reason, self.state, self.transcript_path, done=self.connection.over or self._left)
 
     @property
     def _versions(self) -> tuple[int, ...]:

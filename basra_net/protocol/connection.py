@@ -356,6 +356,18 @@ class ClientConnection(_Connection):
             # A hello sent again before any welcome brings a code exchange of its own: one per connection (14.9).
             self.pake_taken = self.confirm_sent = False
 
+    def take_up_hello(self, hello: Hello) -> None:
+        """The hello that took the seat, read back from this seat's transcript before a resume.
+
+        Its offer of versions holds; the code exchange it began was finished on
+        that earlier connection (`pake` and `pake_confirm` are not recorded, 6.21, 6.22), so none is
+        awaited now and the recorded welcome that follows it is taken as it came.
+        """
+        if self.hello_sent:
+            raise LocalProtocolError("hello goes once")
+        self.hello_sent = True
+        self.offered_versions = hello.versions
+
     def begin_resume(self, token: bytes) -> None:
         """A new connection resumes the seat the token holds: it starts with a resume hello.
 

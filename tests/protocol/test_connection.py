@@ -766,3 +766,25 @@ def test_the_checks_the_host_leaves_out_pass_and_change_nothing_on_any_seated_co
     before = dict(vars(host))
     host.check_send(message)
     assert vars(host) == before
+
+
+def test_a_seat_taken_up_from_its_transcript_after_a_code_exchange_resumes():
+    """The transcript holds the hello that began the exchange and the welcome, but not the exchange itself:
+    taken up, that hello awaits no exchange, and the resume's welcome seats the player again."""
+    guest = GuestCodeExchange("K7M2QX", guest_key=GUEST_KEY, guest_nonce=NONCE, host_key=V2_HOST_KEY)
+    first = Hello((2, 1), "Omar", NONCE, key=GUEST_KEY, pake=guest.start())
+    taken_up = ClientConnection()
+    taken_up.take_up_hello(first)
+    taken_up.receive_message(v2_welcome())
+    with pytest.raises(LocalProtocolError):
+        taken_up.take_up_hello(first)
+    taken_up.begin_resume(bytes(16))
+    taken_up.send(Hello((2, 1), "Omar", bytes(32), token=bytes(16), received=0, key=GUEST_KEY))
+    taken_up.receive_data(frame(v2_welcome()))
+    assert taken_up.next_event() == v2_welcome() and not taken_up.resuming
+    # Sent afresh instead, the same hello still awaits its exchange, and a welcome without it is refused.
+    replayed = ClientConnection()
+    replayed.send(first)
+    with pytest.raises(ProtocolError) as info:
+        replayed.receive_message(v2_welcome())
+    assert info.value.code == WRONG_CODE
