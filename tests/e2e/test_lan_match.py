@@ -130,10 +130,10 @@ def test_join_with_nobody_listening_says_so_once_with_what_to_check(basra_env):
     )
 
 
-def test_basra_serve_deals_the_commit_reveal_deal_when_asked_though_both_players_offer_hidden_hands(basra_env, tmp_path):
-    """`basra serve --deal commit-reveal` withdraws the server's offer of hidden hands: two `basra join` processes
-    that offer it (their default) play the commit-reveal deal, and both records say so and verify."""
-    outcomes, serve_out = two_joins_at_serve(basra_env, tmp_path, "--deal", "commit-reveal")
+def test_basra_serve_deals_the_commit_reveal_deal_to_players_who_accept_it(basra_env, tmp_path):
+    """`basra serve --deal commit-reveal` withdraws the server's offer of hidden hands: two `basra join --deal
+    commit-reveal` processes play the commit-reveal deal, and both records say so and verify."""
+    outcomes, serve_out = two_joins_at_serve(basra_env, tmp_path, "--deal", "commit-reveal", join_options=("--deal", "commit-reveal"))
     assert "(commit-reveal deal)" in serve_out and "(hidden hands)" not in serve_out, serve_out
     for (code, out), name in zip(outcomes, ("Amr", "Dina")):
         assert code == 0, out
@@ -143,7 +143,7 @@ def test_basra_serve_deals_the_commit_reveal_deal_when_asked_though_both_players
         assert verified.returncode == 0 and "deal: commit-reveal" in verified.stdout, verified.stdout
 
 
-def two_joins_at_serve(basra_env, tmp_path, *serve_options: str) -> tuple[list[tuple[int, str]], str]:
+def two_joins_at_serve(basra_env, tmp_path, *serve_options: str, join_options: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], str]:
     """Amr and Dina, two `basra join --auto greedy` processes, play a match to 40 at one `basra serve`:
     their exit codes and outputs, and the server's output."""
     port = free_port()
@@ -153,7 +153,7 @@ def two_joins_at_serve(basra_env, tmp_path, *serve_options: str) -> tuple[list[t
         wait_for_line(serve, "basra join")
         joins = [
             start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", name,
-                        "--transcript", str(tmp_path / f"{name}.basra"))
+                        "--transcript", str(tmp_path / f"{name}.basra"), *join_options)
             for name in ("Amr", "Dina")
         ]
         outcomes = [finish(join, MATCH_TIMEOUT) for join in joins]
