@@ -36,8 +36,6 @@ from basra_net.protocol.record import (
 
 from .processes import basra_command, finish, free_port, start_basra, wait_for_line
 
-pytestmark = pytest.mark.slow  # one real match between two processes, shared by the module
-
 CODE = "tulip-42"
 MATCH_TIMEOUT = 120
 Records = list[tuple[str, bytes]]
@@ -372,6 +370,7 @@ def test_a_host_forging_its_record_convicts_the_guest_never_and_itself_only_unde
         assert any(line.startswith("CHEAT PROVEN: the host signed it: ") for line in lines), said
 
 
+@pytest.mark.quick
 def test_the_first_framing_now_names_no_one_and_says_why(match, tmp_path):
     """The guest that edits one entry of its own game-1 lock: seat 0's unmasking then fails in the replay; that rests on
     the guest's own lock, which no one signed, so the verdict is not proven and says so in one line."""
