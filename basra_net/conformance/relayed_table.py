@@ -17,7 +17,11 @@ match (above all, no countersignature of what it did not check), closes the
 connection and does not resume; its program tells its player, which the
 checker judges by its exit status when it runs it (`--exec`).  The honest
 matches, one per deal mode, must run to their end with every host
-signature countersigned.  A client that offers version 1 only, or no hidden
+signature countersigned.  So must the matches with hidden hands that the
+checker cuts once, right after a step of the deal: a host message (the
+client resumes and takes it from the replay) or one of the client's own
+steps, which the cut keeps from the host, so that the match goes on only if
+the client sends it again after the resume's welcome (5.8, rule 6).  A client that offers version 1 only, or no hidden
 hands, has the cases it cannot be in reported as not applicable.
 """
 
@@ -46,6 +50,33 @@ STOP_TIMEOUT = 15.0  # seconds a client has to close its connection once it shou
 V2_TARGET = 30  # a short match: the cases are about signatures and proofs, not situations of play
 
 Change = Callable[[Message], Message | None]  # the host's message as the cheat sends it; None: unchanged
+TO_CLIENT, TO_HOST = "to the client", "to the host"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Cut the client's connection at the first frame of ``kind`` going ``way``: a host frame right after it went
+    out; a client frame before the host reads any of it, so that only the client's sending it again brings it."""
+
+    way: str
+    kind: str
+
+
+class CutOnce:
+    """A match's one cut, over all its connections: made at the first frame the cut names."""
+
+    def __init__(self, cut: Cut | None) -> None:
+        self.cut = cut
+        self.made = False
+
+    def watching(self, way: str) -> bool:
+        return self.cut is not None and not self.made and self.cut.way == way
+
+    def due(self, way: str, message: Message | None) -> bool:
+        if message is None or not self.watching(way) or message.TYPE != self.cut.kind:
+            return False
+        self.made = True
+        return True
 
 
 def _flip_signature(message: Message) -> Message | None:
@@ -92,9 +123,11 @@ class WatchedStream(trio.abc.Stream):
     follows from the client is kept in ``after_change``.
     """
 
-    def __init__(self, stream: trio.abc.Stream, change: Change | None) -> None:
+    def __init__(self, stream: trio.abc.Stream, change: Change | None, cut: CutOnce | None = None) -> None:
         self.stream = stream
         self.change = change
+        self.cut = cut or CutOnce(None)
+        self.cut_here = False  # this connection is the one the checker cut
         self.changed: Message | None = None
         self.hello: Hello | None = None
         self.from_client: list[Message] = []
@@ -104,22 +137,33 @@ class WatchedStream(trio.abc.Stream):
         self._in = bytearray()
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.cut_here:
+            raise trio.BrokenResourceError("the checker cut this connection")
         self._out += data
         frames = []
+        cut_after = False
         for frame in _frames(self._out):
-            message = _message(frame) if self.change is not None and self.changed is None else None
-            altered = self.change(message) if message is not None else None
+            changing = self.change is not None and self.changed is None
+            message = _message(frame) if changing or self.cut.watching(TO_CLIENT) else None
+            altered = self.change(message) if changing and message is not None else None
             if altered is not None:
                 self.changed = altered
                 frame = encode_frame(to_wire(altered))
             frames.append(frame)
+            if cut_after := self.cut.due(TO_CLIENT, message):
+                self._out.clear()  # what the host sent after it is in the seat's stream: the resume replays it
+                break
         if frames:
             await self.stream.send_all(b"".join(frames))
+        if cut_after:
+            await self._cut()
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.stream.wait_send_all_might_not_block()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self.cut_here:
+            raise trio.BrokenResourceError("the checker cut this connection")
         try:
             data = await self.stream.receive_some(max_bytes)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -127,9 +171,19 @@ class WatchedStream(trio.abc.Stream):
             raise
         if not data:
             self.closed_by_client.set()
+        held = len(self._in)  # bytes of a frame begun in an earlier read, already handed to the host
         self._in += data
+        start = -held  # where the next frame starts in data
         for frame in _frames(self._in):
             message = _message(frame)
+            if self.cut.due(TO_HOST, message):
+                # The host gets what came before the step and none of it (or only the part it already has).
+                self._in.clear()
+                await self._cut()
+                if start <= 0:
+                    raise trio.BrokenResourceError("the checker cut this connection")
+                return data[:start]
+            start += len(frame)
             if message is None:
                 continue
             if isinstance(message, Hello) and self.hello is None:
@@ -142,6 +196,11 @@ class WatchedStream(trio.abc.Stream):
     async def aclose(self) -> None:
         await self.stream.aclose()
 
+    async def _cut(self) -> None:
+        """The client's connection drops, as a network would drop it: no error, no close_notify."""
+        self.cut_here = True
+        await trio.aclose_forcefully(self.stream)
+
 
 @dataclass(frozen=True)
 class RelayedMatch:
@@ -151,6 +210,7 @@ class RelayedMatch:
     name: str
     hidden: bool
     change: Change | None
+    cut: Cut | None = None
 
     @property
     def honest(self) -> bool:
@@ -163,6 +223,16 @@ RELAYED_MATCHES = (
     RelayedMatch("6.23, 14.8", "a host sig that does not verify: the client stops, and countersigns nothing", False, _flip_signature),
     RelayedMatch("9.10, 14.11", "a game_end whose totals are not the play's: the client stops", False, _false_totals),
     RelayedMatch("15.11, 15.15", "an opened whose unmasking proof does not verify: the client stops", True, _false_unmasking),
+    *(
+        RelayedMatch("5.8, 15.15", f"hidden hands, cut right after the host's '{kind}': the client resumes and the match runs to its end",
+                     True, None, Cut(TO_CLIENT, kind))
+        for kind in ("shuffle", "locked", "opened", "audited")
+    ),
+    *(
+        RelayedMatch("5.8, 15.15", f"hidden hands, cut before the host takes the client's '{kind}': it is sent again after the resume's welcome",
+                     True, None, Cut(TO_HOST, kind))
+        for kind in ("lock", "open", "hidden_play", "audit", "sig")
+    ),
 )
 
 
@@ -196,6 +266,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
     """
     table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}))
     outcome = RelayedOutcome(table=table)
+    cut = CutOnce(match.cut)
     connections: list[WatchedStream] = []
     client = None
     async with trio.open_nursery() as nursery:
@@ -214,7 +285,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
                     stream = await next_stream()
                 except CaseFailed:
                     continue  # a TLS handshake that failed: the next connection may be the client's
-                watched = WatchedStream(stream, match.change)
+                watched = WatchedStream(stream, match.change, cut)
                 connections.append(watched)
                 nursery.start_soon(serve_connection, watched, table)
 
@@ -277,7 +348,7 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
         report.failed(section, name, outcome.failure)
         return
     try:
-        wire = _honest_on_the_wire(outcome) if match.honest else _stopped_on_the_wire(outcome)
+        wire = _honest_on_the_wire(outcome, match.cut) if match.honest else _stopped_on_the_wire(outcome)
     except CaseFailed as failed:
         report.failed(section, name, str(failed))
         return
@@ -292,18 +363,26 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
         report.failed(section, name, f"{wire}, but expected {expected}, got {client.told()}")
 
 
-def _honest_on_the_wire(outcome: RelayedOutcome) -> str:
+def _honest_on_the_wire(outcome: RelayedOutcome, cut: Cut | None) -> str:
     table = outcome.table
     assert table is not None
     if table.result is None:
         raise CaseFailed("the match did not end")
+    watched = outcome.watched
+    cut_where = ""
+    if cut is not None:
+        if watched is None or not watched.cut_here:
+            raise CaseFailed(f"the match ended before the '{cut.kind}' the checker cuts at")
+        if not table.result.completed:
+            raise CaseFailed(f"after the cut the match did not run to its end: {table.result.reason}")
+        cut_where = f"cut at the '{cut.kind}' {cut.way}, resumed; "
     entry = table.seats[1]
     record = entry.record if entry is not None else None
     if record is None:
         raise CaseFailed("the client's channel is not signed: its hello of version 2 carried no key")
     if record.result is None or record.result.guest is not Status.VALID or not record.countersigned:
         raise CaseFailed("the client did not countersign every game and the result the host signed")
-    return f"{len(record.games)} games and the result, each countersigned; totals {table.result.totals[0]}-{table.result.totals[1]}"
+    return f"{cut_where}{len(record.games)} games and the result, each countersigned; totals {table.result.totals[0]}-{table.result.totals[1]}"
 
 
 def _stopped_on_the_wire(outcome: RelayedOutcome) -> str:

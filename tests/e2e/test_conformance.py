@@ -72,7 +72,13 @@ RELAYED = [
     "a game_end whose totals are not the play's: the client stops",
     "an opened whose unmasking proof does not verify: the client stops",
 ]
-HIDDEN_RELAYED = [RELAYED[1], RELAYED[4]]
+# Cut once, right after a step of the hidden deal, each way: the client resumes and the match runs to its end.
+CUT_RELAYED = [
+    *(f"hidden hands, cut right after the host's '{kind}': the client resumes" for kind in ("shuffle", "locked", "opened", "audited")),
+    *(f"hidden hands, cut before the host takes the client's '{kind}': it is sent again" for kind in ("lock", "open", "hidden_play", "audit", "sig")),
+]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], *CUT_RELAYED]
+RELAYED += CUT_RELAYED
 
 
 def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
@@ -110,6 +116,19 @@ def test_a_client_that_countersigns_an_unchecked_host_signature_fails_that_case(
     failed = verdicts(result.stdout)["FAIL"]
     assert result.returncode == 1, result.stdout
     assert len(failed) == 1 and "a host sig that does not verify" in failed[0] and "countersigned game 1" in failed[0], result.stdout
+
+
+@pytest.mark.slow
+def test_a_client_that_does_not_send_its_unmasking_again_after_a_resume_fails_the_cut_before_its_open(basra_env):
+    """Its unmasking lost in the cut, the host waits for it in vain, and the match ends as withheld (15.15): 40 s a case."""
+    join = f"{sys.executable} {HERE / 'broken_join.py'} no_open_again join 127.0.0.1:{{port}} --auto greedy --plain"
+    result = check_client(basra_env, join, plain=True)
+    failed = verdicts(result.stdout)["FAIL"]
+    assert result.returncode == 1, result.stdout
+    assert any("cut before the host takes the client's 'open'" in line for line in failed), result.stdout
+    # The other cuts that fail are those whose unmasking crossed the cut (after a relayed step it answers); each names it.
+    for line in failed:
+        assert "hidden hands, cut" in line and "did not run to its end" in line and "unmasking" in line, line
 
 
 @pytest.mark.parametrize(
