@@ -126,9 +126,9 @@ def test_a_client_that_does_not_send_its_unmasking_again_after_a_resume_fails_th
     failed = verdicts(result.stdout)["FAIL"]
     assert result.returncode == 1, result.stdout
     assert any("cut before the host takes the client's 'open'" in line for line in failed), result.stdout
-    # The other cuts that fail are those whose unmasking crossed the cut (after a relayed step it answers); each names it.
+    # The other cuts that fail are those whose `open` (unmaskings or reveals) crossed the cut, answering a relayed step.
     for line in failed:
-        assert "hidden hands, cut" in line and "did not run to its end" in line and "unmasking" in line, line
+        assert "hidden hands, cut" in line and "did not run to its end" in line and "did not send its" in line, line
 
 
 @pytest.mark.parametrize(
