@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win the match (default 101)")
     host.add_argument("--scoring", choices=SCORING_PRESETS, default=DEFAULT_SCORING, help=f"scoring preset (default {DEFAULT_SCORING})")
     host.add_argument("--bot", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
-                      help="seat the built-in bot as the second player (level: search, the default, greedy or random)")
+                      help="seat the built-in bot as the second player (level: search, the default, greedy, beginner or random)")
     host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="let the bot play your own seat (a headless host)")
     host.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")

@@ -309,6 +309,11 @@ class HostConnection(_Connection):
             self.open_request = message.request
 
 
+# What a client sends again, unchanged and in this order, right after the welcome of a resume: each answer
+# it sent whose effect has not been seen yet (PROTOCOL.md 5.8, rule 6); the host drops an exact repeat.
+SENT_AGAIN: tuple[type[Message], ...] = (Lock, Open, Audit, Seed, Play, HiddenPlay, Sig)
+
+
 class ClientConnection(_Connection):
     """A player's end of the connection to the host."""
 
@@ -381,9 +386,10 @@ class ClientConnection(_Connection):
         self.resume_token = token
 
     def resend(self) -> bytes:
-        """The answers to send again after a resume's welcome; the host drops any it already has."""
-        answers = (*self.unconfirmed_steps, self.unconfirmed_seed, self.unconfirmed_play, self.unconfirmed_sig)
-        return b"".join(encode_frame(to_wire(m)) for m in answers if m is not None)
+        """The answers to send again after a resume's welcome, in SENT_AGAIN's order; the host drops any it already has."""
+        answers = [m for m in (*self.unconfirmed_steps, self.unconfirmed_seed, self.unconfirmed_play, self.unconfirmed_sig) if m is not None]
+        answers.sort(key=lambda m: SENT_AGAIN.index(type(m)))  # stable: a party's steps stay in the order it sent them
+        return b"".join(encode_frame(to_wire(m)) for m in answers)
 
     def _check_resume_welcome(self, message: Welcome) -> None:
         if message.version not in self.offered_versions:

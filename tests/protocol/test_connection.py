@@ -17,6 +17,7 @@ from basra_net.protocol.connection import (
     ConnectionClosed,
     HostConnection,
     LocalProtocolError,
+    SENT_AGAIN,
 )
 from basra_net.protocol.errors import (
     BAD_FRAME,
@@ -27,7 +28,7 @@ from basra_net.protocol.errors import (
     WRONG_CODE,
     ProtocolError,
 )
-from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, encode_frame
+from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
 from basra_net.protocol.messages import PROTOCOL_VERSIONS
 from basra_net.protocol.pake import GuestCodeExchange, HostCodeExchange
 from basra_net.protocol.messages import (
@@ -60,6 +61,8 @@ from basra_net.protocol.messages import (
     Audit,
     Audited,
     Option,
+    Sig,
+    from_wire,
 )
 
 from .test_messages import MESSAGE_STRATEGIES
@@ -788,3 +791,37 @@ def test_a_seat_taken_up_from_its_transcript_after_a_code_exchange_resumes():
     with pytest.raises(ProtocolError) as info:
         replayed.receive_message(v2_welcome())
     assert info.value.code == WRONG_CODE
+
+
+def frames_of(data: bytes) -> list[Message]:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    found = []
+    while (body := decoder.next_body()) is not None:
+        found.append(from_wire(decoder.decode(body)))
+    return found
+
+
+def test_a_resume_sends_again_every_answer_whose_effect_has_not_come_in_the_order_section_5_8_gives():
+    link = hidden_link()
+    link.to_client(Shuffle(1, 1))
+    link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52))))
+    lock = Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52)))
+    first_open = Open(1, ((4, bytes(96)),), ())
+    link.to_host(lock)
+    link.to_host(first_open)
+    assert frames_of(link.client.resend()) == [lock, first_open]
+    link.to_client(Deal(1, 1, 0, (), (), 40, (), 1))  # the host had every step it awaited
+    assert link.client.resend() == b""
+    link.to_client(HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14))))
+    play, later_open, sig = HiddenPlay(5, 0, 0, 0, bytes(96)), Open(1, ((8, bytes(96)),), ()), Sig("game", 1, 9, bytes(64))
+    for answer in (play, later_open, sig):
+        link.client.send(answer)
+    again = frames_of(link.client.resend())
+    assert again == [later_open, play, sig]
+    assert [type(m) for m in again] == sorted(map(type, again), key=SENT_AGAIN.index)
+    # The commit-reveal deal's seed, at seat 1: sent again until its game's first deal comes.
+    link = seated(1)
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    seed = link.to_host(Seed(1, bytes(32)))
+    assert frames_of(link.client.resend()) == [seed]
