@@ -39,8 +39,8 @@ from .pinning import (
 )
 from .players import Player
 from .session import (
-    DEAL_MODES_OFFERED,
     EXIT_FAILURE,
+    HIDDEN_ONLY,
     RECONNECT_FIRST_DELAY,
     RECONNECT_FOR,
     RECONNECT_MAX_DELAY,
@@ -90,7 +90,7 @@ class JoinSession:
         confirm_key: Callable[[str], Awaitable[bool]] | None = None,
         trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
-        deal_modes: tuple[str, ...] = DEAL_MODES_OFFERED,  # the deal modes offered (PROTOCOL.md 15.15)
+        deal_modes: tuple[str, ...] = HIDDEN_ONLY,  # the deal modes offered (PROTOCOL.md 15.15)
     ) -> None:
         self.deal_modes = deal_modes
         self.host, self.port, self.name, self.table = host, port, name, table

@@ -31,7 +31,7 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, CHAT_DROPPED, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
+from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, CHAT_DROPPED, DEAL_MISMATCH, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, disputed_abandonment
 from ..protocol.signed_verify import DISPUTED_ABANDONMENT
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
@@ -42,6 +42,7 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
+    DEAL_NAMES,
     END_HOLD,
     HIDDEN_DEAL,
     PROTOCOL_VERSIONS,
@@ -87,7 +88,7 @@ from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
 from ..files import LocalFileError
 from ..match_files import TranscriptFile, default_transcript_path
-from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_OK
+from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_NO_HIDDEN_HANDS, EXIT_OK
 
 RECEIVE_SIZE = 65536
 INBOUND_BUFFER = 256  # host messages waiting while the player thinks (a hand brings about a dozen)
@@ -101,11 +102,16 @@ HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello a
 # Seconds a seat that caught a cheat at a game's checkpoint waits for the host's signature of that game, which
 # follows at once from an honest program: with it the transcript proves the cheat (PROTOCOL.md 14.11).
 CAUGHT_SIGNATURE_WAIT = 5.0
-# The deal modes a session offers (PROTOCOL.md 15.15): hidden hands, which the host takes when the other
-# seat offers them too, else the commit-reveal deal; or, by choice (`--deal commit-reveal`), that deal alone.
+# The deal modes a session offers (PROTOCOL.md 15.15), by options.DEAL_CHOICES.  The host's own seat offers
+# hidden hands and takes the commit-reveal deal when the guest asks for it: in that deal the host's program
+# sees both hands, so its own player loses nothing.  A joining player offers hidden hands alone, and a
+# table that cannot deal them is refused before any card (deal_mismatch); `--deal commit-reveal` asks for
+# that deal alone, at either seat.
 DEAL_MODES_OFFERED = (HIDDEN_DEAL, COMMIT_DEAL)
+HIDDEN_ONLY = (HIDDEN_DEAL,)
 COMMIT_REVEAL_ONLY = (COMMIT_DEAL,)
-DEAL_OFFERS = {"hidden": DEAL_MODES_OFFERED, "commit-reveal": COMMIT_REVEAL_ONLY}  # by options.DEAL_CHOICES
+DEAL_OFFERS = {"hidden": DEAL_MODES_OFFERED, "commit-reveal": COMMIT_REVEAL_ONLY}
+JOIN_DEAL_OFFERS = {"hidden": HIDDEN_ONLY, "commit-reveal": COMMIT_REVEAL_ONLY}
 LOCKOUT_FIRST = 1.0  # seconds a host locks an address out after its first wrong code, or a code exchange cut off (5.6)
 
 Reconnect = Callable[[], Awaitable[trio.abc.Stream]]
@@ -387,6 +393,8 @@ class ClientSession:
         except PeerGone as gone:
             if self._transcript is not None:
                 self._transcript.note("connection", None, str(gone))  # why the record stops here
+            if gone.refusal == DEAL_MISMATCH:
+                return self._no_deal_in_common(str(gone))
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
             result.done = result.done or (not gone.resumable and gone.refusal is None)  # the host left, or nothing to take up
@@ -405,6 +413,8 @@ class ClientSession:
             return result
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
+            if err.code == DEAL_MISMATCH:
+                return self._no_deal_in_common(err.message)
             return self._cut_short(f"the host broke the protocol: {err}")
         except LocalFileError as err:
             # The disk failed, not the network: the seat is not left, so that once the file can be written,
@@ -458,6 +468,17 @@ class ClientSession:
             await self.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError, OSError):
             pass
+
+    def _no_deal_in_common(self, why: str) -> SessionResult:
+        """The host refused, or this seat refused the host's match_start, for want of a deal mode both offer."""
+        if self._deal_modes == HIDDEN_ONLY:
+            why = (
+                "this table will not deal hidden hands; in its commit-reveal deal the host's program sees your cards"
+                " (join with --deal commit-reveal to play it anyway)"
+            )
+        result = self._result(EXIT_NO_HIDDEN_HANDS if HIDDEN_DEAL in self._deal_modes else EXIT_FAILURE, f"refused before any card was dealt: {why}")
+        result.refusal = DEAL_MISMATCH
+        return result
 
     def _cut_short(self, reason: str) -> SessionResult:
         """The match ended early: a deal whose seed went out but was never revealed is on record."""
@@ -824,6 +845,10 @@ class ClientSession:
         if isinstance(message, Leave):
             text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"
             raise PeerGone(text, resumable=False)
+        if isinstance(message, MatchStart) and (message.deal or COMMIT_DEAL) not in self._deal_modes:
+            # A host that ignored this seat's offer (PROTOCOL.md 15.15): refused before any card is dealt.
+            offered = " or ".join(DEAL_NAMES[mode] for mode in self._deal_modes)
+            raise ProtocolError(DEAL_MISMATCH, f"this seat offered {offered}, not {DEAL_NAMES[message.deal or COMMIT_DEAL]}")
         if self.connection.hidden:
             message = await self._take_hidden(message)
         state.apply(message)

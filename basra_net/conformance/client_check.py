@@ -53,6 +53,7 @@ from ..protocol.announce import messages_for_seat
 from ..protocol.connection import ConnectionClosed, HostConnection
 from ..protocol.framing import encode_frame
 from ..protocol.messages import (
+    COMMIT_DEAL,
     PROTOCOL_VERSIONS,
     Away,
     Back,
@@ -70,6 +71,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    offered_deals,
     to_wire,
 )
 from .relayed_table import RELAYED_MATCHES, Offered, judge_relayed, play_relayed
@@ -99,7 +101,7 @@ VERSION_2_ONLY = (
 
 
 class NotApplicable(Exception):
-    """The client does not speak the scripted host's version: it refused the hello, as 5.2 says a host must."""
+    """The client does not speak the scripted host's version: the host refused its hello, as 5.2 says a host must."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ class ScriptedMatch:
         self.resumes = 0
         self.refuse_next_play = False  # the illegal_move case, armed once the cuts are done
         self.situations = Situations()
+        self.not_applicable: str | None = None  # why this client cannot be in these matches: its version, or its deal
         self.games = 0
         self.whole = ("7.3", "the honest match runs to its end" if unfair is None else f"the {unfair.replace('_', ' ')} match runs to its end")
         self.case = self.whole  # the case a failure now belongs to
@@ -308,8 +311,12 @@ class ScriptedMatch:
             raise CaseFailed(f"the client offers versions {list(event.versions)}, none of them {PROTOCOL_VERSIONS}")
         if SCRIPTED_VERSION not in event.versions:
             await self.link.send(Error(errors.UNSUPPORTED_VERSION, f"this host speaks version {SCRIPTED_VERSION} only"))
+            self.not_applicable = VERSION_2_ONLY
             raise NotApplicable
         self.hello = event
+        if COMMIT_DEAL not in offered_deals(event):
+            await self.commit_deal_refused()
+            return
         if self.unfair is None:
             self.report.passed("5.1, 6.3", "hello, and the welcome taken", f"scripted: {event.name!r} offers versions {list(event.versions)}")
             await self.send_and_cut(self._welcome(0))
@@ -330,6 +337,19 @@ class ScriptedMatch:
         self.begin("7.3, 5.8", "match_end answered with leave")
         await self.expect_leave()
         self.passed(f"scripted: after {self.games} games, {self.resumes} resumes")
+
+    async def commit_deal_refused(self) -> None:
+        """A client that does not accept the commit-reveal deal, the only one these matches deal: a host that starts
+        it anyway is refused at match_start (15.15), and the matches of the commit-reveal deal do not apply."""
+        assert self.hello is not None and self.link is not None
+        self.not_applicable = "not applicable: the client does not accept the commit-reveal deal (its hello's deals)"
+        self.begin("15.15", DEAL_REFUSED_CASE)
+        await self.link.send(self._welcome(0))
+        await self.link.send(MatchStart((HOST_NAME, self.hello.name)))
+        answer = await self.answer_within(ANSWER_TIMEOUT)
+        if not (isinstance(answer, Error) and answer.code == errors.DEAL_MISMATCH):
+            raise CaseFailed(f"the client {_reaction(answer)}, not error {errors.DEAL_MISMATCH}")
+        self.passed(f"the client offered {list(self.hello.deals or ())} and sent error {answer.code}: {answer.message}")
 
     async def cut_after_the_end(self) -> None:
         """Seat 0 leaves at once: match_end, then the connection is cut whether or not the leave came."""
@@ -623,10 +643,11 @@ class ClientRun:
 
 async def run_match(
     door: Door, report: Report, settings: ClientCheckSettings, unfair: str | None
-) -> tuple[ClientRun | None, bool | None]:
+) -> tuple[ClientRun | None, bool, str | None]:
     """One match; with --exec the client is run for it and its exit awaited.
 
-    True when the match ran to its end, None when the client speaks only a version the scripted host does not.
+    Returns the client run, whether the match ran to its end, and why the scripted matches do not apply to
+    this client (None when they do): it speaks only a version they do not, or refuses their deal.
     """
     match = ScriptedMatch(door, report, target=settings.target, unfair=unfair)
     client = None
@@ -645,8 +666,7 @@ async def run_match(
             except CaseFailed as failed:
                 report.failed(*match.case, str(failed))
             except NotApplicable:
-                report.skipped(*match.case, VERSION_2_ONLY)
-                finished = None
+                pass
         if scope.cancelled_caught and client is not None:
             report.failed(*match.case, "the client exited in the middle of it: " + client.told())
         if match.link is not None:
@@ -655,9 +675,11 @@ async def run_match(
             with trio.move_on_after(EXIT_TIMEOUT):
                 await client.exited.wait()
         nursery.cancel_scope.cancel()  # a client still running after a failed match is stopped
+    if match.not_applicable is not None:
+        return client, False, match.not_applicable
     if unfair is None and finished:
         report_arising(report, match, client)
-    return client, finished
+    return client, finished, None
 
 
 async def _cancel_when_gone(client: ClientRun, scope: trio.CancelScope) -> None:
@@ -702,6 +724,7 @@ def judge_exit(report: Report, section: str, name: str, client: ClientRun | None
         report.failed(section, name, f"expected {expected}, got {client.told()}")
 
 
+DEAL_REFUSED_CASE = "a match_start in a deal mode the client did not offer is refused"
 MATCHES = (
     (None, "9.10, 11.5", "the verification of every deal: the honest match is found fair"),
     ("swapped_deal", "9.10", "a deal other than the one committed to is reported"),
@@ -745,18 +768,15 @@ async def check_client(settings: ClientCheckSettings, say: Callable[[str], None]
         port = await nursery.start(door.serve)
         transport = "TLS" if door.tls is not None else "plain TCP"
         say(f"basra conformance client: a scripted host on port {port} over {transport}, {len(MATCHES)} matches, then {len(RELAYED_MATCHES)} of version 2")
-        version_1 = True
         for number, (unfair, section, name) in enumerate(MATCHES, start=1):
-            if not version_1:
-                report.skipped(section, name, VERSION_2_ONLY)
-                continue
             if settings.command is None:
                 say(f"match {number} of {len(MATCHES)}: connect the client to port {port} now")
-            client, finished = await run_match(door, report, settings, unfair)
-            if finished is None:
-                version_1 = False
-                report.skipped(section, name, VERSION_2_ONLY)
-            elif finished:
+            client, finished, not_applicable = await run_match(door, report, settings, unfair)
+            if not_applicable is not None:
+                for _, section, name in MATCHES:
+                    report.skipped(section, name, not_applicable)
+                break
+            if finished:
                 judge_exit(report, section, name, client, fair=None if unfair == CUT_AFTER_END else unfair is None)
             else:
                 report.skipped(section, name, "not judged: the match did not run to its end")

@@ -43,6 +43,7 @@ from ..host.table import Table
 from ..protocol.errors import ProtocolError
 from ..protocol.framing import decode_body, encode_frame
 from ..protocol.messages import (
+    COMMIT_DEAL,
     HIDDEN_DEAL,
     Chat,
     GameEnd,
@@ -53,6 +54,7 @@ from ..protocol.messages import (
     Sig,
     YourTurn,
     from_wire,
+    offered_deals,
     to_wire,
 )
 from ..protocol.record import Status
@@ -288,12 +290,15 @@ class Offered:
 
     version_2: bool | None = None
     hidden: bool | None = None
+    commit: bool | None = None
 
     def not_applicable(self, match: RelayedMatch) -> str | None:
         if self.version_2 is False:
             return "not applicable: the client offers version 1 only"
         if match.hidden and self.hidden is False:
             return "not applicable: the client does not offer hidden hands (its hello's deals)"
+        if not match.hidden and self.commit is False:
+            return "not applicable: the client does not accept the commit-reveal deal (its hello's deals)"
         return None
 
 
@@ -366,6 +371,7 @@ async def _until_decided(outcome: RelayedOutcome, match: RelayedMatch, offered: 
     assert watched.hello is not None
     offered.version_2 = 2 in watched.hello.versions
     offered.hidden = HIDDEN_DEAL in (watched.hello.deals or ())
+    offered.commit = COMMIT_DEAL in offered_deals(watched.hello)
     if match.honest or offered.not_applicable(match) is not None:
         # Not applicable: the table plays on in the version or mode the client offered, so that it ends as a match does.
         async with trio.open_nursery() as waiting:
