@@ -728,3 +728,12 @@ def test_2_7_states_the_exit_status_contract_the_checker_applies():
     assert client_check.EXIT_TIMEOUT == relayed_table.EXIT_TIMEOUT == 30
     assert "the client exits within 30 seconds of the match's end" in text
     assert "refuses its `hello` with `unsupported_version`" in text and client_check.SCRIPTED_VERSION == 1
+
+
+def test_version_2_is_the_protocol_and_version_1_a_compatibility_part():
+    assert DOC.splitlines()[2].startswith("Protocol version 2") and max(messages.PROTOCOL_VERSIONS) == 2
+    intro = sections("###", section("1"))
+    assert "This document specifies protocol version 2" in flat(intro["1.3"][1])
+    assert "unreleased" not in DOC and "this section holds" not in DOC
+    assert intro["1.4"][0] == "Version 1, for compatibility"
+    assert not any(title.startswith("Version 2") for title, _ in TOP.values()), "no part of the protocol is a later addition"
