@@ -737,3 +737,15 @@ def test_version_2_is_the_protocol_and_version_1_a_compatibility_part():
     assert "unreleased" not in DOC and "this section holds" not in DOC
     assert intro["1.4"][0] == "Version 1, for compatibility"
     assert not any(title.startswith("Version 2") for title, _ in TOP.values()), "no part of the protocol is a later addition"
+
+
+def test_2_6_sends_again_what_5_8_rule_6_says_in_its_order():
+    from basra_net.protocol.connection import SENT_AGAIN
+
+    checklist = flat(sections("###", section("2"))["2.6"][1])
+    rule = flat(section("5"))
+    assert "each `lock`, `open` and `audit` it sent since the last `shuffle`, `deal` or `hidden_turn` it took" in checklist
+    assert "each `lock`, `open` and `audit` (15.15) it sent, in the order it sent them, since the last `shuffle`, `deal` or `hidden_turn` it took" in rule
+    step_4 = checklist[checklist.index("4. Send again") : checklist.index("5. Take the replay")]
+    named = [re.search(rf"`{kind.TYPE}`", step_4).start() for kind in SENT_AGAIN]
+    assert named == sorted(named), "2.6 lists the answers in the order the client sends them again"
