@@ -146,7 +146,7 @@ def test_the_minimal_client_passes_every_case_of_version_1_and_has_version_2_rep
 
 
 def test_a_client_that_countersigns_an_unchecked_host_signature_fails_that_case(basra_env):
-    join = f"{sys.executable} {HERE / 'broken_join.py'} trusting_signatures join 127.0.0.1:{{port}} --auto greedy --plain"
+    join = f"{sys.executable} {HERE / 'broken_join.py'} trusting_signatures join 127.0.0.1:{{port}} --auto greedy --plain --deal commit-reveal"
     result = check_client(basra_env, join, plain=True)
     failed = verdicts(result.stdout)["FAIL"]
     assert result.returncode == 1, result.stdout
