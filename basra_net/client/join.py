@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import ssl
 from dataclasses import replace
 from pathlib import Path
@@ -214,6 +215,10 @@ class JoinSession:
         except (KeyChanged, AnnouncedKeyMismatch) as changed:
             return self._failure(str(changed))
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as err:
+            if isinstance(err, socket.gaierror):
+                return self._failure(
+                    f"cannot find the host {self.host!r}: {err.strerror}. Check the name, or give the address `basra host` shows."
+                )
             if isinstance(err, trio.TooSlowError):
                 why = f"no answer within {CONNECT_TIMEOUT:.0f} s"
             elif isinstance(err, OSError) and not isinstance(err, ssl.SSLError):
