@@ -14,10 +14,11 @@ import socket
 import ssl
 from dataclasses import replace
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, TypeVar
 
 import trio
 
+from ..exits import EXIT_LEFT
 from ..files import data_dir
 from ..match_files import RESUME_FILE, ResumeTicket, ResumeTickets
 from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
@@ -52,6 +53,7 @@ from .session import (
 )
 from .state import ClientState
 
+T = TypeVar("T")
 CONNECT_TIMEOUT = 10.0
 CODE_TRIES = 3
 
@@ -71,6 +73,23 @@ def _first_cause(err: OSError) -> str:
     return os.strerror(found.errno) if found.errno else str(found)
 
 
+async def _unless_stopped(stop: trio.Event | None, ask: Callable[[], Awaitable[T]]) -> T | None:
+    """What ``ask`` returns, or None as soon as ``stop`` is set (Ctrl-C while a question waits for its answer)."""
+    answer: T | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def asked() -> None:
+            nonlocal answer
+            answer = await ask()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(asked)
+        if stop is not None:
+            await stop.wait()
+            nursery.cancel_scope.cancel()
+    return answer
+
+
 class JoinSession:
     """Connects (TLS with a pinned key, or plain), then runs the one client; asks for the join code when needed."""
 
@@ -85,7 +104,7 @@ class JoinSession:
         table: str | None = None,
         code: str | None = None,
         plain: bool = False,
-        ask_code: Callable[[str], Awaitable[str | None]] | None = None,
+        ask_code: Callable[[str], Awaitable[str | None]] | None = None,  # None from it: the person left
         resumable: bool = True,
         announced_fingerprint: str | None = None,
         confirm_key: Callable[[str], Awaitable[bool]] | None = None,
@@ -134,11 +153,12 @@ class JoinSession:
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
         for _ in range(CODE_TRIES):
             result = await self._attempt_until_let_in(stop, None)
-            if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or self.ask_code is None:
+            ask_code, reason = self.ask_code, result.reason
+            if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or ask_code is None:
                 return result
-            code = await self.ask_code(result.reason)
-            if not code:
-                return result
+            code = await _unless_stopped(stop, lambda: ask_code(reason))
+            if not code:  # Esc, Ctrl-C or the end of input at the question
+                return SessionResult(EXIT_LEFT, "you left before taking a seat", ClientState(self.name), None)
             self.code = code
         return result
 

@@ -117,6 +117,8 @@ class ClientState:
             self.results.append(GameSummary(message.game, message.scores, message.totals))
         elif isinstance(message, MatchEnd):
             self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
+            self.request, self.moves = None, ()  # nothing is asked, nor waited for, once the match is over
+            self.away.clear()
         elif isinstance(message, Chat):
             self.chat.append((self.opponent, message))  # the host relays the other seat's lines only
 
