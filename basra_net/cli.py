@@ -77,6 +77,15 @@ def _deal_option(command: argparse.ArgumentParser, who: str = "host", offering: 
     )
 
 
+def _join_deal_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--deal", choices=DEAL_CHOICES, default=DEFAULT_DEAL,
+        help="hidden (the default): no one, the host included, sees a card before it is played; a table that will"
+        " not deal hidden hands is refused before any card (exit status 4); commit-reveal: accept the simpler deal,"
+        " in which the host's program sees your cards",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="basra",
@@ -95,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--target", type=_positive, default=101, metavar="POINTS", help="points that win the match (default 101)")
     host.add_argument("--scoring", choices=SCORING_PRESETS, default=DEFAULT_SCORING, help=f"scoring preset (default {DEFAULT_SCORING})")
     host.add_argument("--bot", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
-                      help="seat the built-in bot as the second player (level: search, the default, greedy or random)")
+                      help="seat the built-in bot as the second player (level: search, the default, greedy, beginner or random)")
     host.add_argument("--auto", nargs="?", const=DEFAULT_BOT, choices=BOT_LEVELS, metavar="LEVEL",
                       help="let the bot play your own seat (a headless host)")
     host.add_argument("--transcript", type=Path, metavar="PATH", help="where to save the match transcript")
@@ -127,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--table", type=_name, metavar="NAME", help="on a host serving many tables: the table to sit at")
     join.add_argument("--code", type=_code, metavar="CODE", help="the table's join code (asked for when needed)")
     join.add_argument("--plain", action="store_true", help="plain TCP instead of TLS, for a host started with --plain")
-    _deal_option(join)
+    _join_deal_option(join)
     join.add_argument("--trust-new-key", action="store_true",
                       help="pin a host key met for the first time without asking to compare its fingerprint (for scripts; --auto implies it)")
 

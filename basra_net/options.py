@@ -7,7 +7,7 @@ keeps no copies of names that live elsewhere.
 
 SCORING_PRESETS = ("egyptian", "classic")  # the engine's presets, by name (engine/scoring.py)
 DEFAULT_SCORING = "egyptian"
-BOT_LEVELS = ("search", "greedy", "random")  # strongest first
+BOT_LEVELS = ("search", "greedy", "beginner", "random")  # strongest first (engine/bots.py, LEVELS)
 DEFAULT_BOT = "search"
 DEFAULT_PORT = 5252
 GRACE = 120.0  # seconds a seat whose connection dropped is held for it

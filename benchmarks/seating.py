@@ -130,7 +130,7 @@ def one_run(tables: int) -> tuple[list[float], float, list[float]]:
     clients, accepted = open_pairs(2 * tables)
     thresholds = gc.get_threshold()
     try:
-        for client, hello in zip(clients, load.storm_hellos(tables)):
+        for client, hello in zip(clients, load.storm_hellos(tables, load.DEAL_CHOICES["hidden"])):
             client.sendall(hello)
         with tempfile.TemporaryDirectory(prefix="basra-seating-") as home:
             os.environ["BASRA_HOME"] = home

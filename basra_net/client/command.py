@@ -156,12 +156,12 @@ def forget_host(host: str, port: int) -> int:
 def run_join_command(host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None) -> int:
     def join(player: Player, ask_code, confirm_key):
         from .join import JoinSession
-        from .session import DEAL_OFFERS
+        from .session import JOIN_DEAL_OFFERS
 
         return JoinSession(
             host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code,
             announced_fingerprint=announced_fingerprint, confirm_key=confirm_key,
-            trust_new_key=args.trust_new_key or args.auto is not None, deal_modes=DEAL_OFFERS[args.deal],
+            trust_new_key=args.trust_new_key or args.auto is not None, deal_modes=JOIN_DEAL_OFFERS[args.deal],
         )
 
     if wants_screen(args.auto):

@@ -1,4 +1,4 @@
-"""`basra join`: connect to a host (over TLS unless told otherwise) and play seat 1.
+"""`basra join`: connect to a host (over TLS unless told otherwise) and play seat 1 (or either seat at `basra serve`).
 
 While the match is on, the seat's resume ticket is kept in the data
 directory: a connection that drops is resumed by the session itself, and a
@@ -41,8 +41,8 @@ from .pinning import (
 )
 from .players import Player
 from .session import (
-    DEAL_MODES_OFFERED,
     EXIT_FAILURE,
+    HIDDEN_ONLY,
     RECONNECT_FIRST_DELAY,
     RECONNECT_FOR,
     RECONNECT_MAX_DELAY,
@@ -110,7 +110,7 @@ class JoinSession:
         confirm_key: Callable[[str], Awaitable[bool]] | None = None,
         trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
-        deal_modes: tuple[str, ...] = DEAL_MODES_OFFERED,  # the deal modes offered (PROTOCOL.md 15.15)
+        deal_modes: tuple[str, ...] = HIDDEN_ONLY,  # the deal modes offered (PROTOCOL.md 15.15)
     ) -> None:
         self.deal_modes = deal_modes
         self.host, self.port, self.name, self.table = host, port, name, table
@@ -283,9 +283,9 @@ class JoinSession:
         )
         self._ticket_key = ticket.key if ticket is not None else None
         result = await session.run(stop)
-        if not result.cut_off and self._ticket_key is not None:
-            # Over, left or refused: nothing left to resume.  A connection that could not be had again keeps its
-            # ticket, so that running `basra join` again resumes; another player's ticket is never this one's to drop.
+        if result.done and self._ticket_key is not None:
+            # Nothing left to resume.  Anything short of that keeps the ticket, so that running `basra join` again
+            # resumes; another player's ticket is never this one's to drop.
             self._tickets.drop(self._ticket_key)
         return result
 
@@ -300,7 +300,7 @@ class JoinSession:
             self._tickets.put(replace(ticket, lock=(game, scalar)))
 
     def _keep_ticket(self, welcome: Welcome, transcript: Path | None) -> None:
-        if welcome.seat == 1 and transcript is not None:
+        if transcript is not None:  # seat 1 at `basra host`, either seat at `basra serve`
             ticket = ResumeTicket(self._where, self.name, self.table, welcome.match_id, welcome.seat, welcome.token, transcript)
             self._tickets.put(ticket)
             self._ticket_key = ticket.key

@@ -19,8 +19,7 @@ from typing import Protocol
 import trio
 
 from ..engine import Move
-from ..engine.bots import greedy_move, random_move
-from ..engine.search import search_move
+from ..engine.bots import level_move
 from ..options import BOT_LEVELS, DEFAULT_BOT
 from ..protocol.messages import Chat, GameEnd, MatchEnd, Message
 from .state import ClientState
@@ -126,14 +125,12 @@ class BotPlayer:
 
     async def choose(self, state: ClientState) -> Move:
         view = state.seat_view()
-        if self.level == "random":
-            return random_move(view, self._rng)
-        if self.level == "greedy":
-            return greedy_move(view)
+        if self.level != "search":
+            return level_move(self.level, view, self._rng)
         deadline = time.monotonic() + self._search_seconds
         # In a worker thread, so the connection keeps being served while the bot thinks.
         return await trio.to_thread.run_sync(
-            lambda: search_move(view, self._rng, should_stop=lambda: time.monotonic() >= deadline)
+            lambda: level_move(self.level, view, self._rng, should_stop=lambda: time.monotonic() >= deadline)
         )
 
     def show(self, state: ClientState, message: Message) -> None:

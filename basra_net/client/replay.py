@@ -1,20 +1,24 @@
 """`basra replay FILE`: step through a saved match as the seat that recorded it saw it.
 
-A transcript is seat 1's channel, so the replay shows seat 1's screen, one
-event at a time (each deal, play and game end).  Once a game is over its
-deal is public (the reveal fixes the deck order, which `basra verify` checks),
-so every hand of both seats can be shown; `basra verify`'s verdict is on the
-title line throughout.
+A transcript is seat 1's channel, kept by the guest and by the host alike;
+the replay shows the screen of the seat whose file it is (seat 0 for the
+host's), one event at a time (each deal, play and game end).  A hidden-hands
+deal, or the host's own seat, leaves that seat's cards out of the channel,
+but once a game is over its deal is public (the reveal or the audit fixes the
+deck order, which `basra verify` checks): the seat's hand is filled in from
+it, and every hand of both seats can be shown.  `basra verify`'s verdict is on
+the title line throughout.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engine.game import Game
+from ..engine.game import HAND_SIZE, Game
 from ..engine.scoring import PRESETS
 from ..exits import EXIT_OK, EXIT_UNREADABLE
 from ..protocol import transcript
@@ -26,7 +30,7 @@ from .state import ClientState
 from .verify_file import read_transcript, verdict_in_words
 
 SHOWN = (Welcome, MatchStart, Deal, Played, GameEnd, MatchEnd)  # the messages a step stops at
-HAND_SIZE = 4
+RECORDED_SEAT = 1  # the channel every transcript holds
 
 
 @dataclass
@@ -69,27 +73,39 @@ def load_replay(path: Path, style: CardStyle) -> Replay:
     parsed = read_transcript(path)
     verdict, ok, report = verdict_in_words(parsed)
     replay = Replay([], verdict, ok)
-    state = ClientState(name="")
-    log: list[str] = []
-    for sender, message in parsed.records:
-        if sender != HOST:
-            if isinstance(message, Chat):  # what the seat said, beside what it was told
-                state.said(message)
-                log.extend(describe(state, message, style))
-            continue
-        state.apply(message)
-        if isinstance(message, Welcome):
-            state.name = "seat 1"
-        if isinstance(message, MatchStart):
-            state.name = message.names[1]
-        log.extend(describe(state, message, style))
-        if isinstance(message, SHOWN):
-            _step(replay, state, log, message)
     for check in report.checks:
         if check.deck:
             deal = next(m for s, m in parsed.records if isinstance(m, Deal) and m.game == check.game and m.hand_no == 1)
             replay.decks[check.game] = (check.deck, deal.dealer)
+    viewer = 0 if parsed.role == "host" else RECORDED_SEAT
+    state = ClientState(name="")
+    log: list[str] = []
+    for sender, message in parsed.records:
+        if isinstance(message, Chat):  # the host relays seat 0's lines; the others are seat 1's own
+            state.chat.append((1 - RECORDED_SEAT if sender == HOST else RECORDED_SEAT, message))
+            log.extend(describe(state, message, style))
+            continue
+        if sender != HOST:
+            continue
+        if isinstance(message, Deal):
+            message = dataclasses.replace(message, hand=_hand_seen(replay, message, viewer, state.scoring))
+        state.apply(message)
+        if isinstance(message, Welcome):
+            state.seat, state.name = viewer, f"seat {viewer}"
+        if isinstance(message, MatchStart):
+            state.name = message.names[viewer]
+        log.extend(describe(state, message, style))
+        if isinstance(message, SHOWN):
+            _step(replay, state, log, message)
     return replay
+
+
+def _hand_seen(replay: Replay, deal: Deal, viewer: int, scoring: str) -> tuple[int, ...]:
+    """The cards the viewing seat was dealt: from the game's deck once known, else as the channel carries them."""
+    if deal.game in replay.decks:
+        _, first, second = replay.every_hand(deal.game, scoring)[deal.hand_no - 1]
+        return (first, second)[viewer]
+    return deal.hand if viewer == RECORDED_SEAT else ()
 
 
 def _step(replay: Replay, state: ClientState, log: list[str], message: Message) -> None:

@@ -31,7 +31,7 @@ from ..protocol import shuffle
 from ..protocol import transcript as transcript_format
 from ..protocol.connection import ClientConnection, ConnectionClosed, RedealRefused
 from ..protocol.framing import encode_frame
-from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, CHAT_DROPPED, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
+from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, CHAT_DROPPED, DEAL_MISMATCH, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, disputed_abandonment
 from ..protocol.signed_verify import DISPUTED_ABANDONMENT
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
@@ -42,6 +42,7 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
+    DEAL_NAMES,
     END_HOLD,
     HIDDEN_DEAL,
     PROTOCOL_VERSIONS,
@@ -87,7 +88,7 @@ from .players import Choice, Controls, Player, PlayerLeft, Quit, Say
 from .state import ClientState
 from ..files import LocalFileError
 from ..match_files import TranscriptFile, default_transcript_path
-from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_OK
+from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_LEFT, EXIT_NO_HIDDEN_HANDS, EXIT_OK
 
 RECEIVE_SIZE = 65536
 INBOUND_BUFFER = 256  # host messages waiting while the player thinks (a hand brings about a dozen)
@@ -101,11 +102,16 @@ HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello a
 # Seconds a seat that caught a cheat at a game's checkpoint waits for the host's signature of that game, which
 # follows at once from an honest program: with it the transcript proves the cheat (PROTOCOL.md 14.11).
 CAUGHT_SIGNATURE_WAIT = 5.0
-# The deal modes a session offers (PROTOCOL.md 15.15): hidden hands, which the host takes when the other
-# seat offers them too, else the commit-reveal deal; or, by choice (`--deal commit-reveal`), that deal alone.
+# The deal modes a session offers (PROTOCOL.md 15.15), by options.DEAL_CHOICES.  The host's own seat offers
+# hidden hands and takes the commit-reveal deal when the guest asks for it: in that deal the host's program
+# sees both hands, so its own player loses nothing.  A joining player offers hidden hands alone, and a
+# table that cannot deal them is refused before any card (deal_mismatch); `--deal commit-reveal` asks for
+# that deal alone, at either seat.
 DEAL_MODES_OFFERED = (HIDDEN_DEAL, COMMIT_DEAL)
+HIDDEN_ONLY = (HIDDEN_DEAL,)
 COMMIT_REVEAL_ONLY = (COMMIT_DEAL,)
-DEAL_OFFERS = {"hidden": DEAL_MODES_OFFERED, "commit-reveal": COMMIT_REVEAL_ONLY}  # by options.DEAL_CHOICES
+DEAL_OFFERS = {"hidden": DEAL_MODES_OFFERED, "commit-reveal": COMMIT_REVEAL_ONLY}
+JOIN_DEAL_OFFERS = {"hidden": HIDDEN_ONLY, "commit-reveal": COMMIT_REVEAL_ONLY}
 LOCKOUT_FIRST = 1.0  # seconds a host locks an address out after its first wrong code, or a code exchange cut off (5.6)
 
 Reconnect = Callable[[], Awaitable[trio.abc.Stream]]
@@ -126,7 +132,10 @@ class SessionResult:
     state: ClientState
     transcript_path: Path | None
     refusal: str | None = None  # the error code, when the host refused this connection
-    cut_off: bool = False  # the connection was lost with the match still on: the seat can be resumed later
+    # The match is over for this seat: it ended, or this seat or the host left it, or this seat stopped it on a cheat,
+    # or the seat cannot be taken up again.  Otherwise (a lost connection, a broken protocol, a failed disk, a host
+    # that refused for now) `basra join` keeps the seat's ticket, so that running it again resumes.
+    done: bool = False
 
 
 class PeerGone(Exception):
@@ -321,7 +330,9 @@ class ClientSession:
             # counted as taken: the host sends it again after the welcome, and it is answered as if it came live.
             records = records[:-1]
         for (sender, message), frame in zip(records, frames):
-            if sender == GUEST:
+            if sender == GUEST and isinstance(message, Hello):
+                self.connection.take_up_hello(message)
+            elif sender == GUEST:
                 self.connection.send(message)
             else:
                 self.connection.receive_message(message)
@@ -332,9 +343,10 @@ class ClientSession:
                     self._open_record(message, records[0][1].nonce)
             if frame is not None:
                 self._keep_on_record(sender, message, frame)
-            self.verifier.observe(sender, message)
-        if self.connection.welcome is None or self.connection.welcome.seat != 1:
-            raise PeerGone(f"the transcript {path} does not hold seat 1's welcome: nothing to resume", resumable=False)
+            if self.state.seat in (1, None):  # as _record: seat 1's deals are the ones a seed of its own fixed
+                self.verifier.observe(sender, message)
+        if self.connection.welcome is None:
+            raise PeerGone(f"the transcript {path} does not hold the seat's welcome: nothing to resume", resumable=False)
         self._transcript = TranscriptFile(path, "guest", kept.format)
         for (sender, message), frame in zip(records, frames):
             self._transcript.record(sender, message, frame)
@@ -381,9 +393,11 @@ class ClientSession:
         except PeerGone as gone:
             if self._transcript is not None:
                 self._transcript.note("connection", None, str(gone))  # why the record stops here
+            if gone.refusal == DEAL_MISMATCH:
+                return self._no_deal_in_common(str(gone))
             result = self._cut_short(str(gone))
             result.refusal = gone.refusal
-            result.cut_off = gone.resumable and not self.connection.over
+            result.done = result.done or (not gone.resumable and gone.refusal is None)  # the host left, or nothing to take up
             return result
         except CodeRefused as refused:
             await self._try_send_raw(self.connection.send_error(ProtocolError(WRONG_CODE, "the host's key confirmation is wrong")))
@@ -394,9 +408,13 @@ class ClientSession:
             await self._try_send_raw(self.connection.send_error(redeal))
             text = f"game {redeal.game}: the host offered a new commitment for a deal this seat's seed had already fixed"
             self._fail_deal(redeal.game, text, note="abandoned_deal")
-            return self._result(EXIT_CHEAT, text)
+            result = self._result(EXIT_CHEAT, text)
+            result.done = True  # a seat that caught the host redealing goes no further with it
+            return result
         except ProtocolError as err:
             await self._try_send_raw(self.connection.send_error(err))
+            if err.code == DEAL_MISMATCH:
+                return self._no_deal_in_common(err.message)
             return self._cut_short(f"the host broke the protocol: {err}")
         except LocalFileError as err:
             # The disk failed, not the network: the seat is not left, so that once the file can be written,
@@ -406,12 +424,9 @@ class ClientSession:
                 f"stopped: {err} (a file on this computer failed, not the connection); the seat was not left, "
                 "and the transcript holds every record written before",
             )
-            result.cut_off = not self.connection.over
             return result
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            result = self._cut_short(f"connection lost: {_broken_link(err)}")
-            result.cut_off = not self.connection.over
-            return result
+            return self._cut_short(f"connection lost: {_broken_link(err)}")
         except DealRefused as refused:
             self._fail_deal(refused.game, str(refused), note="verification")
             await self.leave(str(refused))
@@ -454,6 +469,17 @@ class ClientSession:
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError, OSError):
             pass
 
+    def _no_deal_in_common(self, why: str) -> SessionResult:
+        """The host refused, or this seat refused the host's match_start, for want of a deal mode both offer."""
+        if self._deal_modes == HIDDEN_ONLY:
+            why = (
+                "this table will not deal hidden hands; in its commit-reveal deal the host's program sees your cards"
+                " (join with --deal commit-reveal to play it anyway)"
+            )
+        result = self._result(EXIT_NO_HIDDEN_HANDS if HIDDEN_DEAL in self._deal_modes else EXIT_FAILURE, f"refused before any card was dealt: {why}")
+        result.refusal = DEAL_MISMATCH
+        return result
+
     def _cut_short(self, reason: str) -> SessionResult:
         """The match ended early: a deal whose seed went out but was never revealed is on record."""
         abandoned = [p for p in self.verifier.finish() if p.field == "reveal"]
@@ -469,7 +495,7 @@ class ClientSession:
             self._fail_deal(problem.game, str(problem), note=kind)
 
     def _result(self, code: int, reason: str) -> SessionResult:
-        return SessionResult(code, reason, self.state, self.transcript_path)
+        return SessionResult(code, reason, self.state, self.transcript_path, done=self.connection.over or self._left)
 
     @property
     def _versions(self) -> tuple[int, ...]:
@@ -819,6 +845,10 @@ class ClientSession:
         if isinstance(message, Leave):
             text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"
             raise PeerGone(text, resumable=False)
+        if isinstance(message, MatchStart) and (message.deal or COMMIT_DEAL) not in self._deal_modes:
+            # A host that ignored this seat's offer (PROTOCOL.md 15.15): refused before any card is dealt.
+            offered = " or ".join(DEAL_NAMES[mode] for mode in self._deal_modes)
+            raise ProtocolError(DEAL_MISMATCH, f"this seat offered {offered}, not {DEAL_NAMES[message.deal or COMMIT_DEAL]}")
         if self.connection.hidden:
             message = await self._take_hidden(message)
         state.apply(message)

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..engine import Move, SeatView
+from ..engine.game import HAND_SIZE
 from ..engine.match import match_winner
 from ..engine.scoring import GameScore
 from ..protocol.messages import HIDDEN_DEAL, Away, Back, Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
@@ -90,7 +91,7 @@ class ClientState:
                 self.last_play = None
             self.game, self.hand_no, self.dealer = message.game, message.hand_no, message.dealer
             self.hand, self.table, self.stock_left = message.hand, message.table, message.stock_left
-            self.opponent_hand_size = len(message.hand)
+            self.opponent_hand_size = HAND_SIZE  # dealt as many as this seat; a hidden deal's message lists none
             self.turn = message.turn
         elif isinstance(message, YourTurn):
             self.request, self.moves = message.request, message.moves

@@ -825,7 +825,7 @@ class ReplayApp(TableView):
         self.query_one("#title", Static).update(title)
 
     def _draw_prompt(self) -> None:
-        seat = self.state.names[1] or "seat 1"
+        seat = self.state.name or "the seat"
         text = f"step {self.at + 1} of {len(self.replay.frames)}, as {seat} saw it"
         if self.jump:
             text += f"   game {self.jump}, Enter to go"

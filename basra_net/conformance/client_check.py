@@ -53,6 +53,7 @@ from ..protocol.announce import messages_for_seat
 from ..protocol.connection import ConnectionClosed, HostConnection
 from ..protocol.framing import encode_frame
 from ..protocol.messages import (
+    COMMIT_DEAL,
     PROTOCOL_VERSIONS,
     Away,
     Back,
@@ -70,6 +71,7 @@ from ..protocol.messages import (
     Seed,
     Welcome,
     YourTurn,
+    offered_deals,
     to_wire,
 )
 from .relayed_table import RELAYED_MATCHES, Offered, judge_relayed, play_relayed
@@ -201,6 +203,7 @@ class ScriptedMatch:
         self.resumes = 0
         self.refuse_next_play = False  # the illegal_move case, armed once the cuts are done
         self.situations = Situations()
+        self.commit_declined = False  # the client's hello does not offer the commit-reveal deal these matches deal
         self.games = 0
         self.whole = ("7.3", "the honest match runs to its end" if unfair is None else f"the {unfair.replace('_', ' ')} match runs to its end")
         self.case = self.whole  # the case a failure now belongs to
@@ -297,6 +300,9 @@ class ScriptedMatch:
         if not set(event.versions) & set(PROTOCOL_VERSIONS):
             raise CaseFailed(f"the client offers versions {list(event.versions)}, none of them {PROTOCOL_VERSIONS}")
         self.hello = event
+        if COMMIT_DEAL not in offered_deals(event):
+            await self.commit_deal_refused()
+            return
         if self.unfair is None:
             self.report.passed("5.1, 6.3", "hello, and the welcome taken", f"scripted: {event.name!r} offers versions {list(event.versions)}")
             await self.send_and_cut(self._welcome(0))
@@ -317,6 +323,19 @@ class ScriptedMatch:
         self.begin("7.3, 5.8", "match_end answered with leave")
         await self.expect_leave()
         self.passed(f"scripted: after {self.games} games, {self.resumes} resumes")
+
+    async def commit_deal_refused(self) -> None:
+        """A client that does not accept the commit-reveal deal, the only one these matches deal: a host that starts
+        it anyway is refused at match_start (15.15), and the matches of the commit-reveal deal do not apply."""
+        assert self.hello is not None and self.link is not None
+        self.commit_declined = True
+        self.begin("15.15", DEAL_REFUSED_CASE)
+        await self.link.send(self._welcome(0))
+        await self.link.send(MatchStart((HOST_NAME, self.hello.name)))
+        answer = await self.answer_within(ANSWER_TIMEOUT)
+        if not (isinstance(answer, Error) and answer.code == errors.DEAL_MISMATCH):
+            raise CaseFailed(f"the client {_reaction(answer)}, not error {errors.DEAL_MISMATCH}")
+        self.passed(f"the client offered {list(self.hello.deals or ())} and sent error {answer.code}: {answer.message}")
 
     async def cut_after_the_end(self) -> None:
         """Seat 0 leaves at once: match_end, then the connection is cut whether or not the leave came."""
@@ -607,8 +626,9 @@ class ClientRun:
         return f"exit status {self.result.returncode}" + (f" ({output[-1][:120]})" if output else "")
 
 
-async def run_match(door: Door, report: Report, settings: ClientCheckSettings, unfair: str | None) -> tuple[ClientRun | None, bool]:
-    """One match; with --exec the client is run for it and its exit awaited.  True when the match ran to its end."""
+async def run_match(door: Door, report: Report, settings: ClientCheckSettings, unfair: str | None) -> tuple[ClientRun | None, bool | None]:
+    """One match; with --exec the client is run for it and its exit awaited.  True when the match ran to its end,
+    None when the client does not accept the commit-reveal deal (its refusal is judged instead)."""
     match = ScriptedMatch(door, report, target=settings.target, unfair=unfair)
     client = None
     if settings.command is not None:
@@ -633,6 +653,8 @@ async def run_match(door: Door, report: Report, settings: ClientCheckSettings, u
             with trio.move_on_after(EXIT_TIMEOUT):
                 await client.exited.wait()
         nursery.cancel_scope.cancel()  # a client still running after a failed match is stopped
+    if match.commit_declined:
+        return client, None
     if unfair is None and finished:
         report_arising(report, match, client)
     return client, finished
@@ -680,6 +702,7 @@ def judge_exit(report: Report, section: str, name: str, client: ClientRun | None
         report.failed(section, name, f"expected {expected}, got {client.told()}")
 
 
+DEAL_REFUSED_CASE = "a match_start in a deal mode the client did not offer is refused"
 MATCHES = (
     (None, "9.10, 11.5", "the verification of every deal: the honest match is found fair"),
     ("swapped_deal", "9.10", "a deal other than the one committed to is reported"),
@@ -726,6 +749,10 @@ async def check_client(settings: ClientCheckSettings, say: Callable[[str], None]
             if settings.command is None:
                 say(f"match {number} of {len(MATCHES)}: connect the client to port {port} now")
             client, finished = await run_match(door, report, settings, unfair)
+            if finished is None:
+                for _, section, name in MATCHES:
+                    report.skipped(section, name, "not applicable: the client does not accept the commit-reveal deal (its hello's deals)")
+                break
             if finished:
                 judge_exit(report, section, name, client, fair=None if unfair == CUT_AFTER_END else unfair is None)
             else:

@@ -35,7 +35,7 @@ from ..host.server import _local_seat
 from ..host.table import Table
 from ..protocol.errors import ProtocolError
 from ..protocol.framing import decode_body, encode_frame
-from ..protocol.messages import HIDDEN_DEAL, GameEnd, Hello, Message, Opened, Sig, from_wire, to_wire
+from ..protocol.messages import COMMIT_DEAL, HIDDEN_DEAL, GameEnd, Hello, Message, Opened, Sig, from_wire, offered_deals, to_wire
 from ..protocol.record import Status
 from .report import CaseFailed, Report
 
@@ -172,12 +172,15 @@ class Offered:
 
     version_2: bool | None = None
     hidden: bool | None = None
+    commit: bool | None = None
 
     def not_applicable(self, match: RelayedMatch) -> str | None:
         if self.version_2 is False:
             return "not applicable: the client offers version 1 only"
         if match.hidden and self.hidden is False:
             return "not applicable: the client does not offer hidden hands (its hello's deals)"
+        if not match.hidden and self.commit is False:
+            return "not applicable: the client does not accept the commit-reveal deal (its hello's deals)"
         return None
 
 
@@ -248,6 +251,7 @@ async def _until_decided(outcome: RelayedOutcome, match: RelayedMatch, offered: 
     assert watched.hello is not None
     offered.version_2 = 2 in watched.hello.versions
     offered.hidden = HIDDEN_DEAL in (watched.hello.deals or ())
+    offered.commit = COMMIT_DEAL in offered_deals(watched.hello)
     if match.honest or offered.not_applicable(match) is not None:
         # Not applicable: the table plays on in the version or mode the client offered, so that it ends as a match does.
         async with trio.open_nursery() as waiting:

@@ -1,22 +1,58 @@
-"""Built-in players that choose a move from what their seat may see.
+"""Built-in players that choose a move from what their seat may see, from the strongest level to the gentlest.
 
-They read only a SeatView, never hidden state.  The random player takes its
-random source from the caller: the engine has no randomness of its own.
+They read only a SeatView, never hidden state.  Random sources and the
+searching level's time budget come from the caller: the engine has no
+randomness or clock of its own.
 """
 
 from __future__ import annotations
 
 import random
+from typing import Callable
 
 from .captures import BASRA, DROP, JACK_BASRA, SWEEP, whole_table_as_some_rank
 from .cards import JACK, SEVEN_OF_DIAMONDS, rank
 from .events import Move
 from .scoring import PRESETS
+from .search import search_move
 from .views import SeatView
+
+LEVELS = ("search", "greedy", "beginner", "random")  # strongest first
+
+
+def level_move(level: str, view: SeatView, rng: random.Random, *, should_stop: Callable[[], bool] = lambda: False) -> Move:
+    """The move the bot of this level makes; only `search` uses the time ``should_stop`` measures."""
+    if level == "search":
+        return search_move(view, rng, should_stop=should_stop)
+    if level == "greedy":
+        return greedy_move(view)
+    if level == "beginner":
+        return beginner_move(view, rng)
+    if level == "random":
+        return random_move(view, rng)
+    raise ValueError(f"bot level must be one of {', '.join(LEVELS)}")
 
 
 def random_move(view: SeatView, rng: random.Random) -> Move:
     return rng.choice(view.legal_moves)
+
+
+def beginner_move(view: SeatView, rng: random.Random) -> Move:
+    """A gentle player: it takes a basra and the biggest capture it sees, and otherwise puts down
+    any card but a Jack or the 7D, without a thought for what the table then offers."""
+    moves = view.legal_moves
+    basras = [m for m in moves if m.kind in (BASRA, JACK_BASRA)]
+    if basras:
+        return basras[0]
+    captures = [m for m in moves if m.kind != DROP and m.kind != SWEEP]
+    if captures:
+        return max(captures, key=lambda m: len(m.captures))
+    drops = [m for m in moves if m.kind == DROP and not _sweeps(m.card)] or list(moves)
+    return rng.choice(drops)
+
+
+def _sweeps(card: int) -> bool:
+    return card == SEVEN_OF_DIAMONDS or rank(card) == JACK
 
 
 def greedy_move(view: SeatView) -> Move:
@@ -41,7 +77,7 @@ def _greedy_worth(view: SeatView, move: Move) -> float:
     # sweeping cards, and shed cards that are worth nothing.
     table_after = (*view.table, move.card)
     worth = -10.0 * card_points.get(move.card, 0)
-    if move.card == SEVEN_OF_DIAMONDS or rank(move.card) == JACK:
+    if _sweeps(move.card):
         worth -= 400
     if whole_table_as_some_rank(table_after) is not None:
         worth -= 1_000

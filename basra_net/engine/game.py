@@ -26,6 +26,46 @@ def must_leave_table(card: Card) -> bool:
     return card == SEVEN_OF_DIAMONDS or card % 13 + 1 == JACK
 
 
+def moves_for(table: list[Card] | tuple[Card, ...], cards: list[Card] | tuple[Card, ...], preset: ScoringPreset) -> list[Move]:
+    """Every legal way to play each of these cards on this table, card by card, captures in order.
+
+    What depends on the table alone (its sorted cards, a lone Jack or 7D,
+    its numerals by value) is worked out once for all the cards.
+    """
+    if not table:
+        return [Move(card, (), DROP) for card in cards]
+    whole = tuple(sorted(table))
+    n = len(table)
+    if n == 1 and table[0] == SEVEN_OF_DIAMONDS:  # rule 7
+        jack = JACK_BASRA if preset.jacks_make_basras else SWEEP
+        return [Move(card, whole, jack if card % 13 + 1 == JACK else BASRA) for card in cards]
+    lone_jack = n == 1 and rank(table[0]) == JACK
+    jack = JACK_BASRA if lone_jack and preset.jacks_make_basras else SWEEP
+    moves = []
+    groups: NumeralGroups | None = None
+    for card in cards:
+        r = card % 13 + 1
+        if r == JACK:  # rule 5
+            moves.append(Move(card, whole, jack))
+        elif card == SEVEN_OF_DIAMONDS:  # rule 6
+            if preset.seven_of_diamonds_basra == "any_rank":
+                kind = whole_table_as_some_rank(whole) or SWEEP
+            else:
+                numerals = all(c % 13 < 10 for c in table)
+                kind = BASRA if numerals and sum(c % 13 + 1 for c in table) <= 10 else SWEEP
+            moves.append(Move(card, whole, kind))
+        else:
+            if r > 10:  # rule 4: Queen or King
+                captures = [tuple(c for c in whole if c % 13 + 1 == r)]
+            else:
+                if groups is None:
+                    groups = NumeralGroups(whole)
+                captures = groups.captures(r)
+            for taken in captures:
+                moves.append(Move(card, taken, DROP if not taken else BASRA if len(taken) == n else CAPTURE))
+    return moves
+
+
 class Game:
     """The state of one game, advanced one legal move at a time.
 
@@ -117,55 +157,14 @@ class Game:
 
     def options(self, card: Card) -> list[Move]:
         """Every legal way to play this card on the current table."""
-        return self._moves_for((card,))
+        return moves_for(self.table, (card,), self.preset)
 
     def legal_moves(self) -> list[Move]:
         """The moves open to the seat to act, hand order first, then capture order."""
         legal = self._legal
         if legal is None:
-            legal = self._legal = [] if self.finished else self._moves_for(self.hands[self.turn])
+            legal = self._legal = [] if self.finished else moves_for(self.table, self.hands[self.turn], self.preset)
         return legal
-
-    def _moves_for(self, cards: list[Card] | tuple[Card, ...]) -> list[Move]:
-        """Every legal way to play each of these cards on the current table, card by card, captures in order.
-
-        What depends on the table alone (its sorted cards, a lone Jack or 7D,
-        its numerals by value) is worked out once for all the cards.
-        """
-        table = self.table
-        if not table:
-            return [Move(card, (), DROP) for card in cards]
-        whole = tuple(sorted(table))
-        n = len(table)
-        preset = self.preset
-        if n == 1 and table[0] == SEVEN_OF_DIAMONDS:  # rule 7
-            jack = JACK_BASRA if preset.jacks_make_basras else SWEEP
-            return [Move(card, whole, jack if card % 13 + 1 == JACK else BASRA) for card in cards]
-        lone_jack = n == 1 and rank(table[0]) == JACK
-        jack = JACK_BASRA if lone_jack and preset.jacks_make_basras else SWEEP
-        moves = []
-        groups: NumeralGroups | None = None
-        for card in cards:
-            r = card % 13 + 1
-            if r == JACK:  # rule 5
-                moves.append(Move(card, whole, jack))
-            elif card == SEVEN_OF_DIAMONDS:  # rule 6
-                if preset.seven_of_diamonds_basra == "any_rank":
-                    kind = whole_table_as_some_rank(whole) or SWEEP
-                else:
-                    numerals = all(c % 13 < 10 for c in table)
-                    kind = BASRA if numerals and sum(c % 13 + 1 for c in table) <= 10 else SWEEP
-                moves.append(Move(card, whole, kind))
-            else:
-                if r > 10:  # rule 4: Queen or King
-                    captures = [tuple(c for c in whole if c % 13 + 1 == r)]
-                else:
-                    if groups is None:
-                        groups = NumeralGroups(whole)
-                    captures = groups.captures(r)
-                for taken in captures:
-                    moves.append(Move(card, taken, DROP if not taken else BASRA if len(taken) == n else CAPTURE))
-        return moves
 
     def scores(self) -> tuple[GameScore, GameScore]:
         return score_game(
@@ -215,33 +214,42 @@ class Game:
                 IllegalMove.WRONG_CAPTURE,
                 f"{_name(move.card)} must take {allowed}",
             )
-        hand.remove(chosen.card)
-        taken = chosen.captures
+        end = self.advance(chosen)
+        # The table as the play left it: what the last play leaves is what the end of the game hands out.
+        table = end.cards if isinstance(end, TableTaken) else tuple(self.table)
+        events: list[Dealt | Played | TableTaken] = [Played(self.number, seat, chosen.card, chosen.captures, chosen.kind, table)]
+        if end is not None:
+            events.append(end)
+        return events
+
+    def advance(self, move: Move) -> Dealt | TableTaken | None:
+        """Apply one of legal_moves() for the seat to act, unchecked: play's step, and the searching bot's.
+
+        Returns the deal of the next hand or the end of the game when the move brings one.
+        """
+        seat = self.turn
+        self.hands[seat].remove(move.card)
+        taken = move.captures
         if taken:
             taken_set = set(taken)
             self.table = [c for c in self.table if c not in taken_set]
-            self.piles[seat].extend(taken)
-            self.piles[seat].append(chosen.card)
+            pile = self.piles[seat]
+            pile.extend(taken)
+            pile.append(move.card)
             self.last_capturer = seat
-            if chosen.kind == BASRA:
+            if move.kind == BASRA:
                 self.basras[seat] += 1
-            elif chosen.kind == JACK_BASRA:
+            elif move.kind == JACK_BASRA:
                 self.jack_basras[seat] += 1
         else:
-            self.table.append(chosen.card)
-        self.history.append(chosen)
+            self.table.append(move.card)
+        self.history.append(move)
         self.plays += 1
         self.turn = 1 - seat
         self._legal = None
-        events: list[Dealt | Played | TableTaken] = [
-            Played(self.number, seat, chosen.card, taken, chosen.kind, tuple(self.table))
-        ]
-        if not self.hands[0] and not self.hands[1]:
-            if self.stock:
-                events.append(self._deal_next_hand())
-            else:
-                events.append(self._take_the_rest())
-        return events
+        if self.hands[0] or self.hands[1]:
+            return None
+        return self._deal_next_hand() if self.stock else self._take_the_rest()
 
     def _deal_next_hand(self) -> Dealt:
         first = 1 - self.dealer

@@ -1,12 +1,20 @@
-"""The searching bot: information-set Monte Carlo over what the seat has seen.
+"""The searching bot: determinized playouts over what the seat has seen, and the last hand solved exactly.
 
-For each candidate move it samples a world consistent with the seat's view
+While cards are hidden it samples worlds consistent with the seat's view
 (the opponent's hand and the stock drawn from the unseen cards, with the
-Jacks and 7D sent to the bottom at the deal kept there), plays the move and
-the rest of the game out with a quick heuristic for both sides, and scores
-the result as its points minus the opponent's.  The move with the best mean
-wins.  Randomness and the time budget come from the caller, so a given
-random source and playout count always give the same move.
+Jacks and 7D sent to the bottom at the deal kept there), and plays every
+candidate move out in each world, both sides following a defensive
+heuristic (``playout_choice``).  Every candidate meets the same worlds and
+the same playout noise (common random numbers): the luck of the deal is
+shared, so what differs between candidates' means is the moves.  Moves that
+differ only in interchangeable cards (two fives that score alike) are one
+candidate.  Once the stock is empty nothing is hidden and the last hand is
+solved exactly (``endgame.py``).
+
+The value of an ending is the seat's points minus the opponent's, and a
+match won or lost besides when the game can end the match.  Randomness and
+the time budget come from the caller, so a given random source and
+playout count always give the same move.
 """
 
 from __future__ import annotations
@@ -14,12 +22,17 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from .captures import BASRA, DROP, JACK_BASRA, SWEEP
-from .cards import JACK, SEVEN_OF_DIAMONDS
+from .captures import BASRA, DROP, JACK_BASRA, SWEEP, whole_table_as_some_rank
+from .cards import SEVEN_OF_DIAMONDS, Card
+from .endgame import Utility, solve_last_hand
 from .events import Move
 from .game import Game
+from .match import match_winner
 from .scoring import PRESETS
 from .views import SeatView
+
+# What a match won is worth against points, in a game that can end the match.
+MATCH_WON = 200.0
 
 
 def search_move(
@@ -29,25 +42,80 @@ def search_move(
     max_playouts: int = 4000,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> Move:
-    """The move with the best mean outcome over sampled worlds.
+    """The move with the best mean outcome over sampled worlds, or the best move outright in the last hand.
 
-    Playouts go round-robin over the candidate moves until ``max_playouts``
-    or until ``should_stop()`` says time is up (checked between rounds).
+    Playouts go world by world, every candidate played out in each, until
+    ``max_playouts`` or until ``should_stop()`` says time is up (checked
+    after every playout; a world not every candidate has met is left out).
     """
     moves = view.legal_moves
     if len(moves) == 1:
         return moves[0]
-    totals = [0.0] * len(moves)
-    runs = 0
-    while runs < max_playouts:
-        for index, move in enumerate(moves):
-            world = sample_world(view, rng)
-            totals[index] += _playout(world, view.seat, move, rng)
-        runs += len(moves)
-        if should_stop():
+    utility = match_utility(view)
+    if view.stock_left == 0:
+        _, best = solve_last_hand(sample_world(view, rng), view.seat, utility)
+        return _listed(moves, best)
+    candidates = distinct_moves(moves, view.scoring)
+    if len(candidates) == 1:
+        return candidates[0]
+    totals = [0.0] * len(candidates)
+    playouts = worlds = 0
+    while playouts < max_playouts:
+        world = sample_world(view, rng)
+        noise = [rng.random() for _ in range(48)]
+        outcomes = []
+        for move in candidates:
+            game = clone(world)
+            game.advance(move)
+            outcomes.append(playout(game, view.seat, noise, utility))
+            playouts += 1
+            if should_stop():
+                break
+        if len(outcomes) < len(candidates):
             break
-    best = max(range(len(moves)), key=lambda i: totals[i])
-    return moves[best]
+        worlds += 1
+        for index, outcome in enumerate(outcomes):
+            totals[index] += outcome
+    if not worlds:  # stopped before one world was played out: the playout policy's own move
+        return _listed(moves, playout_choice(sample_world(view, rng), 0.5))
+    best = max(range(len(candidates)), key=lambda i: totals[i])
+    return candidates[best]
+
+
+def match_utility(view: SeatView) -> Utility:
+    """How the seat values a game's ending: points, and a match won or lost when this game can end it."""
+    mine_before, theirs_before = view.totals[view.seat], view.totals[1 - view.seat]
+    target = view.target
+
+    def utility(mine: int, theirs: int) -> float:
+        value = float(mine - theirs)
+        winner = match_winner((mine_before + mine, theirs_before + theirs), target)
+        if winner is not None:
+            value += MATCH_WON if winner == 0 else -MATCH_WON
+        return value
+
+    return utility
+
+
+def distinct_moves(moves: tuple[Move, ...] | list[Move], scoring: str) -> list[Move]:
+    """The moves with one kept of each set that differ only in cards of the same rank and worth.
+
+    Suits matter only for the 7D and for cards a preset scores, so two such
+    moves lead to games that are the same for both players.
+    """
+    points = PRESETS[scoring].card_points
+
+    def kind_of(card: Card) -> int:
+        return card + 100 if card == SEVEN_OF_DIAMONDS or card in points else card % 13
+
+    seen: set = set()
+    distinct = []
+    for move in moves:
+        key = (kind_of(move.card), tuple(sorted(kind_of(c) for c in move.captures)))
+        if key not in seen:
+            seen.add(key)
+            distinct.append(move)
+    return distinct
 
 
 def sample_world(view: SeatView, rng: random.Random) -> Game:
@@ -89,25 +157,78 @@ def sample_world(view: SeatView, rng: random.Random) -> Game:
     return game
 
 
-def _playout(game: Game, seat: int, first: Move, rng: random.Random) -> float:
-    game.play(game.turn, first)
-    while not game.finished:
-        game.play(game.turn, _quick_choice(game.legal_moves(), rng))
+def clone(game: Game) -> Game:
+    """A copy of a sampled world to play out, sharing nothing that play changes."""
+    copy = Game.__new__(Game)
+    copy.number = game.number
+    copy.preset = game.preset
+    copy.deck = game.deck
+    copy.dealer = game.dealer
+    copy.hands = [list(game.hands[0]), list(game.hands[1])]
+    copy.table = list(game.table)
+    copy.stock = list(game.stock)
+    copy.piles = [list(game.piles[0]), list(game.piles[1])]
+    copy.basras = list(game.basras)
+    copy.jack_basras = list(game.jack_basras)
+    copy.turn = game.turn
+    copy.hand_no = game.hand_no
+    copy.plays = game.plays
+    copy.last_capturer = game.last_capturer
+    copy.moved_to_bottom = game.moved_to_bottom
+    copy.history = []
+    copy._legal = None
+    return copy
+
+
+def playout(game: Game, seat: int, noise: list[float], utility: Utility) -> float:
+    """Play the world to its end with ``playout_choice`` for both sides; the ending's value for ``seat``."""
+    while game.plays < 48:
+        game.advance(playout_choice(game, noise[game.plays]))
     scores = game.scores()
-    return scores[seat].total - scores[1 - seat].total
+    return utility(scores[seat].total, scores[1 - seat].total)
 
 
-def _quick_choice(moves: list[Move], rng: random.Random) -> Move:
-    """A cheap stand-in for a sensible player: basras, then big captures, then a harmless drop."""
+def playout_choice(game: Game, noise: float) -> Move:
+    """A cheap stand-in for a careful player: basras first, then big captures that leave no basra behind,
+    and drops that leave no basra and keep the Jacks and the 7D.  ``noise`` (0 to 1) breaks ties."""
+    moves = game.legal_moves()
+    if len(moves) == 1:
+        return moves[0]
+    table = game.table
     best, best_worth = moves[0], -1e9
-    for move in moves:
-        if move.kind in (BASRA, JACK_BASRA):
+    for index, move in enumerate(moves):
+        kind = move.kind
+        if kind == JACK_BASRA:
             return move
-        if move.kind == DROP:
-            # Keep the sweeping cards; otherwise any drop, chosen at random.
-            worth = -50.0 if move.card == SEVEN_OF_DIAMONDS or move.card % 13 + 1 == JACK else rng.random()
+        if kind == BASRA:
+            worth = 1000.0
+        elif kind == DROP:
+            after = (*table, move.card)
+            worth = -5.0
+            if move.card == SEVEN_OF_DIAMONDS or move.card % 13 == 10:
+                worth -= 40.0  # a Jack or the 7D kept takes a table later
+            if whole_table_as_some_rank(after) is not None:
+                worth -= 30.0  # a table one card takes whole: a basra offered
         else:
-            worth = 10.0 * len(move.captures) - (25.0 if move.kind == SWEEP and len(move.captures) < 3 else 0.0)
+            taken = move.captures
+            worth = 10.0 * (len(taken) + 1)
+            if kind == SWEEP:
+                worth -= 15.0 * max(0, 4 - len(taken))  # a Jack or the 7D spent on a small table
+            elif len(taken) < len(table):
+                taken_set = set(taken)
+                after = tuple(c for c in table if c not in taken_set)
+                if whole_table_as_some_rank(after) is not None:
+                    worth -= 30.0
+        # The noise, moved along the list by the move's place, decides between moves worth the same.
+        worth += (noise + index * 0.618) % 1.0
         if worth > best_worth:
             best, best_worth = move, worth
     return best
+
+
+def _listed(moves: tuple[Move, ...], chosen: Move | None) -> Move:
+    """The entry of ``moves`` that is the chosen move (the same card and captures)."""
+    for move in moves:
+        if chosen is not None and move.card == chosen.card and move.captures == chosen.captures:
+            return move
+    return moves[0]

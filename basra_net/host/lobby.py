@@ -2,8 +2,9 @@
 
 A player who names a table sits there (the table opens if there is room for
 another), and a named table is kept for players who name it; anyone else
-takes the first open seat of an unnamed table that has not started, or
-opens a new one.  Each table has its own deals, commitments and
+takes the first open seat of an unnamed table that has not started and
+whose waiting player shares a deal mode with it (hidden hands, or the
+commit-reveal deal), or opens a new one.  Each table has its own deals, commitments and
 transcript; its match runs in its seats' connection tasks, and one clock
 (clock.py) keeps the time of every table; a table that fails is logged and
 closed without touching the others.
@@ -14,8 +15,9 @@ server replayed from it.
 
 Finding a connection its seat costs the same with ten tables or a thousand:
 seats are indexed by resume token and by hello nonce as they are taken, the
-tables with an open seat are kept in the order they opened, and a table
-leaves the names in use the moment its match ends.
+tables with an open seat are kept in the order they opened (a table whose
+waiting player shares no deal mode with a hello is passed over, one look
+each), and a table leaves the names in use the moment its match ends.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class Lobby:
         if hello.table is not None:
             table = self.tables.get(hello.table) or self._open(hello.table)
         else:
-            table = self._table_with_room() or self._open(None)
+            table = self._table_with_room(hello) or self._open(None)
         return None if table is None else table.seat_for(hello, reserved)
 
     def full_reason(self, hello: Hello) -> str:
@@ -94,13 +96,19 @@ class Lobby:
             table = self._by_nonce.get(hello.nonce) if hello is not None else None
         return None if table is None else table.seat_holding(token, hello)
 
-    def _table_with_room(self) -> Table | None:
-        while self._with_room:
-            table = next(iter(self._with_room))
-            if table.open_seats and not table.started:
-                return table
+    def _table_with_room(self, hello: Hello) -> Table | None:
+        """The oldest table with an open seat whose player shares a deal mode with this hello's (PROTOCOL.md
+        15.15): a player who insists on hidden hands waits for another, not for one who cannot deal them."""
+        found, gone = None, []
+        for table in self._with_room:
+            if not table.open_seats or table.started:
+                gone.append(table)
+            elif table.shares_deal(hello):
+                found = table
+                break
+        for table in gone:
             del self._with_room[table]
-        return None
+        return found
 
     def _seat_changed(self, table: Table, token: bytes, nonce: bytes, held: bool) -> None:
         """Keep the indexes in step with the table's seats: taken (``held``) or given up."""

@@ -294,7 +294,9 @@ class Seating(Protocol):
 
     host_key: bytes  # the key every table's channel is signed with
 
-    def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None: ...
+    def seat_for(self, hello: Hello, reserved: int | None) -> tuple[Table, int] | None:
+        """The seat a new player takes, None when there is none; ProtocolError (deal_mismatch) when no table it
+        may sit at can deal a mode its hello offers."""
 
     def seat_holding(self, token: bytes | None = None, hello: Hello | None = None) -> tuple[Table, int] | None: ...
 
@@ -475,7 +477,11 @@ async def _handshake(
     placement = seating.seat_holding(hello=hello)
     if placement is not None:
         return (*placement, hello, version, 0)
-    placement = seating.seat_for(hello, reserved_seat)
+    try:
+        placement = seating.seat_for(hello, reserved_seat)
+    except ProtocolError as err:  # no deal the match could be dealt in that this hello offers
+        await _refuse(stream, connection, err)
+        return None
     if placement is None:
         await _refuse(stream, connection, ProtocolError(TABLE_FULL, seating.full_reason(hello)))
         return None

@@ -21,6 +21,7 @@ from ..options import DEFAULT_PORT, GRACE
 from ..client.players import BotPlayer, Player
 from ..client.session import DEAL_MODES_OFFERED, ClientSession, Resume, SessionResult
 from ..protocol.fingerprint import key_fingerprint
+from ..protocol.messages import HIDDEN_DEAL
 from .admission import Admission
 from .announce import announce_host_table, announce_lobby
 from .limits import MAX_HANDSHAKES, HandshakeGate
@@ -148,7 +149,7 @@ def _local_seats(bot_level: str | None) -> frozenset[int]:
 def _new_table(settings: HostSettings, identity, bot_level: str | None) -> tuple[Table, Path, dict[int, bytes]]:
     table = Table(
         scoring=settings.scoring, target=settings.target, identity=identity, grace=settings.grace,
-        reserved_seats=_local_seats(bot_level),
+        reserved_seats=_local_seats(bot_level), offers_hidden_hands=HIDDEN_DEAL in settings.deal_modes,
     )
     path = settings.transcript or default_transcript_path(table.match_id, "host")
     journal_path = settings.journal or journal_folder() / f"{time.strftime('%Y%m%d-%H%M%S')}-{table.match_id.hex()[:12]}.journal"
@@ -160,6 +161,7 @@ def _new_table(settings: HostSettings, identity, bot_level: str | None) -> tuple
         "host_key": table.host_key,
         "transcript": str(path),
         "bot": bot_level,
+        "hidden_hands": table.offers_hidden_hands,  # so that a resumed match keeps its deal mode
     }
     try:
         table.journal = JournalWriter.create(journal_path, header)

@@ -46,11 +46,14 @@ from ..match_files import TranscriptFile
 from ..options import GRACE
 from ..protocol import shuffle
 from ..protocol.announce import announcement_wires
-from ..protocol.errors import BAD_DEAL, BAD_SIGNATURE, CHAT_DROPPED, ILLEGAL_MOVE
+from ..protocol.errors import BAD_DEAL, BAD_SIGNATURE, CHAT_DROPPED, DEAL_MISMATCH, ILLEGAL_MOVE, ProtocolError
 from ..protocol.framing import encode_frame
 from ..protocol.hidden_deal import HiddenDealError
 from ..protocol.hidden_game import KeptLock, RefereeGame
 from ..protocol.messages import (
+    COMMIT_DEAL,
+    DEAL_MODES,
+    DEAL_NAMES,
     HIDDEN_DEAL,
     MAX_TEXT,
     Audit,
@@ -75,6 +78,8 @@ from ..protocol.messages import (
     YourTurn,
     hidden_turn_wire,
     kind_of,
+    offered_deals,
+    shared_deal,
     to_wire,
     your_turn_wire,
 )
@@ -184,6 +189,7 @@ class Table:
         self.hidden = False  # the match deals with hidden hands, fixed once both seats are known (PROTOCOL.md 15.15)
         # The host's own offer: at `basra serve`, where neither seat is the host's, `--deal commit-reveal` withdraws it.
         self.offers_hidden_hands = offers_hidden_hands
+        self.deals_offered = frozenset(DEAL_MODES if offers_hidden_hands else (COMMIT_DEAL,))
         self.kept_locks: dict[int, KeptLock] = {}  # from a journal: the last lock each seat of this process kept
         self._dealer = Dealer(identity, self.match_id, make_seed, self._replay)
         self._signing = ChannelSigning(identity, self.match_id, self.host_key, reserved_seats)
@@ -234,9 +240,28 @@ class Table:
         return None if self.result is not None else self.seating.claim(reserved)
 
     def seat_for(self, hello: Hello, reserved: int | None) -> tuple["Table", int] | None:
-        """Where a connection that said this hello sits: this table, or nowhere when it is full."""
+        """Where a connection that said this hello sits: this table, or nowhere when it is full.
+
+        Raises ProtocolError (deal_mismatch) when the match could not be dealt in a mode the hello offers."""
+        if not self.shares_deal(hello):
+            raise ProtocolError(DEAL_MISMATCH, self.deal_mismatch_reason(hello))
         seat = self.claim_seat(reserved)
         return None if seat is None else (self, seat)
+
+    def _offers(self) -> list[frozenset[str]]:
+        """The deal modes the host and each seat taken offer (PROTOCOL.md 15.15)."""
+        return [self.deals_offered, *(offered_deals(entry.hello) for entry in self.seats if entry is not None)]
+
+    def shares_deal(self, hello: Hello) -> bool:
+        """Whether a match with this hello's player can be dealt in a mode the host, every seat taken and the hello offer."""
+        return shared_deal(offered_deals(hello), *self._offers()) is not None
+
+    def deal_mismatch_reason(self, hello: Hello) -> str:
+        """What a player refused for want of a deal in common is told (the deal_mismatch error's message)."""
+        possible = frozenset(DEAL_MODES).intersection(*self._offers())
+        table = " or ".join(DEAL_NAMES[mode] for mode in DEAL_MODES if mode in possible) or "no deal at all"
+        wanted = " or ".join(DEAL_NAMES[mode] for mode in DEAL_MODES if mode in offered_deals(hello)) or "no deal this host knows"
+        return f"this table deals only {table}, and this player asks for {wanted}"
 
     def full_reason(self, hello: Hello) -> str:
         """What a player turned away because seat_for found no seat is told."""
@@ -840,9 +865,7 @@ class Table:
 
     def _deals_hidden_hands(self) -> bool:
         """The match deals with hidden hands when the host and both seats offer it, the seats in version 2 (PROTOCOL.md 15.15)."""
-        return self.offers_hidden_hands and all(
-            entry is not None and entry.version >= 2 and HIDDEN_DEAL in (entry.hello.deals or ()) for entry in self.seats
-        )
+        return all(entry is not None and entry.version >= 2 for entry in self.seats) and shared_deal(*self._offers()) == HIDDEN_DEAL
 
     def keep_lock(self, seat: int, game: int, scalar: bytes) -> None:
         """A seat of this process (the host's own, its bot) keeps its lock for the game in the journal before using it.

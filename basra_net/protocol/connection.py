@@ -309,6 +309,11 @@ class HostConnection(_Connection):
             self.open_request = message.request
 
 
+# What a client sends again, unchanged and in this order, right after the welcome of a resume: each answer
+# it sent whose effect has not been seen yet (PROTOCOL.md 5.8, rule 6); the host drops an exact repeat.
+SENT_AGAIN: tuple[type[Message], ...] = (Lock, Open, Audit, Seed, Play, HiddenPlay, Sig)
+
+
 class ClientConnection(_Connection):
     """A player's end of the connection to the host."""
 
@@ -356,6 +361,18 @@ class ClientConnection(_Connection):
             # A hello sent again before any welcome brings a code exchange of its own: one per connection (14.9).
             self.pake_taken = self.confirm_sent = False
 
+    def take_up_hello(self, hello: Hello) -> None:
+        """The hello that took the seat, read back from this seat's transcript before a resume.
+
+        Its offer of versions holds; the code exchange it began was finished on
+        that earlier connection (`pake` and `pake_confirm` are not recorded, 6.21, 6.22), so none is
+        awaited now and the recorded welcome that follows it is taken as it came.
+        """
+        if self.hello_sent:
+            raise LocalProtocolError("hello goes once")
+        self.hello_sent = True
+        self.offered_versions = hello.versions
+
     def begin_resume(self, token: bytes) -> None:
         """A new connection resumes the seat the token holds: it starts with a resume hello.
 
@@ -369,9 +386,10 @@ class ClientConnection(_Connection):
         self.resume_token = token
 
     def resend(self) -> bytes:
-        """The answers to send again after a resume's welcome; the host drops any it already has."""
-        answers = (*self.unconfirmed_steps, self.unconfirmed_seed, self.unconfirmed_play, self.unconfirmed_sig)
-        return b"".join(encode_frame(to_wire(m)) for m in answers if m is not None)
+        """The answers to send again after a resume's welcome, in SENT_AGAIN's order; the host drops any it already has."""
+        answers = [m for m in (*self.unconfirmed_steps, self.unconfirmed_seed, self.unconfirmed_play, self.unconfirmed_sig) if m is not None]
+        answers.sort(key=lambda m: SENT_AGAIN.index(type(m)))  # stable: a party's steps stay in the order it sent them
+        return b"".join(encode_frame(to_wire(m)) for m in answers)
 
     def _check_resume_welcome(self, message: Welcome) -> None:
         if message.version not in self.offered_versions:

@@ -24,6 +24,7 @@ BAD_RESUME = "bad_resume"
 BAD_SIGNATURE = "bad_signature"
 BAD_DEAL = "bad_deal"  # version 2: a step of the hidden deal failed a check (PROTOCOL.md 15.11)
 CHAT_DROPPED = "chat_dropped"
+DEAL_MISMATCH = "deal_mismatch"  # version 2: no deal mode both seats and the host offer (PROTOCOL.md 15.15)
 
 # Codes answered while the connection carries on: a move or message at the
 # wrong moment, refused on its own, or a chat line the host did not pass on.
@@ -57,6 +58,7 @@ FATAL_CODES = frozenset(
         BAD_RESUME,
         BAD_SIGNATURE,
         BAD_DEAL,
+        DEAL_MISMATCH,
     }
 )
 

@@ -473,9 +473,14 @@ class DealOrder:
         self._faces: dict[int, Card] = {}
         self._moved: list[int] = []
         self._next_stock = 12
+        # Once the first table is complete nothing in the order changes: asked for every step, it is kept.
+        self._settled = False
+        self._hands: dict[int, dict[int, tuple[int, ...]]] = {}
 
     def face_up_wanted(self) -> tuple[int, ...]:
         """Positions to turn face up now; () once the first table is complete."""
+        if self._settled:
+            return ()
         for slot in range(4):
             while (card := self._faces.get(self._table[slot])) is not None and must_leave_table(card):
                 self._moved.append(self._table[slot])
@@ -483,6 +488,7 @@ class DealOrder:
                 self._next_stock += 1
             if card is None:
                 return tuple(p for p in self._table if p not in self._faces)
+        self._settled = True
         return ()
 
     def turned_up(self, position: int, card: Card) -> None:
@@ -512,10 +518,14 @@ class DealOrder:
             return {self.non_dealer: (0, 1, 2, 3), self.dealer: (4, 5, 6, 7)}
         if not 2 <= hand_no <= 6:
             raise ValueError("a game has hands 1 to 6")
-        self._complete()
-        stock = [*range(self._next_stock, DECK_SIZE), *self._moved]
-        top = 8 * (hand_no - 2)
-        return {self.non_dealer: tuple(stock[top : top + 4]), self.dealer: tuple(stock[top + 4 : top + 8])}
+        hand = self._hands.get(hand_no)
+        if hand is None:
+            self._complete()
+            stock = [*range(self._next_stock, DECK_SIZE), *self._moved]
+            top = 8 * (hand_no - 2)
+            hand = {self.non_dealer: tuple(stock[top : top + 4]), self.dealer: tuple(stock[top + 4 : top + 8])}
+            self._hands[hand_no] = hand
+        return hand
 
     def hand_of(self, position: int) -> int:
         """The hand (1..6) in which position is dealt; 1 for the table."""

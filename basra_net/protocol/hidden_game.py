@@ -66,7 +66,12 @@ def kind_options(game: Game) -> tuple[tuple[Option, ...], ...]:
     What a card may take depends on its kind alone (RULES.md rules 3 to 7),
     so the options of one card of each kind stand for its whole kind.
     """
-    return tuple(tuple(Option(m.captures, m.kind) for m in game.options(card)) for card in _EXEMPLARS)
+    return tuple(options_of_kind(game, kind) for kind in range(KINDS_OF_CARD))
+
+
+def options_of_kind(game: Game, kind: int) -> tuple[Option, ...]:
+    """Every way a card of one kind may be played on the game's table."""
+    return tuple(Option(m.captures, m.kind) for m in game.options(_EXEMPLARS[kind]))
 
 
 def hand_moves(options: tuple[tuple[Option, ...], ...], hand: tuple[Card, ...]) -> tuple[Move, ...]:
@@ -273,7 +278,7 @@ class RefereeGame:
         card = self.checker.card_at(p) if reveal is None else reveal.card
         if card is None:
             self.checker.reveal(reveal, played=True)  # a proof that fails, or a proven point that is no card: raised here
-        options = kind_options(game)[message.kind]
+        options = options_of_kind(game, message.kind)
         if kind_of_card(card) != message.kind:
             raise IllegalMove(IllegalMove.WRONG_CAPTURE, f"{card_name(card)} is not of the kind named")
         if message.option >= len(options):

@@ -34,6 +34,7 @@ MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few t
 # section 9, which a client that offers no mode is taken to speak.
 HIDDEN_DEAL, COMMIT_DEAL = "hidden", "commit"
 DEAL_MODES = (HIDDEN_DEAL, COMMIT_DEAL)
+DEAL_NAMES = {HIDDEN_DEAL: "hidden hands", COMMIT_DEAL: "the commit-reveal deal"}  # for people
 MAX_DEAL_MODES = 8
 # The fourteen kinds of card (15.9): Ace to King by rank, index rank - 1, then the 7 of diamonds.
 KINDS_OF_CARD = 14
@@ -406,6 +407,21 @@ class Hello(Message):
     key: bytes | None = None  # version 2: the guest's identity key (section 14.2)
     pake: bytes | None = None  # version 2: the first message of the code exchange (section 14.9)
     deals: tuple[str, ...] | None = None  # version 2: the deal modes offered, the preferred first (15.15); absent: commit
+
+
+def offered_deals(hello: Hello) -> frozenset[str]:
+    """The deal modes a hello asks a new seat for (PROTOCOL.md 15.15): those of its `deals` this package knows
+    when it speaks version 2 with this package; the commit-reveal deal alone without `deals`, or in version 1."""
+    if hello.deals is None or max(set(hello.versions) & set(PROTOCOL_VERSIONS), default=1) < 2:
+        return frozenset((COMMIT_DEAL,))
+    return frozenset(hello.deals) & frozenset(DEAL_MODES)
+
+
+def shared_deal(*offers: frozenset[str]) -> str | None:
+    """The deal of a match whose parties (the host and the seats) offer these modes: hidden hands when every
+    one offers them, else the commit-reveal deal when every one offers it, else None: no deal in common."""
+    common = frozenset(DEAL_MODES).intersection(*offers)
+    return next((mode for mode in DEAL_MODES if mode in common), None)
 
 
 @dataclass(frozen=True)

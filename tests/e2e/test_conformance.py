@@ -13,6 +13,7 @@ import trio
 import trio.testing
 
 from basra_net.client.players import BotPlayer
+from basra_net.conformance.client_check import DEAL_REFUSED_CASE, MATCHES
 from basra_net.conformance.host_check import Target, check_host
 from basra_net.host.limits import CodeAttempts, HandshakeGate
 from basra_net.host.lobby import Lobby
@@ -87,15 +88,27 @@ def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_a
 
 
 @pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
-def test_the_reference_client_passes_every_case(basra_env, plain):
+def test_the_reference_client_refuses_the_commit_reveal_deal_by_default_and_passes_every_hidden_case(basra_env, plain):
+    """A default `basra join` offers hidden hands alone: the scripted host's commit-reveal match_start is refused with
+    deal_mismatch (PROTOCOL.md 15.15), and every case of that deal is not applicable."""
     join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", *(["--plain"] if plain else [])))
-    assert_all_scripted_cases_pass(check_client(basra_env, join, plain=plain))
+    result = check_client(basra_env, join, plain=plain)
+    found = verdicts(result.stdout)
+    assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
+    assert any(DEAL_REFUSED_CASE in line for line in found["PASS"]), result.stdout
+    for name in HIDDEN_RELAYED:
+        assert any(name in line for line in found["PASS"]), f"{name}: {result.stdout}"
+    commit_cases = [name for _, _, name in MATCHES] + [name for name in RELAYED if name not in HIDDEN_RELAYED]
+    for name in commit_cases:
+        assert any(name in line and "does not accept the commit-reveal deal" in line for line in found["SKIP"]), f"{name}: {result.stdout}"
+    assert len(found["PASS"]) + len(found["SKIP"]) == 1 + len(commit_cases) + len(HIDDEN_RELAYED)
 
 
-def test_a_client_without_hidden_hands_has_those_cases_reported_not_applicable(basra_env):
-    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", "--plain", "--deal", "commit-reveal"))
+@pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
+def test_the_reference_client_that_accepts_the_commit_reveal_deal_passes_every_case_of_it(basra_env, plain):
+    join = " ".join(basra_command("join", "127.0.0.1:{port}", "--auto", "greedy", "--deal", "commit-reveal", *(["--plain"] if plain else [])))
     assert_all_scripted_cases_pass(
-        check_client(basra_env, join, plain=True), not_applicable=HIDDEN_RELAYED, why="does not offer hidden hands"
+        check_client(basra_env, join, plain=plain), not_applicable=HIDDEN_RELAYED, why="does not offer hidden hands"
     )
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from basra_net.protocol import transcript as transcript_format
 from basra_net.protocol.messages import MatchStart
 
 from .processes import basra_command, finish, free_port, start_basra, wait_for_line
 
 MATCH_TIMEOUT = 120
+CODE = "K7M-2QX"
 
 
 def _play_match(
@@ -44,12 +47,15 @@ def _verify(env: dict, path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(basra_command("verify", str(path)), capture_output=True, text=True, env=env, timeout=60)
 
 
+@pytest.mark.quick  # README's default configuration: a join code, TLS, hidden hands
 def test_headless_host_and_join_play_a_whole_match_over_loopback_with_hidden_hands_by_default(basra_env, tmp_path):
-    host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path)
+    host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path, options=("--code", CODE))
     assert join.returncode == 0, join.stdout + join.stderr
     assert host.returncode == 0, host_out
     assert "match over" in join.stdout
     assert "(hidden hands)" in host_out
+    assert "(TLS, host key fingerprint" in host_out and f"Join code: {CODE}" in host_out, host_out
+    assert "pinned: verified by the join code" in join.stdout, join.stdout
     assert "game 1: deal verified: every unmasking and reveal proven" in join.stdout, join.stdout
     assert f"transcript saved to {join_transcript}" in join.stdout
     assert f"transcript saved to {host_transcript}" in host_out
@@ -124,10 +130,10 @@ def test_join_with_nobody_listening_says_so_once_with_what_to_check(basra_env):
     )
 
 
-def test_basra_serve_deals_the_commit_reveal_deal_when_asked_though_both_players_offer_hidden_hands(basra_env, tmp_path):
-    """`basra serve --deal commit-reveal` withdraws the server's offer of hidden hands: two `basra join` processes
-    that offer it (their default) play the commit-reveal deal, and both records say so and verify."""
-    outcomes, serve_out = two_joins_at_serve(basra_env, tmp_path, "--deal", "commit-reveal")
+def test_basra_serve_deals_the_commit_reveal_deal_to_players_who_accept_it(basra_env, tmp_path):
+    """`basra serve --deal commit-reveal` withdraws the server's offer of hidden hands: two `basra join --deal
+    commit-reveal` processes play the commit-reveal deal, and both records say so and verify."""
+    outcomes, serve_out = two_joins_at_serve(basra_env, tmp_path, "--deal", "commit-reveal", join_options=("--deal", "commit-reveal"))
     assert "(commit-reveal deal)" in serve_out and "(hidden hands)" not in serve_out, serve_out
     for (code, out), name in zip(outcomes, ("Amr", "Dina")):
         assert code == 0, out
@@ -137,7 +143,7 @@ def test_basra_serve_deals_the_commit_reveal_deal_when_asked_though_both_players
         assert verified.returncode == 0 and "deal: commit-reveal" in verified.stdout, verified.stdout
 
 
-def two_joins_at_serve(basra_env, tmp_path, *serve_options: str) -> tuple[list[tuple[int, str]], str]:
+def two_joins_at_serve(basra_env, tmp_path, *serve_options: str, join_options: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], str]:
     """Amr and Dina, two `basra join --auto greedy` processes, play a match to 40 at one `basra serve`:
     their exit codes and outputs, and the server's output."""
     port = free_port()
@@ -147,7 +153,7 @@ def two_joins_at_serve(basra_env, tmp_path, *serve_options: str) -> tuple[list[t
         wait_for_line(serve, "basra join")
         joins = [
             start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", name,
-                        "--transcript", str(tmp_path / f"{name}.basra"))
+                        "--transcript", str(tmp_path / f"{name}.basra"), *join_options)
             for name in ("Amr", "Dina")
         ]
         outcomes = [finish(join, MATCH_TIMEOUT) for join in joins]

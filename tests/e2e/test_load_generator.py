@@ -33,7 +33,9 @@ def args(monkeypatch):
 
 
 @TRANSPORTS
-def test_the_generator_plays_whole_matches_against_serve_and_counts_its_plays(tls, args):
+@pytest.mark.parametrize("deal", ["hidden", "commit-reveal"])
+def test_the_generator_plays_whole_matches_against_serve_and_counts_its_plays(tls, deal, args):
+    args.deal = deal
     result = load.measure_host(2, "flat", tls, True, args)
     assert result.errors == []
     assert result.refusals == {}
@@ -164,7 +166,7 @@ def test_the_storm_times_every_seat_from_its_own_connect_to_its_welcome(tls, arg
 def test_the_storm_counts_the_seats_the_host_turns_away(tls, args, monkeypatch):
     """Hellos for one table more than the host keeps: that table's two seats are refused, not welcomed."""
     hellos = load.storm_hellos
-    monkeypatch.setattr(load, "storm_hellos", lambda tables: hellos(tables + 1))
+    monkeypatch.setattr(load, "storm_hellos", lambda tables, deal: hellos(tables + 1, deal))
     seats = load.measure_storm(2, tls, True, args)
     assert len(seats.welcomed) == 4
     assert seats.failures == ["refused", "refused"]

@@ -114,8 +114,9 @@ def test_minimal_client_catches_a_host_that_deals_another_deck(basra_env, positi
 
 
 
-def test_minimal_client_plays_a_default_join_at_a_default_basra_serve_in_the_commit_reveal_deal(basra_env, tmp_path):
-    """A version-1 client at a served table: the match falls back to the deal it knows, and both players end it."""
+def test_minimal_client_plays_a_join_that_accepts_the_commit_reveal_deal_at_a_default_basra_serve(basra_env, tmp_path):
+    """A version-1 client at a served table sits with a player who accepts the deal it knows (a default join, which
+    insists on hidden hands, is never seated with it: tests/host/test_deal_mismatch.py), and both players end it."""
     port = free_port()
     join_transcript = tmp_path / "join.basra"
     serve = subprocess.Popen(
@@ -126,7 +127,8 @@ def test_minimal_client_plays_a_default_join_at_a_default_basra_serve_in_the_com
     try:
         served += wait_for_line(serve, "basra join")
         join = subprocess.Popen(
-            basra_command("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(join_transcript)),
+            basra_command("join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar", "--transcript", str(join_transcript),
+                          "--deal", "commit-reveal"),
             env=basra_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         served += wait_for_line(serve, "Omar took seat 0")  # the default join first: the minimal client takes seat 1

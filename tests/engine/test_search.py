@@ -6,11 +6,16 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from basra_net.engine import Match, seat_view
-from basra_net.engine.bots import greedy_move
-from basra_net.engine.search import sample_world, search_move
+import copy
 
-from .helpers import cards, make_game
+import pytest
+
+from basra_net.engine import Match, seat_view
+from basra_net.engine.bots import LEVELS, greedy_move, level_move
+from basra_net.engine.endgame import solve_last_hand
+from basra_net.engine.search import distinct_moves, match_utility, sample_world, search_move
+
+from .helpers import cards, make_game, match_at
 
 
 def _match_midway(deck: list[int], plays: int) -> Match:
@@ -80,3 +85,91 @@ def test_search_stops_when_told():
 
     search_move(view, random.Random(0), max_playouts=10_000, should_stop=stop_after_first_round)
     assert len(calls) == 1
+
+
+def test_a_stop_before_the_first_world_is_played_out_still_answers_with_a_listed_move():
+    deck = list(range(52))
+    random.Random(6).shuffle(deck)
+    view = seat_view(_match_midway(deck, 2), 1)
+    move = search_move(view, random.Random(0), should_stop=lambda: True)
+    assert any(move is listed for listed in view.legal_moves)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_in_the_last_hand_search_plays_a_move_worth_the_exact_value(seed):
+    rng = random.Random(seed)
+    deck = list(range(52))
+    rng.shuffle(deck)
+    match = _match_midway(deck, 40 + rng.randrange(7))
+    view = seat_view(match, match.turn)
+    move = search_move(view, random.Random(seed), max_playouts=1)
+    utility = match_utility(view)
+    value, _ = solve_last_hand(copy.deepcopy(match.game), match.turn, utility)
+    after = copy.deepcopy(match.game)
+    after.play(match.turn, move)
+    assert solve_last_hand(after, match.turn, utility)[0] == value
+
+
+def test_moves_that_differ_only_in_interchangeable_cards_are_one_candidate():
+    # 6 on {4H, 4D, 2C} takes 4H+2C or 4D+2C: the same game for both players in egyptian.
+    game = make_game(hands=(cards("6S 6H 7D 5C"), cards("2H 3C 8D 10S")), table=cards("4H 4D 2C KS"), turn=0)
+    view = seat_view(match_at(game), 0)
+    kept = distinct_moves(view.legal_moves, "egyptian")
+    assert tuple(m.card for m in kept) == cards("6S 7D 5C")
+    # In classic the 2C scores 2 points, but the two fours are still alike.
+    assert len(distinct_moves(view.legal_moves, "classic")) == 3
+    game = make_game(hands=(cards("2C 2S 10D 10H"), cards("2H 3C 8D 10S")), table=cards("KS"), turn=0)
+    assert len(distinct_moves(seat_view(match_at(game), 0).legal_moves, "classic")) == 4
+    assert len(distinct_moves(seat_view(match_at(game), 0).legal_moves, "egyptian")) == 2
+
+
+def test_a_game_that_can_end_the_match_is_valued_for_the_match():
+    game = make_game(hands=(cards("6S"), cards("2H")), table=cards("4H"), turn=0)
+    utility = match_utility(seat_view(match_at(game, totals=(90, 95), target=101), 0))
+    assert utility(30, 10) == 20 + 200  # 120-105: the match won
+    assert utility(5, 10) == -5 - 200  # 95-105: the match lost
+    assert utility(10, 5) == 5  # 100-100: the match plays on
+
+
+def _after(calls: int):
+    """A budget of this many playouts, counted as search_move asks whether to stop: a clock that is the same every run."""
+    asked = iter(range(calls))
+    return lambda: next(asked, None) is None
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_no_hidden_card_reaches_a_bot(level):
+    """Two games that differ only where this seat cannot see give it the same view and the same move."""
+    deck = list(range(52))
+    random.Random(11).shuffle(deck)
+    match = _match_midway(deck, 13)
+    seat, game = match.turn, match.game
+    other = copy.deepcopy(match)
+    hidden = [*game.hands[1 - seat], *game.stock]
+    for a, b in zip(hidden[: len(hidden) // 2], reversed(hidden)):
+        if a != b and a not in game.moved_to_bottom and b not in game.moved_to_bottom:
+            other.game.swap_unseen(a, b)
+    assert other.game.hands[1 - seat] != game.hands[1 - seat]
+    view, other_view = seat_view(match, seat), seat_view(other, seat)
+    assert view == other_view
+    first = level_move(level, view, random.Random(3), should_stop=_after(200))
+    assert first == level_move(level, other_view, random.Random(3), should_stop=_after(200))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_every_level_plays_listed_moves_and_repeats_itself(seed):
+    deck = list(range(52))
+    random.Random(seed).shuffle(deck)
+    for level in LEVELS:
+        games = []
+        for _ in range(2):
+            match, rng, moves = Match(), random.Random(seed), []
+            match.start_game(deck)
+            while match.turn is not None:
+                view = seat_view(match, match.turn)
+                move = level_move(level, view, rng, should_stop=_after(60)) if match.turn == 0 else greedy_move(view)
+                assert any(move is listed for listed in view.legal_moves)
+                moves.append(move)
+                match.play(match.turn, move)
+            games.append(moves)
+        assert games[0] == games[1]

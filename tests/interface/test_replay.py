@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+
+import pytest
 
 from basra_net.client.replay import load_replay
 from basra_net.client.screen import CardStyle
@@ -96,3 +100,37 @@ def test_a_transcript_that_fails_verification_says_so_in_the_title(honest_match,
     replay = run_replay(path, scenario)
     assert not replay.ok
     assert "FAILED" in seen["title"]
+
+
+@pytest.fixture(scope="module")
+def bot_match_host_transcript(tmp_path_factory, basra_command):
+    """`basra host --bot` in the default deal (hidden hands), its seat played by the bot too: the host's transcript."""
+    home = tmp_path_factory.mktemp("bot_match")
+    command = [*basra_command, "host", "--bot", "greedy", "--auto", "greedy", "--target", "20", "--port", "0", "--no-announce"]
+    done = subprocess.run(command, env={**os.environ, "BASRA_HOME": str(home)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (path,) = (home / "transcripts").glob("*-host.basra")
+    return path
+
+
+def test_a_host_transcript_is_replayed_as_the_host_saw_it_with_its_hand_and_the_bot_s_count(bot_match_host_transcript):
+    replay = load_replay(bot_match_host_transcript, STYLE)
+    assert replay.ok and replay.decks
+    states = [frame.state for frame in replay.frames]
+    assert all(state.seat == 0 and 0 <= state.opponent_hand_size <= 4 for state in states)
+    assert states[-1].name == "Host" and states[-1].opponent_name == "Bot"
+    first_deal = next(state for state in states if state.game == 1)
+    dealt = replay.every_hand(1, first_deal.scoring)
+    assert first_deal.hand == dealt[0][1] and first_deal.opponent_hand_size == 4
+    in_play = [state for state in states if state.game and state.end_reason is None and state.turn is not None]
+    assert in_play and all(len(state.hand) in (state.opponent_hand_size, state.opponent_hand_size + 1) for state in in_play)
+    seen = {}
+
+    async def scenario(app, pilot):
+        app.show_step(replay.game_start(1) or 0)
+        await pilot.pause()
+        seen["first"] = screen_text(app)
+
+    run_replay(bot_match_host_transcript, scenario)
+    assert "as Host saw it" in seen["first"]
+    assert STYLE.names(dealt[0][1]).split()[0] in seen["first"].split("Your hand")[1]

@@ -17,6 +17,7 @@ from basra_net.protocol.connection import (
     ConnectionClosed,
     HostConnection,
     LocalProtocolError,
+    SENT_AGAIN,
 )
 from basra_net.protocol.errors import (
     BAD_FRAME,
@@ -27,7 +28,7 @@ from basra_net.protocol.errors import (
     WRONG_CODE,
     ProtocolError,
 )
-from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, encode_frame
+from basra_net.protocol.framing import MAX_CLIENT_FRAME_ENTRIES, MAX_FRAME, MAX_FRAME_BEFORE_WELCOME, FrameDecoder, encode_frame
 from basra_net.protocol.messages import PROTOCOL_VERSIONS
 from basra_net.protocol.pake import GuestCodeExchange, HostCodeExchange
 from basra_net.protocol.messages import (
@@ -60,6 +61,8 @@ from basra_net.protocol.messages import (
     Audit,
     Audited,
     Option,
+    Sig,
+    from_wire,
 )
 
 from .test_messages import MESSAGE_STRATEGIES
@@ -766,3 +769,59 @@ def test_the_checks_the_host_leaves_out_pass_and_change_nothing_on_any_seated_co
     before = dict(vars(host))
     host.check_send(message)
     assert vars(host) == before
+
+
+def test_a_seat_taken_up_from_its_transcript_after_a_code_exchange_resumes():
+    """The transcript holds the hello that began the exchange and the welcome, but not the exchange itself:
+    taken up, that hello awaits no exchange, and the resume's welcome seats the player again."""
+    guest = GuestCodeExchange("K7M2QX", guest_key=GUEST_KEY, guest_nonce=NONCE, host_key=V2_HOST_KEY)
+    first = Hello((2, 1), "Omar", NONCE, key=GUEST_KEY, pake=guest.start())
+    taken_up = ClientConnection()
+    taken_up.take_up_hello(first)
+    taken_up.receive_message(v2_welcome())
+    with pytest.raises(LocalProtocolError):
+        taken_up.take_up_hello(first)
+    taken_up.begin_resume(bytes(16))
+    taken_up.send(Hello((2, 1), "Omar", bytes(32), token=bytes(16), received=0, key=GUEST_KEY))
+    taken_up.receive_data(frame(v2_welcome()))
+    assert taken_up.next_event() == v2_welcome() and not taken_up.resuming
+    # Sent afresh instead, the same hello still awaits its exchange, and a welcome without it is refused.
+    replayed = ClientConnection()
+    replayed.send(first)
+    with pytest.raises(ProtocolError) as info:
+        replayed.receive_message(v2_welcome())
+    assert info.value.code == WRONG_CODE
+
+
+def frames_of(data: bytes) -> list[Message]:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    found = []
+    while (body := decoder.next_body()) is not None:
+        found.append(from_wire(decoder.decode(body)))
+    return found
+
+
+def test_a_resume_sends_again_every_answer_whose_effect_has_not_come_in_the_order_section_5_8_gives():
+    link = hidden_link()
+    link.to_client(Shuffle(1, 1))
+    link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52))))
+    lock = Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52)))
+    first_open = Open(1, ((4, bytes(96)),), ())
+    link.to_host(lock)
+    link.to_host(first_open)
+    assert frames_of(link.client.resend()) == [lock, first_open]
+    link.to_client(Deal(1, 1, 0, (), (), 40, (), 1))  # the host had every step it awaited
+    assert link.client.resend() == b""
+    link.to_client(HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14))))
+    play, later_open, sig = HiddenPlay(5, 0, 0, 0, bytes(96)), Open(1, ((8, bytes(96)),), ()), Sig("game", 1, 9, bytes(64))
+    for answer in (play, later_open, sig):
+        link.client.send(answer)
+    again = frames_of(link.client.resend())
+    assert again == [later_open, play, sig]
+    assert [type(m) for m in again] == sorted(map(type, again), key=SENT_AGAIN.index)
+    # The commit-reveal deal's seed, at seat 1: sent again until its game's first deal comes.
+    link = seated(1)
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    seed = link.to_host(Seed(1, bytes(32)))
+    assert frames_of(link.client.resend()) == [seed]

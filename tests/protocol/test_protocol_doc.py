@@ -22,13 +22,15 @@ from basra_net.client.verify_file import verify_file
 from basra_net.engine.events import Move
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol import errors, messages
-from basra_net.protocol.connection import ClientConnection, HostConnection
+from basra_net.protocol.connection import SENT_AGAIN, ClientConnection, HostConnection
 from basra_net.protocol.framing import FrameDecoder, decode_body, encode_frame
 from basra_net.protocol.messages import Error, Hello, Message, Welcome, from_wire, to_wire
 from basra_net.protocol.text import REFUSED_CATEGORIES, UNICODE_VERSION, is_name, is_printable
 
 ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "PROTOCOL.md").read_text(encoding="utf-8")
+# Section 12's frames, generated from the reference host into a companion file.
+EXAMPLES_DOC = (ROOT / "PROTOCOL-EXAMPLES.md").read_text(encoding="utf-8")
 VECTORS = ROOT / "tests" / "vectors"
 EXAMPLE = json.loads((VECTORS / "example_session.json").read_text())
 
@@ -67,9 +69,9 @@ class DocFrame:
 
 
 def doc_frames() -> list[DocFrame]:
-    """Every hex block of section 12, with the frame line before it."""
+    """Every hex block of the companion file, with the frame line before it, under its section 12 number."""
     frames = []
-    for sub, (_, body) in sections("###", section("12")).items():
+    for sub, (_, body) in sections("##", EXAMPLES_DOC).items():
         for block in HEX_BLOCK.finditer(body):
             heads = list(FRAME_LINE.finditer(body, 0, block.start()))
             assert heads, f"a hex block in {sub} has no frame line before it"
@@ -315,7 +317,8 @@ def test_examples_match_a_fresh_run_of_the_reference_host():
     sessions = generator.run_all()
     assert generator.build_json(sessions) == EXAMPLE
     assert generator.build_transcript(sessions[0]) == (VECTORS / "example_session.basra").read_bytes()
-    assert generator.rewrite_doc(DOC, sessions) == DOC
+    assert generator.examples_doc(sessions) == EXAMPLES_DOC
+    assert list(sections("##", EXAMPLES_DOC)) == list(sections("###", section("12")))
 
 
 def test_example_transcript_verifies():
@@ -417,6 +420,16 @@ def test_a_refused_play_then_a_cut_walks_through_as_section_5_8_says():
     assert client_says(raw_play(42)) == raw_play(42)  # step 3
 
 
+def test_what_a_resume_sends_again_is_what_section_5_8_rule_6_lists_in_its_order():
+    rule = flat(section("5").split("6. **Answers sent again.**")[1].split("7. **Open requests.**")[0])
+    bullets = rule.split(" - ")[1:]
+    bullets[-1] = bullets[-1].split(". ")[0]  # the list ends where the prose about repeats begins
+    # Each bullet names what is sent before it says when: "its last `seed`, if ...", "each `lock` ... (15.15) it sent".
+    listed = [name for bullet in bullets for name in re.findall(r"`(\w+)`", re.split(r"\(| if | since ", bullet)[0])]
+    assert listed == [kind.TYPE for kind in SENT_AGAIN]
+    assert "drops silently, with no error and no effect, an exact repeat" in rule
+
+
 def test_printable_is_the_unicode_version_and_the_categories_section_6_1_names():
     text = flat(catalogue_part_6_1())
     version = re.search(r"Unicode Character Database version (\d+\.\d+\.\d+)", text).group(1)
@@ -496,3 +509,127 @@ def test_section_8_2_says_both_transports_end_the_stream_at_once():
     text = flat(section("8"))
     assert "is the same over TLS and over plain TCP" in text
     assert "a TLS `close_notify` over TLS" in text
+
+
+# --- section 2: the implementer's path keeps to the code -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transition:
+    state: str
+    mode: str  # "any", "commit" or "hidden"
+    sent: bool  # the side the table belongs to sends the message
+    type: str
+    condition: str  # "", "with `f`", "without `f`" or "of `v`"
+    next: str
+
+
+def state_table(title: str) -> list[Transition]:
+    """The rows of one of 2.4's tables, the one after the paragraph that starts with its title in bold."""
+    body = sections("###", section("2"))["2.4"][1]
+    start = body.index(f"**{title}**")
+    table = body[body.index("| State |", start) :]
+    table = table[: table.index("\n\n")]
+    rows = []
+    for line in table.splitlines()[2:]:
+        state, mode, message, after, _ = [c.strip() for c in line.strip().strip("|").split("|")]
+        found = re.fullmatch(r"(←|→) `(\w+)`(?: (with|without|of) `(\w+)`)?", message)
+        assert found, f"2.4: cannot read the message {message!r}"
+        arrow, kind, word, value = found.groups()
+        rows.append(Transition(state, mode, arrow == "→", kind, f"{word} `{value}`" if word else "", after))
+    return rows
+
+
+def row_applies(row: Transition, state: str, mode: str, sent: bool, message: Message, seen: list[str]) -> bool:
+    if row.sent != sent or row.type != message.TYPE or row.mode not in ("any", mode):
+        return False
+    if row.state.startswith("any after "):
+        if row.state.removeprefix("any after ") not in seen or state in ("START", "CLOSED"):
+            return False
+    elif row.state != state:
+        return False
+    word, _, value = row.condition.partition(" ")
+    value = value.strip("`")
+    if word == "with":
+        return getattr(message, value) is not None
+    if word == "without":
+        return getattr(message, value) is None
+    if word == "of":
+        return message.of == value
+    return True
+
+
+# Not in 2.4's tables: they change no state (2.4), and a refusal ends the session's connection.
+STATELESS = {"ping", "pong", "away", "back", "chat", "error"}
+
+
+def walk(table: list[Transition], frames: list[tuple[str, Message]], side: str) -> str:
+    """The state one side's table reaches over a session's frames; a frame no row allows fails."""
+    state, mode, seen, before_cut = "START", "commit", ["START"], None
+    for number, (sender, message) in enumerate(frames, start=1):
+        if message.TYPE in STATELESS or (message.TYPE == "leave" and sender == "guest" and state != "ENDED" and side == "client"):
+            if message.TYPE == "leave" or (message.TYPE == "error" and message.code in errors.FATAL_CODES):
+                state = "CLOSED"
+            continue
+        if message.TYPE == "hello" and state != "START":  # a resume: a new connection, from the top (2.6)
+            before_cut, state = state, "START"
+        sent = (sender == "host") == (side == "host")
+        rows = [r for r in table if row_applies(r, state, mode, sent, message, seen)]
+        if message.TYPE == "leave" and not rows and side == "host" and state != "AWAIT_LEAVE":
+            return "CLOSED"  # a leave in any other state abandons the match
+        assert len(rows) == 1, f"frame {number}, {sender} `{message.TYPE}`, in {state}: rows {rows}"
+        state = rows[0].next
+        if isinstance(message, messages.MatchStart) and message.deal == messages.HIDDEN_DEAL:
+            mode = "hidden"
+        if isinstance(message, Welcome) and before_cut is not None:
+            state, before_cut = before_cut, None
+        seen.append(state)
+    return state
+
+
+V2_SESSIONS = [s for s in EXAMPLE["sessions"] if s["section"] != "12.3"]
+
+
+@pytest.mark.parametrize("side", ["client", "host"])
+@pytest.mark.parametrize("session", V2_SESSIONS, ids=lambda s: s["name"])
+def test_every_example_session_walks_through_2_4s_state_tables(session, side):
+    frames = [(f["from"], decode_one(bytes.fromhex(f["hex"]))) for f in session["frames"]]
+    table = state_table("The client." if side == "client" else "The host")
+    end = walk(table, frames, side)
+    assert end == "CLOSED"
+
+
+def test_2_4s_tables_name_only_version_2_messages_in_their_direction():
+    directions = {kind.type: kind.direction for kind in messages.CATALOGUE}
+    for side in ("client", "host"):
+        for row in state_table("The client." if side == "client" else "The host"):
+            from_host = row.sent == (side == "host")
+            assert directions[row.type].startswith("host") == from_host or directions[row.type].startswith("either"), row
+
+
+def vector_field(data, path: str):
+    """The value at a path of 2.5 ("[]" takes the first element)."""
+    for part in path.split("."):
+        if part.endswith("[]"):
+            data = data[part[:-2]][0]
+        else:
+            data = data[part]
+    return data
+
+
+def test_2_5_names_every_label_of_the_code_and_a_vector_field_that_exists_for_each_construction():
+    body = sections("###", section("2"))["2.5"][1]
+    files = {"F": "fair_deal.json", "S": "signed_records.json", "H": "hidden_deal.json"}
+    rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith(("| Construction", "|---"))]
+    assert len(rows) >= 19
+    labels = set()
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        labels |= set(re.findall(r"`(basra-net/[\w/-]+)`", cells[1]))
+        assert f"### {cells[3]} " in DOC, f"2.5 cites section {cells[3]}"
+        letter, path = re.fullmatch(r"([FSH]) `([\w.\[\]]+)`", cells[4]).groups()
+        data = json.loads((VECTORS / files[letter]).read_text())
+        assert vector_field(data, path) not in (None, "", [], {}), f"2.5: {files[letter]} has no {path}"
+    code = "\n".join(p.read_text() for p in (ROOT / "basra_net").rglob("*.py"))
+    in_code = set(re.findall(r'b?"(basra-net/v[12]/[\w/-]+)"', code)) - {label for label in re.findall(r'b?"(basra-net/v2/[\w/-]+)"', code) if "example" in label or "vector" in label}
+    assert labels == in_code, f"in the code, not in 2.5: {in_code - labels}; in 2.5, not in the code: {labels - in_code}"

@@ -136,7 +136,7 @@ async def _match(tmp_path: Path, cuts: list[Cut], *, grace: float, restart: bool
 
             result = await join(resumable=not restart).run()
             if restart:  # as a `basra join` killed at that moment and run again
-                assert result.cut_off and result.exit_code != EXIT_OK, result.reason
+                assert not result.done and result.exit_code != EXIT_OK, result.reason
                 result = await join().run()
             await table.finished.wait()
             nursery.cancel_scope.cancel()

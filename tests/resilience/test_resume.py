@@ -270,7 +270,7 @@ async def test_a_player_cut_off_from_the_match_end_past_the_hosts_hold_gives_up_
     result, host, proxy = await play_through(tmp_path, [Cut(TO_PLAYER, "match_end", blackout=6.0)], grace=0.5, target=1)
     assert proxy.cuts_made == 1, "the cut never happened"
     assert host.table.completed, host.table.reason
-    assert result.exit_code == EXIT_FAILURE and result.cut_off is False, result.reason
+    assert result.exit_code == EXIT_FAILURE and result.done, result.reason
     winner = result.state.decided_winner
     who = "you won" if winner == result.state.seat else f"{result.state.names[winner]} won"
     totals = f"{result.state.totals[0]}-{result.state.totals[1]}"

@@ -198,7 +198,7 @@ def test_a_match_of_basra_serve_deal_commit_reveal_resumes_in_that_deal_whatever
     transcripts = [tmp_path / f"player{number}.basra" for number in range(2)]
     joins = [
         start_basra(_env(tmp_path / f"player{number}"), "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy",
-                    "--name", f"P{number}", "--transcript", str(path))
+                    "--name", f"P{number}", "--transcript", str(path), "--deal", "commit-reveal")
         for number, path in enumerate(transcripts)
     ]
     lines.wait_until(lambda said: any("game 2 dealt" in line for line in said), DEADLINE)

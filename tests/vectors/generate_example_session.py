@@ -18,7 +18,7 @@ Outputs, next to this file:
 Run from anywhere:
 
     python tests/vectors/generate_example_session.py          # write the two files
-    python tests/vectors/generate_example_session.py --doc    # and the frames in PROTOCOL.md
+    python tests/vectors/generate_example_session.py --doc    # and PROTOCOL-EXAMPLES.md
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ from basra_net.protocol.verify import GUEST, HOST, MatchVerifier
 HERE = Path(__file__).parent
 JSON_PATH = HERE / "example_session.json"
 TRANSCRIPT_PATH = HERE / "example_session.basra"
-DOC_PATH = HERE.parents[1] / "PROTOCOL.md"
+EXAMPLES_PATH = HERE.parents[1] / "PROTOCOL-EXAMPLES.md"
 
 # RFC 8032 section 7.1, TEST 1: the key of PROTOCOL.md 9.11 and of fair_deal.json.
 HOST_PRIVATE_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
@@ -906,23 +906,44 @@ def session_markdown(session: Session) -> str:
             }.get(session.script.name, "the rest of the game, as in 12.1")
             parts.append(
                 f"*Frames {item[0]} to {item[1]} are left out here: {what}. "
-                f"All {len(session.frames)} frames are in `tests/vectors/example_session.json`.*\n"
+                f"All {len(session.frames)} frames are in `example_session.json`.*\n"
             )
         else:
             parts.append(frame_markdown(item, session))
     return "\n".join(parts)
 
 
-def marker(name: str) -> tuple[str, str]:
-    return f"<!-- example frames: {name} -->", f"<!-- end of example frames: {name} -->"
+EXAMPLES_INTRODUCTION = """\
+# The basra-net protocol: example sessions, frame by frame
+
+This file is the frames of the example sessions of PROTOCOL.md, section 12,
+which says what each session shows and the inputs it was made from. It is
+written by `tests/vectors/generate_example_session.py --doc` from the
+reference host, and the project's tests check it byte for byte against a fresh
+run; it is informative, and PROTOCOL.md is the specification. Every frame of
+every session is also in `example_session.json` of the test vectors.
+
+Each frame is shown three ways: a line naming it (its number in the session,
+its direction, its type and what it does), its body in a readable notation,
+and its bytes. In the notation, maps and arrays are written as in JSON, str
+values as JSON strings, `h'…'` is a bin value in hex, and `nil` is nil; the
+fields appear in the order they are encoded. The first line of the bytes is
+the 4-byte length prefix; the lines after it are the msgpack body, 32 bytes a
+line. Every session is the seat-1 connection, or, in 12.4, its connections.
+"""
 
 
-def rewrite_doc(doc: str, sessions: list[Session]) -> str:
+def examples_doc(sessions: list[Session]) -> str:
+    """PROTOCOL-EXAMPLES.md: the introduction, then each session's frames under its section's number."""
+    parts = [EXAMPLES_INTRODUCTION]
     for session in sessions:
-        begin, end = marker(session.script.name)
-        start, stop = doc.index(begin) + len(begin), doc.index(end)
-        doc = doc[:start] + "\n\n" + session_markdown(session) + "\n" + doc[stop:]
-    return doc
+        script = session.script
+        parts.append(
+            f"## {script.section} {script.title[0].upper()}{script.title[1:]}\n\n"
+            f"The session of PROTOCOL.md {script.section}: {len(session.frames)} frames.\n\n"
+            + session_markdown(session)
+        )
+    return "\n".join(parts)
 
 
 def main(argv: list[str]) -> int:
@@ -931,8 +952,8 @@ def main(argv: list[str]) -> int:
     TRANSCRIPT_PATH.write_bytes(build_transcript(sessions[0]))
     print(f"wrote {JSON_PATH} and {TRANSCRIPT_PATH}")
     if "--doc" in argv:
-        DOC_PATH.write_text(rewrite_doc(DOC_PATH.read_text(), sessions))
-        print(f"rewrote the example frames in {DOC_PATH}")
+        EXAMPLES_PATH.write_text(examples_doc(sessions))
+        print(f"wrote {EXAMPLES_PATH}")
     return 0
 
 

@@ -1,0 +1,62 @@
+"""The guest insists on hidden hands, with real `basra` processes (PROTOCOL.md 15.15).
+
+Default first: a TLS table with a join code.  A `basra join` left at its
+default refuses a table that will not deal hidden hands, before any card,
+with one line and exit status 4; `basra join --deal commit-reveal` then
+plays it at the same host, which kept serving.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from basra_net.exits import EXIT_NO_HIDDEN_HANDS
+
+from .processes import finish, free_port, start_basra, wait_for_line
+
+pytestmark = pytest.mark.slow
+
+MATCH_TIMEOUT = 120
+CODE = "K7M-2QX"
+
+
+def _refused_line(out: str) -> None:
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert "Traceback" not in out, out
+    refusal = [line for line in lines if "will not deal hidden hands" in line]
+    assert len(refusal) == 1 and "--deal commit-reveal" in refusal[0], out
+
+
+def test_a_default_join_refuses_basra_host_deal_commit_reveal_and_a_join_that_accepts_it_plays(basra_env, tmp_path):
+    port = str(free_port())
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--code", CODE, "--deal", "commit-reveal", "--bind", "127.0.0.1",
+                       "--port", port, "--target", "20", "--name", "Hoda", "--no-announce")
+    try:
+        wait_for_line(host, "Waiting for the second player")
+        joining = ("join", f"127.0.0.1:{port}", "--code", CODE, "--auto", "greedy", "--name", "Omar")
+        code, out = finish(start_basra(basra_env, *joining, "--transcript", str(tmp_path / "refused.basra")), MATCH_TIMEOUT)
+        assert code == EXIT_NO_HIDDEN_HANDS, out
+        _refused_line(out)
+        assert not (tmp_path / "refused.basra").exists()  # refused before welcome: no match, no record
+        code, out = finish(start_basra(basra_env, *joining, "--deal", "commit-reveal"), MATCH_TIMEOUT)
+        assert code == 0 and "match over" in out, out
+        host_code, host_out = finish(host, MATCH_TIMEOUT)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.communicate()
+    assert host_code == 0 and "(commit-reveal deal)" in host_out, host_out
+
+
+def test_a_default_join_refuses_basra_serve_deal_commit_reveal(basra_env):
+    port = str(free_port())
+    serve = start_basra(basra_env, "serve", "--deal", "commit-reveal", "--code", CODE, "--bind", "127.0.0.1", "--port", port,
+                        "--no-announce", "--no-journal")
+    try:
+        wait_for_line(serve, "basra join")
+        code, out = finish(start_basra(basra_env, "join", f"127.0.0.1:{port}", "--code", CODE, "--auto", "greedy"), MATCH_TIMEOUT)
+    finally:
+        serve.terminate()
+        serve.communicate(timeout=30)
+    assert code == EXIT_NO_HIDDEN_HANDS, out
+    _refused_line(out)
