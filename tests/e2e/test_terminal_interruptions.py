@@ -308,6 +308,12 @@ TABLES = [
 ]
 
 
+def joining_like(table: list[str]) -> list[str]:
+    """The `basra join` options a table's own options call for: --plain for a plain host, and the commit-reveal
+    deal asked for when the host deals no other (a join insists on hidden hands unless told)."""
+    return [option for option in ("--plain",) if option in table] + (["--deal", "commit-reveal"] if "commit-reveal" in table else [])
+
+
 def join_code_on_screen(screen: str) -> str | None:
     """The join code the host's screen tells the other player to type; None at a table that needs none."""
     found = re.search(r"--code (\S+)", screen)
@@ -329,7 +335,7 @@ def test_a_host_whose_opponent_is_away_leaves_at_once_without_waiting_out_the_gr
         code = join_code_on_screen(host.wait_for("Waiting for the other player to sit down"))
         assert (code is None) == ("--open" in table), code
         join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--transcript", str(tmp_path / "guest.basra"),
-                           *(["--code", code] if code else []), *(["--plain"] if "--plain" in table else []))
+                           *(["--code", code] if code else []), *joining_like(table))
         host.wait_for("YOUR TURN", "is thinking", timeout=DEADLINE)
         join.kill()
         join.communicate()
@@ -370,8 +376,7 @@ def left_at_the_question(basra_env, tmp_path, host_args: list[str], join_args: l
                                    pytest.param(["--plain"], id="plain-hidden")])
 def test_ctrl_c_or_esc_at_the_join_code_question_leaves_at_once_and_the_host_keeps_serving(basra_env, tmp_path, table, key):
     """`basra join ADDRESS` at a coded table, without the code: the screen asks for it, and leaving there exits 130."""
-    join_args = ["--plain"] if "--plain" in table else []
-    code, out, host = left_at_the_question(basra_env, tmp_path, ["--code", CODE, *table], join_args, "Type the join code", key)
+    code, out, host = left_at_the_question(basra_env, tmp_path, ["--code", CODE, *table], joining_like(table), "Type the join code", key)
     try:
         assert host.poll() is None, "the host stopped serving"
     finally:
@@ -386,7 +391,7 @@ def test_ctrl_c_or_esc_at_the_join_code_question_leaves_at_once_and_the_host_kee
 def test_ctrl_c_or_esc_at_the_first_contact_fingerprint_question_leaves_at_once_and_the_host_is_told(basra_env, tmp_path, table, key):
     """A TLS host met for the first time with no code to vouch for its key: the screen asks to compare
     fingerprints, and leaving there (rather than answering) exits 130; the host, which seated the player, is told."""
-    code, out, host = left_at_the_question(basra_env, tmp_path, ["--open", *table], [], "show the same fingerprint?", key)
+    code, out, host = left_at_the_question(basra_env, tmp_path, ["--open", *table], joining_like(table), "show the same fingerprint?", key)
     host_code, host_out = finish(host)
     assert code == 130 and "basra join: you left the match" in out, out
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
