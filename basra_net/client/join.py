@@ -73,6 +73,12 @@ def _first_cause(err: OSError) -> str:
     return os.strerror(found.errno) if found.errno else str(found)
 
 
+CODE_ASKED_AGAIN = {  # a refusal that asks for the code, in the player's words
+    CODE_REQUIRED: "This table needs a join code.",
+    WRONG_CODE: "That join code was not the table's.",
+}
+
+
 async def _unless_stopped(stop: trio.Event | None, ask: Callable[[], Awaitable[T]]) -> T | None:
     """What ``ask`` returns, or None as soon as ``stop`` is set (Ctrl-C while a question waits for its answer)."""
     answer: T | None = None
@@ -111,7 +117,9 @@ class JoinSession:
         trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
         deal_modes: tuple[str, ...] = HIDDEN_ONLY,  # the deal modes offered (PROTOCOL.md 15.15)
+        code_needed: bool = False,  # the table is known to need a join code (its announcement says so): asked first
     ) -> None:
+        self.code_needed = code_needed
         self.deal_modes = deal_modes
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -151,16 +159,26 @@ class JoinSession:
                 return result
             tickets.drop(ticket.key)
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
+        ask_code = self.ask_code
+        if self.code is None and self.code_needed and ask_code is not None:
+            # Asked before connecting, as a refusal would only say what is already known.
+            self.code = await _unless_stopped(stop, lambda: ask_code("This table needs a join code."))
+            if not self.code:
+                return self._left_unseated()
         for _ in range(CODE_TRIES):
             result = await self._attempt_until_let_in(stop, None)
-            ask_code, reason = self.ask_code, result.reason
             if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or ask_code is None:
                 return result
-            code = await _unless_stopped(stop, lambda: ask_code(reason))
-            if not code:  # Esc, Ctrl-C or the end of input at the question
-                return SessionResult(EXIT_LEFT, "you left before taking a seat", ClientState(self.name), None)
+            question = CODE_ASKED_AGAIN.get(result.refusal, result.reason)
+            code = await _unless_stopped(stop, lambda: ask_code(question))
+            if not code:
+                return self._left_unseated()
             self.code = code
         return result
+
+    def _left_unseated(self) -> SessionResult:
+        """No code given at the question (Esc, Ctrl-C, the end of input): the person left before taking a seat."""
+        return SessionResult(EXIT_LEFT, "you left before taking a seat", ClientState(self.name), None, done=True)
 
     async def _attempt_until_let_in(self, stop: trio.Event | None, ticket: ResumeTicket | None) -> SessionResult:
         """Join afresh, or resume with a ticket; a host that let the connection go before seating it

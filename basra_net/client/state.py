@@ -59,6 +59,7 @@ class ClientState:
     results: list[GameSummary] = field(default_factory=list)
     winner: int | None = None
     end_reason: str | None = None
+    end_cause: str | None = None  # an abandoned match: the last event of the host's signed account (PROTOCOL.md 14.6)
     away: dict[int, float] = field(default_factory=dict)  # seat -> when (time.monotonic) the host stops waiting
     reconnecting_until: float | None = None  # this seat's own connection is being sought again until then
     chat: deque[tuple[int, Chat]] = field(default_factory=lambda: deque(maxlen=KEEP_CHAT))  # (who said it, what), oldest first
@@ -118,6 +119,7 @@ class ClientState:
             self.results.append(GameSummary(message.game, message.scores, message.totals))
         elif isinstance(message, MatchEnd):
             self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
+            self.end_cause = message.evidence.events[-1][0] if message.evidence is not None else None
             self.request, self.moves = None, ()  # nothing is asked, nor waited for, once the match is over
             self.away.clear()
         elif isinstance(message, Chat):

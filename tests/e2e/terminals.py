@@ -118,16 +118,17 @@ def cards_in_hand(screen: str) -> int | None:
 
 
 def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
-    """Wait for this player's turn, play the selected card (the first capture if asked), and see the play register.
+    """Wait for this player's turn, play the selected card (Enter shows what it takes, the next plays it; the first
+    capture if asked), and see the play register.
 
     A quick opponent may answer before the turn is seen to end: a hand one card
     smaller (or a new hand) shows the play registered all the same.
     """
     held = cards_in_hand(terminal.wait_for("YOUR TURN", timeout=timeout))
-    terminal.keys("Enter")
+    terminal.keys("Enter")  # shows what the selected card takes
     deadline = time.monotonic() + timeout
     while ("YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text) and cards_in_hand(text) == held:
-        if "can take (Enter" in text:
+        if "can take (Enter" in text or "plays it." in text or "to choose." in text:
             terminal.keys("Enter")
         assert time.monotonic() < deadline, f"the play did not register:\n{text}"
         time.sleep(0.1)
