@@ -138,7 +138,9 @@ def forget_host(host: str, port: int) -> int:
     return 0
 
 
-def run_join_command(host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None) -> int:
+def run_join_command(
+    host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None, code_needed: bool = False
+) -> int:
     def join(player: Player, ask_code, confirm_key):
         from .join import JoinSession
         from .session import JOIN_DEAL_OFFERS
@@ -147,6 +149,7 @@ def run_join_command(host: str, port: int, args: argparse.Namespace, announced_f
             host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code,
             announced_fingerprint=announced_fingerprint, confirm_key=confirm_key,
             trust_new_key=args.trust_new_key or args.auto is not None, deal_modes=JOIN_DEAL_OFFERS[args.deal],
+            code_needed=code_needed,
         )
 
     if wants_screen(args.auto):

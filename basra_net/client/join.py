@@ -70,6 +70,12 @@ def _first_cause(err: OSError) -> str:
     return os.strerror(found.errno) if found.errno else str(found)
 
 
+CODE_ASKED_AGAIN = {  # a refusal that asks for the code, in the player's words
+    CODE_REQUIRED: "This table needs a join code.",
+    WRONG_CODE: "That join code was not the table's.",
+}
+
+
 class JoinSession:
     """Connects (TLS with a pinned key, or plain), then runs the one client; asks for the join code when needed."""
 
@@ -91,7 +97,9 @@ class JoinSession:
         trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
         deal_modes: tuple[str, ...] = HIDDEN_ONLY,  # the deal modes offered (PROTOCOL.md 15.15)
+        code_needed: bool = False,  # the table is known to need a join code (its announcement says so): asked first
     ) -> None:
+        self.code_needed = code_needed
         self.deal_modes = deal_modes
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -131,11 +139,16 @@ class JoinSession:
                 return result
             tickets.drop(ticket.key)
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
+        if self.code is None and self.code_needed and self.ask_code is not None:
+            # Asked before connecting, as a refusal would only say what is already known.
+            self.code = await self.ask_code("This table needs a join code.")
+            if not self.code:
+                return self._failure("no join code given: the table needs one", CODE_REQUIRED)
         for _ in range(CODE_TRIES):
             result = await self._attempt_until_let_in(stop, None)
             if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or self.ask_code is None:
                 return result
-            code = await self.ask_code(result.reason)
+            code = await self.ask_code(CODE_ASKED_AGAIN.get(result.refusal, result.reason))
             if not code:
                 return result
             self.code = code
