@@ -1,4 +1,5 @@
-"""Fixtures shared across test folders: one honest, reproducible match and the `basra` command."""
+"""Fixtures shared across test folders: one honest, reproducible match and the `basra` command; the quick tier
+(which modules are slow), and each test's own data directory."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import trio
@@ -19,6 +21,42 @@ from basra_net.client.session import COMMIT_REVEAL_ONLY, ClientSession, SessionR
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table, TableResult
 from basra_net.match_files import TranscriptFile
+
+
+# What a test module imports to run real terminals or several `basra` processes at once: its tests are slow.
+REAL_PROCESS_HELPERS = ("pexpect", "tests.e2e.terminals", "tests.e2e.processes")
+
+
+def _drives_real_processes(module: ModuleType) -> bool:
+    """Whether the module imported one of REAL_PROCESS_HELPERS, or something from one."""
+    for value in vars(module).values():
+        origin = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        if origin in REAL_PROCESS_HELPERS:
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark slow every test of a module that drives real terminals or processes, but those marked quick."""
+    slow_modules: dict[ModuleType, bool] = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None or item.get_closest_marker("quick"):
+            continue
+        if module not in slow_modules:
+            slow_modules[module] = _drives_real_processes(module)
+        if slow_modules[module]:
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def own_data_directories(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own BASRA_HOME and XDG directories, so that tests run side by side (pytest -n) never share
+    keys, pins, journals or crash reports, nor touch the user's."""
+    base = tmp_path_factory.mktemp("own-home")
+    monkeypatch.setenv("BASRA_HOME", str(base / "basra"))
+    for variable in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(variable, str(base / variable.lower()))
 
 
 @dataclass(frozen=True)

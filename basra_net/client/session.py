@@ -675,7 +675,7 @@ class ClientSession:
                     if isinstance(err, LocalFileError) or not self._worth_resuming(err):
                         await messages.send(err)
                         return
-                    why = str(err) or err.__class__.__name__
+                    why = (str(err) if isinstance(err, (PeerGone, ProtocolError)) else "") or _broken_link(err)
                 try:
                     await self._resume_connection(why)
                 except (PeerGone, ProtocolError, LocalFileError) as gone:
@@ -773,7 +773,10 @@ class ClientSession:
             self.player.notice(self.state, "connected again; the hello went again")
             return
         missed = self.connection.replay_until - self.connection.received
-        text = f"resumed the match: {missed} message{'s' if missed != 1 else ''} to catch up on, shown below"
+        if missed:
+            text = "back in the match: what happened while the connection was down is shown below"
+        else:
+            text = "back in the match: nothing happened while the connection was down"
         self.player.notice(self.state, text)
         if self._transcript is not None:
             self._transcript.note("connection", None, f"resumed after {self.connection.received} messages; {missed} replayed")

@@ -206,7 +206,10 @@ def test_abandoned_match():
     assert "Final totals: you 70, Sam 40" in screen
 
     state.winner = 1
-    assert "MATCH ABANDONED: YOU WIN!" in render(state, LOG, None, LETTERS)
+    screen = render(state, LOG, None, LETTERS)
+    assert "MATCH ABANDONED: YOU WIN!" in screen and "Sam dropped out of the match." in screen
+    state.end_cause = "left"
+    assert "Sam left the match." in render(state, LOG, None, LETTERS)
 
 
 def test_before_the_match_starts():

@@ -118,19 +118,29 @@ def cards_in_hand(screen: str) -> int | None:
 
 
 def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
-    """Wait for this player's turn, play the selected card (the first capture if asked), and see the play register.
+    """Wait for this player's turn, play the selected card (Enter shows what it takes, the next plays it; the first
+    capture if asked), and see the play register.
 
     A quick opponent may answer before the turn is seen to end: a hand one card
     smaller (or a new hand) shows the play registered all the same.
     """
     held = cards_in_hand(terminal.wait_for("YOUR TURN", timeout=timeout))
-    terminal.keys("Enter")
+    terminal.keys("Enter")  # shows what the selected card takes
     deadline = time.monotonic() + timeout
     while ("YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text) and cards_in_hand(text) == held:
-        if "can take (Enter" in text:
+        if "can take (Enter" in text or "plays it." in text or "to choose." in text:
             terminal.keys("Enter")
         assert time.monotonic() < deadline, f"the play did not register:\n{text}"
         time.sleep(0.1)
+
+
+def decides_the_match(screen: str) -> bool:
+    """A game's score on screen whose match totals end the match: one has reached the target and they differ (RULES.md)."""
+    row = re.search(r"^\W*Match +(\d+) +(\d+) +first to (\d+) wins", screen, re.MULTILINE)
+    if row is None:
+        return False
+    mine, theirs, target = map(int, row.groups())
+    return max(mine, theirs) >= target and mine != theirs
 
 
 def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) -> str:
@@ -140,10 +150,12 @@ def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) 
         assert EXIT_MARK not in text and time.monotonic() < deadline, f"{needle!r} never came on screen:\n{text}"
         if "Enter: next game" in text:
             # A game's score, over the next game.  The match's end follows a last game's score at once, and
-            # would be the screen an Enter closes: the score is read again once the end has had time to come.
-            time.sleep(SETTLE)
-            if needle not in terminal.screen():
-                terminal.keys("Enter")
+            # would be the screen an Enter closes: a score that decides the match is left for the end to cover,
+            # and any other is read again once an end could have come.
+            if not decides_the_match(text):
+                time.sleep(SETTLE)
+                if needle not in terminal.screen():
+                    terminal.keys("Enter")
         elif "YOUR TURN" in text:
             take_turn(terminal)
         time.sleep(0.1)

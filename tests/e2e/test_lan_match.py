@@ -5,12 +5,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from basra_net.protocol import transcript as transcript_format
 from basra_net.protocol.messages import MatchStart
 
 from .processes import basra_command, finish, free_port, start_basra, wait_for_line
 
 MATCH_TIMEOUT = 120
+CODE = "K7M-2QX"
 
 
 def _play_match(
@@ -44,12 +47,15 @@ def _verify(env: dict, path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(basra_command("verify", str(path)), capture_output=True, text=True, env=env, timeout=60)
 
 
+@pytest.mark.quick  # README's default configuration: a join code, TLS, hidden hands
 def test_headless_host_and_join_play_a_whole_match_over_loopback_with_hidden_hands_by_default(basra_env, tmp_path):
-    host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path)
+    host, host_out, join, host_transcript, join_transcript = _play_match(basra_env, tmp_path, options=("--code", CODE))
     assert join.returncode == 0, join.stdout + join.stderr
     assert host.returncode == 0, host_out
     assert "match over" in join.stdout
     assert "(hidden hands)" in host_out
+    assert "(TLS, host key fingerprint" in host_out and f"Join code: {CODE}" in host_out, host_out
+    assert "pinned: verified by the join code" in join.stdout, join.stdout
     assert "game 1: deal verified: every unmasking and reveal proven" in join.stdout, join.stdout
     assert f"transcript saved to {join_transcript}" in join.stdout
     assert f"transcript saved to {host_transcript}" in host_out

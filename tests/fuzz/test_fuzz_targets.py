@@ -128,6 +128,7 @@ def test_fallback_provider_reads_like_atheris():
 
 
 @needs_atheris
+@pytest.mark.slow  # a coverage-guided run of its own process: a short soak
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_short_fuzz_run(name, tmp_path):
     """A bounded atheris run over the committed corpus finds nothing."""

@@ -90,6 +90,27 @@ async def test_an_interactive_joiner_is_asked_for_the_code_and_gets_in():
     assert len(asked) == 1 and "join code" in asked[0]
 
 
+async def test_a_table_known_to_need_a_code_has_it_asked_for_before_anything_is_connected():
+    code = make_join_code()
+    asked: list[str] = []
+
+    async def ask(reason: str) -> str:
+        asked.append(reason)
+        return code
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, _ = await _start_host(nursery, code=code)
+            seated = await JoinSession("127.0.0.1", port, "friend", BotPlayer("greedy"), None, ask_code=ask, code_needed=True).run()
+        with trio.socket.socket() as unused:  # a port nobody listens on: the question comes before the connection fails
+            await unused.bind(("127.0.0.1", 0))
+            nobody = unused.getsockname()[1]
+        unreached = await JoinSession("127.0.0.1", nobody, "friend", BotPlayer("greedy"), None, ask_code=ask, code_needed=True, resumable=False).run()
+    assert seated.exit_code == 0, seated.reason
+    assert asked == ["This table needs a join code."] * 2, "asked once each, never after a refusal"
+    assert unreached.exit_code != 0
+
+
 async def test_a_crowd_guessing_the_code_runs_the_budget_dry_and_the_player_with_the_code_still_sits_down(monkeypatch):
     """The code is never replaced (PROTOCOL.md 5.6): once the crowd has spent every guess, reserve included, it is
     refused busy; the player who has the code is refused busy too at first, tries again as `basra join` does, and

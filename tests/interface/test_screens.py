@@ -137,9 +137,15 @@ def test_a_name_that_starts_with_a_digit_picks_the_named_card_not_that_place():
     assert app.result == Choice(1, Move(card("2C"), ()))
 
 
-def test_a_click_on_a_card_in_the_hand_plays_it():
+def test_a_click_on_a_card_in_the_hand_shows_what_it_takes_and_a_second_click_plays_it():
     async def pick(app, pilot):
+        picked = app.state.hand[2]
         await pilot.click(app.query("#hand Tile")[2])
+        selected = lambda: [t for t in app.query("#hand Tile.selected") if t.card == picked]  # noqa: E731
+        await until(pilot, selected, "the hand redrawn with the card picked")
+        assert app.previewed == picked and "Enter plays it" in str(app.query_one("#prompt").render())
+        assert not played_lines(app)
+        await pilot.click(selected()[0])
 
     card, played = first_play(2, pick)
     assert played.startswith(f"You played {card}")
@@ -157,7 +163,7 @@ def test_keys_typed_while_the_opponent_thinks_are_never_played():
         await pilot.pause(0.3)
         seen["hand"], seen["open"] = len(app.state.hand), app.state.request is not None
         seen["played"] = played_lines(app)
-        await pilot.press("enter")  # now it counts
+        await pilot.press("enter", "enter")  # now they count: the first shows what the card takes, the second plays it
         await until(pilot, lambda: played_lines(app), "the play")
 
     run_app(scenario, main=match_against_bot(opponent=bot))
@@ -174,6 +180,52 @@ def capture_choice_state() -> ClientState:
     state.moves = (Move(card("7S"), cards("3H 4S")), Move(card("7S"), cards("4S 3D")), Move(card("2C"), ()),
                    Move(card("KD"), ()), Move(card("QH"), cards("QC")))
     return state
+
+
+def test_a_picked_card_shows_what_it_would_take_before_enter_plays_it():
+    state = capture_choice_state()
+    seen = {}
+
+    def shown(app):
+        return sorted(app.style.name(t.card) for t in app.query("#table Tile.option")), str(app.query_one("#prompt").render())
+
+    async def scenario(app, pilot):
+        await my_turn(app, pilot)
+        seen["start"] = shown(app)
+        for key in ("4", "2", "c", "1", "right", "right"):
+            await pilot.press(key)
+            await pilot.pause()
+            seen[key if key != "right" else f"right{len(seen)}"] = shown(app)
+        seen["played before enter"] = app.result
+        await pilot.press("enter")
+
+    app = run_app(scenario, main=scripted(state))
+    assert seen["start"] == ([], "Pick a card (left/right, 1-4 or its name) to see what it takes.  ? help")
+    assert seen["4"] == (["Q♣"], "Q♥ takes Q♣.  Enter plays it.")
+    assert seen["2"] == ([], "typed: 2   2♣ takes nothing: it stays on the table.  Enter plays it.")  # 2c would name it too
+    assert seen["c"] == ([], "2♣ takes nothing: it stays on the table.  Enter plays it.")
+    assert seen["1"] == ([], "7♠ can take 3♥ 4♠ or 4♠ 3♦.  Enter to choose.")
+    assert seen["right5"][1].startswith("2♣ takes nothing") and seen["right6"][1].startswith("K♦ takes nothing")
+    assert seen["played before enter"] is None
+    assert app.result == Choice(1, Move(card("KD"), ()))
+
+
+def test_a_basra_is_announced_before_the_card_is_played():
+    state = capture_choice_state()
+    state.table, state.moves = cards("QC"), (Move(card("QH"), cards("QC"), "basra"), Move(card("7S"), ()))
+    state.hand = cards("7S QH")
+    seen = {}
+
+    async def scenario(app, pilot):
+        await my_turn(app, pilot)
+        await pilot.press("q", "h")  # q asks to leave; a suit letter after it names a Queen
+        await pilot.pause()
+        seen["prompt"] = str(app.query_one("#prompt").render())
+        await pilot.press("enter")
+
+    app = run_app(scenario, main=scripted(state))
+    assert seen["prompt"] == "Q♥ takes Q♣: a BASRA, 10 points.  Enter plays it."
+    assert app.result == Choice(1, Move(card("QH"), cards("QC")))
 
 
 def test_equal_captures_are_shown_on_the_table_to_pick_from_with_keys():
@@ -246,9 +298,11 @@ def test_help_explains_the_rules_the_jack_and_the_seven_of_diamonds():
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         seen["help"] = screen_text(app)
-        await pilot.press("x")
+        await pilot.press("x", "7", "left")
+        assert isinstance(app.screen, HelpScreen), "a key that is not a closing key leaves the help up"
+        await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
-        await pilot.press("enter", "enter")  # the help's closing key played nothing; these play the first card
+        await pilot.press("enter", "enter", "enter")  # the help's keys played nothing; these show, choose and play the first card
 
     app = run_app(scenario, main=scripted(capture_choice_state()))
     text = " ".join(seen["help"].split())
@@ -283,7 +337,7 @@ def test_a_game_s_end_explains_each_line_of_the_score_before_the_next_game():
         seen["result"] = screen_text(app)
         await pilot.press("enter")
         await my_turn(app, pilot)
-        await pilot.press("enter")
+        await pilot.press("enter", "enter")
 
     app = run_app(scenario, main=scripted(*game_end_state()))
     text = seen["result"]
@@ -328,7 +382,7 @@ def test_the_screen_fits_small_terminals_and_uses_the_room_of_large_ones(size):
         await pilot.resize_terminal(*size)
         await pilot.pause()
         seen["after_resize"] = screen_text(app)
-        await pilot.press("enter")
+        await pilot.press("enter", "enter")
         await until(pilot, lambda: played_lines(app), "the play")
 
     run_app(scenario, size=size)
@@ -338,6 +392,39 @@ def test_the_screen_fits_small_terminals_and_uses_the_room_of_large_ones(size):
         for part in ("BASRA", "taken/27", "Your hand  YOUR TURN", "─ 2 ─", "? help  q leave"):
             assert part in text, (part, text)
     assert seen["log_rows"] >= (2 if size[1] == 20 else 15)
+
+
+BOX_DRAWING = "╭╮╰╯─│━┏┓┗┛▊▎"
+
+
+@pytest.mark.parametrize("ascii", [False, True])
+def test_help_and_the_leave_question_fit_at_60x20_and_the_help_scrolls_to_its_end(ascii):
+    seen = {}
+
+    async def scenario(app, pilot):
+        await my_turn(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        seen["help_top"] = screen_text(app)
+        await pilot.press("end")
+        await pilot.pause()
+        seen["help_end"] = screen_text(app)
+        await pilot.press("question_mark")
+        assert not isinstance(app.screen, HelpScreen), "? closes the help it opened"
+        await pilot.press("q")
+        await pilot.pause()
+        seen["leave"] = screen_text(app)
+        await pilot.press("n", "enter", "enter")
+
+    run_app(scenario, size=(60, 20), main=scripted(capture_choice_state()), ascii=ascii)
+    for text in seen.values():
+        rows = text.rstrip("\n").split("\n")
+        assert len(rows) == 20 and all(len(row) <= 60 for row in rows)
+        assert not ascii or not any(symbol in text for symbol in BOX_DRAWING), text
+    assert "Basra in short" in seen["help_top"] and "closes it" not in seen["help_top"]
+    assert "closes it" in seen["help_end"] and "Basra in short" not in seen["help_end"]
+    leave = " ".join(seen["leave"].replace("│", " ").replace("|", " ").split())
+    assert "Leave the match?" in leave and "the match ends." in leave and "y leave n stay" in leave
 
 
 def test_ascii_fallback_names_suits_by_letter_and_marks_the_seven_of_diamonds():
@@ -384,12 +471,12 @@ def test_snapshots_of_the_capture_choice_the_game_end_and_the_help():
 
     async def choice(app, pilot):
         await my_turn(app, pilot)
-        await pilot.press("enter")
+        await pilot.press("enter", "enter")
         await pilot.pause()
         seen["choice"] = screen_text(app)
         await pilot.press("question_mark")
         seen["help"] = screen_text(app)
-        await pilot.press("x", "enter")
+        await pilot.press("escape", "enter")
 
     async def game_end(app, pilot):
         await until(pilot, lambda: isinstance(app.screen, ResultScreen), "the game's result")
