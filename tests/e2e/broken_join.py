@@ -3,7 +3,9 @@
     python broken_join.py FLAW [basra's arguments]
 
 FLAW is one of: trusting_signatures (takes the host's signature of a game
-or the result without checking it, and countersigns all the same).
+or the result without checking it, and countersigns all the same); or
+version_2_only, no flaw: a client that offers version 2 alone, as the
+protocol allows (5.2), which the checker must not fail.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ if flaw == "trusting_signatures":
             self._countersign, self._owed = self._owed, None  # as if it had verified
 
     ChannelRecord._host_sig = trusting
+elif flaw == "version_2_only":
+    from basra_net.client import session
+
+    session.PROTOCOL_VERSIONS = (2,)
 else:
     raise SystemExit(f"unknown flaw {flaw}")
 sys.exit(main(sys.argv[1:]))
