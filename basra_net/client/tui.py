@@ -506,9 +506,14 @@ class BasraApp(TableView, Generic[T]):
         self.chatting = False  # the chat line is open: keys are words until Enter or Esc
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._draw_status)
+        self.set_interval(1.0, self._tick)
         self._draw()
         self.call_after_refresh(self._start_match)  # the first screen shows before the match's modules load
+
+    def _tick(self) -> None:
+        """The status line's countdowns, each second; not once the screen is being taken down (a tick may still come)."""
+        if self.is_running and self.screen_stack and self.screen_stack[0].query("#status"):
+            self._draw_status()
 
     def _start_match(self) -> None:
         loop = asyncio.get_running_loop()
