@@ -84,10 +84,14 @@ RELAYED = [
     "a host sig of a game that never comes: the client stops",
     "version 2, commit-reveal deal: a match cut after each kind of message runs to its end",
     "version 2, hidden hands: a match cut after each step of the deal runs to its end",
+    "version 2, commit-reveal deal: a ping from the host is answered",
+    "version 2, commit-reveal deal: away, back and a chat from seat 0 change nothing",
+    "version 2, hidden hands: a ping from the host is answered",
+    "version 2, hidden hands: away, back and a chat from seat 0 change nothing",
     *COMMIT_REVEAL_CUTS,
     *HIDDEN_CUTS,
 ]
-HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], *HIDDEN_CUTS]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[10], RELAYED[11], *HIDDEN_CUTS]
 
 
 def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
