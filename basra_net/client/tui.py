@@ -38,7 +38,7 @@ from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
 from ..engine.scoring import PRESETS
 from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, YourTurn
 from .narration import REACTION_WORDS, describe
-from .players import Controls
+from .players import Controls, PlayerLeft
 from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, abandonment, can_encode, title_right
 from .state import ClientState, GameSummary
 
@@ -99,6 +99,7 @@ class ScreenPlayer:
         self.app.call_later(self.app.join_code_changed, code, why)
 
     async def ask_code(self, reason: str) -> str | None:
+        """The join code typed; None when the person left instead (Esc, Ctrl-C)."""
         answered = trio.Event()
         answer: list[str | None] = [None]
         token = trio.lowlevel.current_trio_token()
@@ -113,17 +114,23 @@ class ScreenPlayer:
 
 
     async def confirm_fingerprint(self, fingerprint: str) -> bool:
-        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for)."""
+        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for).
+
+        PlayerLeft when the person leaves instead (Esc, Ctrl-C): the question holds the session up, so a leave
+        cannot wait in the session's queue of actions behind it.
+        """
         answered = trio.Event()
-        answer = [False]
+        answer: list[bool | None] = [None]
         token = trio.lowlevel.current_trio_token()
 
         def given(same: bool | None) -> None:
-            answer[0] = bool(same)
+            answer[0] = same
             token.run_sync_soon(answered.set)
 
         self.app.call_later(self.app.push_screen, FingerprintScreen(fingerprint), given)
         await answered.wait()
+        if answer[0] is None:
+            raise PlayerLeft("you left the match")
         return answer[0]
 
 
@@ -216,13 +223,15 @@ class LeaveScreen(Dialog[str]):
 
 
 class CodeScreen(Dialog[str | None]):
+    """The join code asked for; None when the person leaves instead (Esc, Ctrl-C, or no code given)."""
+
     def __init__(self, reason: str) -> None:
         super().__init__()
         self.reason = reason
 
     def compose(self) -> ComposeResult:
         with Vertical(id="code"):
-            yield Static(f"{self.reason}\nType the join code shown on the host's screen (Esc gives up):")
+            yield Static(f"{self.reason}\nType the join code shown on the host's screen (Esc leaves):")
             yield Input(id="code-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -233,8 +242,11 @@ class CodeScreen(Dialog[str | None]):
             self.dismiss(None)
 
 
-class FingerprintScreen(Dialog[bool]):
-    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned."""
+class FingerprintScreen(Dialog[bool | None]):
+    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned.
+
+    Answers True (y) or False (n), or None when the person leaves (Esc, Ctrl-C).
+    """
 
     def __init__(self, fingerprint: str) -> None:
         super().__init__()
@@ -250,8 +262,11 @@ class FingerprintScreen(Dialog[bool]):
             )
 
     def on_key(self, event: events.Key) -> None:
-        if event.key in ("y", "n", "escape"):
+        if event.key in ("y", "n"):
+            event.stop()  # the answer is no key of the match's
             self.dismiss(event.key == "y")
+        elif event.key == "escape":
+            self.dismiss(None)
 
 
 # --- the app -------------------------------------------------------------------------------
@@ -486,6 +501,7 @@ class BasraApp(TableView, Generic[T]):
         self.result: T | None = None
         self.failure: BaseException | None = None
         self.done = False
+        self.closing = False  # the match is over and the person closed its screen: it closes once the session ends
         self.turn_drawn_at: float | None = None  # on Textual's clock, as a key event's time
         self.chatting = False  # the chat line is open: keys are words until Enter or Esc
 
@@ -514,7 +530,10 @@ class BasraApp(TableView, Generic[T]):
         # A guest run left behind would hold trio's run state on this thread for good.
         if self.done or self.token is None:
             return
-        self.token.run_sync_soon(self._match_scope.cancel)
+        try:
+            self.token.run_sync_soon(self._match_scope.cancel)
+        except trio.RunFinishedError:
+            pass  # ended already: its done callback is on its way
         while not self.done:
             await asyncio.sleep(0.01)
 
@@ -524,7 +543,7 @@ class BasraApp(TableView, Generic[T]):
             self.result = outcome.unwrap()
         except BaseException as err:  # re-raised by run_on_screen, once the terminal is given back
             self.failure = err
-        if self.state.end_reason is None or self.failure is not None:
+        if self.state.end_reason is None or self.failure is not None or self.closing:
             self.exit()
             return
         self.hint = "The match is over.  Press Enter to close."
@@ -598,6 +617,8 @@ class BasraApp(TableView, Generic[T]):
             return
         if self.done and key in ("enter", "q"):
             self.exit()
+        elif self.state.end_reason is not None and key == "q":
+            self._close_once_done()
         elif key == "q":
             self.action_leave()
         elif event.character == "/" and self.controls is not None and not self.done:
@@ -758,8 +779,17 @@ class BasraApp(TableView, Generic[T]):
     def action_leave(self) -> None:
         if self.done:
             self.exit()
-            return
-        self.push_screen(LeaveScreen(), self._leave_answered)
+        elif self.state.end_reason is not None:
+            self._close_once_done()
+        else:
+            self.push_screen(LeaveScreen(), self._leave_answered)
+
+    def _close_once_done(self) -> None:
+        """The match is over (its end is in the state) but the session is still answering it: nothing is left to
+        leave, so the screen closes as soon as the session has signed off, and no leave goes to the host."""
+        self.closing = True
+        self.hint = "The match is over.  Closing..."
+        self._draw_prompt()
 
     def _leave_answered(self, answer: str | None) -> None:
         if answer == "y":
@@ -775,6 +805,10 @@ class BasraApp(TableView, Generic[T]):
     def action_leave_now(self) -> None:
         if self.done:
             self.exit()
+        elif isinstance(self.screen, (CodeScreen, FingerprintScreen)):
+            self.screen.dismiss(None)  # the question holds up the join, so leaving is its answer
+        elif self.state.end_reason is not None:
+            self._close_once_done()
         elif self.token is not None:
             if self.controls is not None:
                 self.token.run_sync_soon(self.controls.leave, "you left the match")

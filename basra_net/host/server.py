@@ -14,6 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
+from ..exits import EXIT_LEFT
 from ..files import data_dir, private_dir
 from ..match_files import TranscriptFile, default_transcript_path
 from ..options import DEFAULT_PORT, GRACE
@@ -221,6 +222,8 @@ async def run_host(
         table, path, tokens = _new_table(settings, identity, bot_level if bot_player else None)
     if log is not None:
         table.on_event = log
+    decided = trio.Event()
+    table.on_match_over = decided.set
     accept_scope = trio.CancelScope()
     announcing = trio.CancelScope()
     try:
@@ -265,11 +268,17 @@ async def run_host(
             announcing.cancel()  # the host's own player is done: nobody new is to sit down
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
-            # waiting for a second player, or one the host's player left (Ctrl-C,
-            # which must end soon), is given a moment, then everything stops.
-            if table.result is None or (stop is not None and stop.is_set()):
+            # waiting for a second player, or one the host's player left (Ctrl-C or
+            # q, which must end soon, even with the other seat away and its grace
+            # running), is given a moment, then everything stops.
+            own_left = own_result.exit_code == EXIT_LEFT or (stop is not None and stop.is_set())
+            if table.result is None or own_left:
                 with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
-                    await table.finished.wait()
+                    if own_left:
+                        await decided.wait()  # the leave on its way to the table
+                    # An away seat is held for the rest of its grace, which the player who left does not wait out.
+                    if not own_left or table.awaits_a_connected_seat:
+                        await table.finished.wait()
             else:
                 await table.finished.wait()
             if not table.finished.is_set():

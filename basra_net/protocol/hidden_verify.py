@@ -71,9 +71,10 @@ class Finding:
     expected: str
     found: str
     culprit: str | None  # "seat 0", "seat 1" or "the host"; None where the record names no one
-    # The check rests on steps of the deal this record's own seat sent (or owed), which no signature covers in
-    # version 2: a record's writer can change them at will, so the finding names no one (PROTOCOL.md 15.16).
-    on_unsigned_steps: bool = False
+    # What unsigned the check rests on, in words, or None when it rests on the host's stream alone: this record's
+    # own seat's steps (sent or owed), which no signature covers in version 2 and its writer can change at will, or
+    # an audit scalar the host relays whatever it holds.  Such a finding names no one (PROTOCOL.md 14.11, 15.16).
+    unsigned: str | None = None
 
 
 @dataclass
@@ -135,16 +136,15 @@ class HiddenGameReplay:
         return self.result.finding is not None
 
     def _fail(self, check: str, expected: str, found: str, culprit: str | None, *, of_the_deal: bool = False,
-              reads: frozenset[int] | None = None) -> None:
+              reads: frozenset[int] | None = None, unsigned: str | None = None) -> None:
         """Record the game's first failure.  ``of_the_deal``: a check of the deal itself (a step's proof or turn, the
         card a reveal proves, the steps due), which rests on this seat's own steps once they are in the game, unless
         ``reads`` names the parties whose steps it read; the rules' checks of what the host announced rest on the
-        host's stream alone."""
+        host's stream alone.  ``unsigned``: what else unsigned it rests on."""
         if self.result.finding is None:
-            if reads is not None:
-                unsigned = of_the_deal and self.seat in reads
-            else:
-                unsigned = of_the_deal and (self._own_steps or self._owes_a_step())
+            own = self.seat in reads if reads is not None else self._own_steps or self._owes_a_step()
+            if of_the_deal and own:
+                unsigned = f"it rests on seat {self.seat}'s own steps of the deal, which no signature covers"
             self.result.finding = Finding(check, expected, found, culprit, unsigned)
 
     def _owes_a_step(self) -> bool:
@@ -160,7 +160,11 @@ class HiddenGameReplay:
         try:
             self._step(sender, message)
         except HiddenDealError as error:
-            self._fail("the deal", "every step to check", str(error), _seat(error.seat), of_the_deal=True, reads=error.rests_on)
+            relayed_audit = sender == REFEREE and isinstance(message, Audited) and error.seat == message.seat
+            vouched = (f"seat {message.seat}'s audit scalar, which the host relays whether or not it holds (15.10) and "
+                       f"seat {message.seat} did not sign") if relayed_audit else None
+            self._fail("the deal", "every step to check", str(error), _seat(error.seat), of_the_deal=True, reads=error.rests_on,
+                       unsigned=vouched)
         except IllegalMove as error:  # a position's hand and card follow from the deal
             self._fail(f"play by seat {getattr(message, 'seat', self.seat)}", "a legal move", str(error), "the host", of_the_deal=True)
 

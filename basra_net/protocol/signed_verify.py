@@ -10,8 +10,9 @@ thing the replay finds wrong is then weighed by what covers it:
   included), it is the host's signed word against the rules: a proven cheat
   of the host;
 - resting on a step of the hidden deal that the channel's guest sent (or
-  owed), which no one signs in version 2, or under no valid host signature,
-  it proves nothing about anyone: the record is not proven.  A verdict of
+  owed), which no one signs in version 2, or on an audit scalar the host
+  relays whatever it holds, or under no valid host signature, it proves
+  nothing about anyone: the record is not proven.  A verdict of
   cheating never rests on a signature of the accuser alone.
 
 Notes and the header's role are the writer's claims and change nothing here.
@@ -132,9 +133,9 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         elif not covered:
             if not (partial and cut_short):
                 unproven.append(f"{plain} (under no valid host signature: this names no one)")
-        elif problem.on_unsigned_steps or problem.culprit == f"seat {context.guest_seat}":
-            unproven.append(f"{plain} (this names no one: it rests on seat {context.guest_seat}'s own steps of the deal, "
-                            "which no signature covers)")
+        elif problem.unsigned is not None or problem.culprit == f"seat {context.guest_seat}":
+            why = problem.unsigned or f"it rests on seat {context.guest_seat}'s own steps of the deal, which no signature covers"
+            unproven.append(f"{plain} (this names no one: {why})")
         else:  # the host's signed stream alone shows it: the host's word, the host's cheat (a relayed step included)
             cheats.append(f"the host signed it: {plain}{_relayed(problem, context)}")
     if report.account is not None:
@@ -167,12 +168,9 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
 
 
 def _relayed(problem: Discrepancy, context: ChannelContext) -> str:
-    """Whose step a proven finding is, when the host relayed it from the other seat's party (15.16): the host's own
-    party's at `basra host`; at `basra serve`, the server's signed word for what that seat sent."""
+    """Whose step a proven finding is, when the host relayed it from the other seat's party (15.16)."""
     other = f"seat {1 - context.guest_seat}"
-    if problem.culprit != other:
-        return ""
-    return f" (a step of {other} the host relayed: its own party's at basra host, at basra serve its word for what {other} sent)"
+    return f" (a step of {other} that the host relayed, where an honest host refuses it: 15.15)" if problem.culprit == other else ""
 
 
 def _where_it_ends(channel: ChannelRecord) -> str:

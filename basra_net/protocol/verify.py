@@ -52,7 +52,7 @@ class Discrepancy:
     expected: str
     found: str
     culprit: str | None = None  # who the replay finds at fault ("seat 1", "the host"); signed_verify weighs whether it is proven
-    on_unsigned_steps: bool = False  # it rests on the channel's guest's own steps of a hidden deal, which no one signs
+    unsigned: str | None = None  # what unsigned it rests on, in words (a hidden deal's steps no one signs), if anything
 
     def __str__(self) -> str:
         where = f"game {self.game}: " if self.game is not None else ""
@@ -386,6 +386,6 @@ class MatchVerifier:
 def _game_check(hidden: HiddenGameCheck) -> GameCheck:
     finding = hidden.finding
     problems = [] if finding is None else [
-        Discrepancy(hidden.game, finding.check, finding.expected, finding.found, finding.culprit, finding.on_unsigned_steps)
+        Discrepancy(hidden.game, finding.check, finding.expected, finding.found, finding.culprit, finding.unsigned)
     ]
     return GameCheck(hidden.game, problems, deck=hidden.deck, complete=hidden.complete, proofs=hidden.proofs, hidden=hidden.trace)

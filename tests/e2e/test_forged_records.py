@@ -296,6 +296,9 @@ GUEST_FORGERIES: dict[str, tuple[Forgery, str]] = {
         lambda k: change_first(k.records, "host", "match_start", lambda m: m["names"].reverse()), "not proven"),
     "cut after game 1": (lambda k: cut_after_game(k.records, 1), "cut short"),
     "games 1 and 2 swapped": (lambda k: games_swapped(k.records, 1, 2), "not proven"),
+    "the host's party's game-1 locked list with a card twice": (
+        lambda k: change_first(k.records, "host", "locked", lambda m: m["deck"].__setitem__(0, m["deck"][1]), seat=0, game=1),
+        "under no valid host signature"),
     "a played card of the host's seat shown as another": (
         lambda k: change_first(k.records, "host", "played", lambda m: m.update(card="AC" if m["card"] != "AC" else "2C"), seat=0),
         "under no valid host signature"),
@@ -334,7 +337,16 @@ HOST_FORGERIES: dict[str, tuple[Forgery, int, str]] = {
         lambda k: signed_again(change_first(k.records, "host", "match_start", lambda m: m["names"].reverse()), k.context, host=k.key),
         EXIT_FAILURE, "guest's signature"),
     "cut after game 2": (lambda k: cut_after_game(k.records, 2), EXIT_FAILURE, "cut short"),
-    # What the host signs is its own word: a false score or result it signs proves its own cheat, no one else's.
+    "its own party's audit scalar of game 1 changed, signed again": (  # relayed whatever it holds (15.10): no one's word
+        lambda k: signed_again(change_first(k.records, "host", "audited", lambda m: m.update(scalar=bytes(31) + b"\x05"), seat=0, game=1),
+                               k.context, host=k.key),
+        EXIT_FAILURE, "which the host relays whether or not it holds"),
+    # What the host signs is its own word: a false score or result it signs proves its own cheat, no one else's;
+    # so does a step of its own party it relays that an honest host refuses.
+    "its own party's game-1 locked list with a card twice, signed again": (
+        lambda k: signed_again(change_first(k.records, "host", "locked", lambda m: m["deck"].__setitem__(0, m["deck"][1]), seat=0, game=1),
+                               k.context, host=k.key),
+        EXIT_CHEAT, "seat 0's locked list holds one card twice"),
     "10 added to the host's score, signed again": (
         lambda k: signed_again(change_first(k.records, "host", "game_end", add_ten(0), game=1), k.context, host=k.key),
         EXIT_CHEAT, "the host signed it: game 1: game_end"),
