@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -51,7 +50,6 @@ TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
 KEEP_LOG = 500
 REACTION_KEYS = dict(zip("!@#$%^", REACTIONS))  # shift and 1 to 6 on most keyboards: no card name uses them
-_OLD_CODE = re.compile(r"(--code |Join code: )\S+")  # where the host's lines name its join code
 
 HELP = """\
 [b]Basra in short[/b]
@@ -93,10 +91,6 @@ class ScreenPlayer:
     def say(self, line: str) -> None:
         """A line the person at the host must see before the match (addresses, the join command, the code)."""
         self.app.call_later(self.app.lobby_line, line)
-
-    def code_changed(self, code: str, why: str) -> None:
-        """The host's join code was replaced (too many wrong ones): shown wherever the code is, and on the status line."""
-        self.app.call_later(self.app.join_code_changed, code, why)
 
     async def ask_code(self, reason: str) -> str | None:
         """The join code typed; None when the person left instead (Esc, Ctrl-C)."""
@@ -327,7 +321,6 @@ class TableView(App):
         self.hint = ""
         self.choice: CaptureChoice | None = None
         self.previewed: Card | None = None  # the card picked on this turn, whose captures are shown before it is played
-        self.new_code: str | None = None  # the host's join code that replaced the one shown first, once one has
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -465,8 +458,6 @@ class TableView(App):
             parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
         if not parts:
             parts.append("connected" if state.seat is not None else "connecting...")
-        if self.new_code is not None:
-            parts.append(f"join code now {self.new_code}")
         totals = ""
         if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
@@ -554,13 +545,6 @@ class BasraApp(TableView, Generic[T]):
     def seat_taken(self, state: ClientState, controls: Controls, token: trio.lowlevel.TrioToken) -> None:
         self.state, self.controls, self.token = state, controls, token
         self._draw()
-
-    def join_code_changed(self, code: str, why: str) -> None:
-        self.lobby = [_OLD_CODE.sub(rf"\g<1>{code}", line) for line in self.lobby]
-        self.lobby.append(f"The join code changed ({why}); the old one no longer works.")
-        self.new_code = code
-        self._draw()
-        self._draw_status()
 
     def lobby_line(self, line: str) -> None:
         self.lobby.append(line)
