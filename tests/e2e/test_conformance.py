@@ -74,6 +74,7 @@ COMMIT_REVEAL_CUTS = [
 HIDDEN_CUTS = [
     *(f"hidden hands: cut after the host's {kind}, and the resume" for kind in relayed_table.HIDDEN_CUTS),
     *(f"hidden hands: cut after the client's {kind}, and the resume" for kind in relayed_table.HIDDEN_CLIENT_CUTS),
+    *(f"hidden hands: the client's {kind} lost in a cut, and sent again" for kind in relayed_table.LOST_CLIENT_STEPS),
 ]
 RELAYED = [
     "version 2, commit-reveal deal: the signed match runs to its end",
@@ -84,6 +85,7 @@ RELAYED = [
     "a host sig of a game that never comes: the client stops",
     "version 2, commit-reveal deal: a match cut after each kind of message runs to its end",
     "version 2, hidden hands: a match cut after each step of the deal runs to its end",
+    "version 2, hidden hands: a match whose client steps are each lost once in a cut runs to its end",
     "version 2, commit-reveal deal: a ping from the host is answered",
     "version 2, commit-reveal deal: away, back and a chat from seat 0 change nothing",
     "version 2, hidden hands: a ping from the host is answered",
@@ -91,7 +93,7 @@ RELAYED = [
     *COMMIT_REVEAL_CUTS,
     *HIDDEN_CUTS,
 ]
-HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[10], RELAYED[11], *HIDDEN_CUTS]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[8], RELAYED[11], RELAYED[12], *HIDDEN_CUTS]
 
 
 def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
@@ -155,6 +157,18 @@ def test_a_client_that_countersigns_an_unchecked_host_signature_fails_that_case(
     failed = verdicts(result.stdout)["FAIL"]
     assert result.returncode == 1, result.stdout
     assert len(failed) == 1 and "a host sig that does not verify" in failed[0] and "countersigned game 1" in failed[0], result.stdout
+
+
+def test_a_client_that_does_not_send_its_unmasking_again_after_a_resume_fails_the_match_that_loses_it(basra_env):
+    """Its `open` lost in the cut, the host waits for it in vain, and the match ends as withheld (15.15): 40 s a match."""
+    join = f"{sys.executable} {HERE / 'broken_join.py'} no_open_again join 127.0.0.1:{{port}} --auto greedy --plain"
+    result = check_client(basra_env, join, plain=True)
+    failed = verdicts(result.stdout)["FAIL"]
+    assert result.returncode == 1, result.stdout
+    assert any("client steps are each lost once in a cut" in line and "did not run to its end" in line for line in failed), result.stdout
+    # Any other failure is a match with hidden hands cut while the client's `open` (unmaskings or reveals) was on its way.
+    for line in failed:
+        assert "hidden hands" in line and "cut" in line, line
 
 
 @pytest.mark.parametrize(
