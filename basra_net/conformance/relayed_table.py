@@ -229,7 +229,7 @@ class WatchedStream(trio.abc.Stream):
         start = -held  # where the next frame starts in data
         for frame in _frames(self._in):
             message = _message(frame)
-            if message is not None and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
+            if message is not None and not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
                 # The host gets what came before the message and none of it (or only the part it already has).
                 self.lost.append(message)
                 self._in.clear()
@@ -246,7 +246,8 @@ class WatchedStream(trio.abc.Stream):
             self.from_client.append(message)
             if self.changed is not None:
                 self.after_change.append(message)
-            if self._cut_pending is None and self.cuts.take(self.cuts.after_client, message.TYPE):
+            # Not while the connection is being cut (the host's own cut awaits its close): the kind stays for a later one.
+            if not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.after_client, message.TYPE):
                 self._cut_pending = message.TYPE
         return data
 
