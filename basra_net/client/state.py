@@ -123,6 +123,8 @@ class ClientState:
         elif isinstance(message, MatchEnd):
             self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
             self.end_cause = message.evidence.events[-1][0] if message.evidence is not None else None
+            self.request, self.moves = None, ()  # nothing is asked, nor waited for, once the match is over
+            self.away.clear()
         elif isinstance(message, Chat):
             self.chat.append((self.opponent, message))  # the host relays the other seat's lines only
 

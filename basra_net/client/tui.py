@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
 from ..engine.scoring import PRESETS
 from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, YourTurn
 from .narration import REACTION_WORDS, describe
-from .players import Controls
+from .players import Controls, PlayerLeft
 from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, abandonment, can_encode, title_right
 from .state import ClientState, GameSummary
 
@@ -51,7 +50,6 @@ TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
 KEEP_LOG = 500
 REACTION_KEYS = dict(zip("!@#$%^", REACTIONS))  # shift and 1 to 6 on most keyboards: no card name uses them
-_OLD_CODE = re.compile(r"(--code |Join code: )\S+")  # where the host's lines name its join code
 
 HELP = """\
 [b]Basra in short[/b]
@@ -94,11 +92,8 @@ class ScreenPlayer:
         """A line the person at the host must see before the match (addresses, the join command, the code)."""
         self.app.call_later(self.app.lobby_line, line)
 
-    def code_changed(self, code: str, why: str) -> None:
-        """The host's join code was replaced (too many wrong ones): shown wherever the code is, and on the status line."""
-        self.app.call_later(self.app.join_code_changed, code, why)
-
     async def ask_code(self, reason: str) -> str | None:
+        """The join code typed; None when the person left instead (Esc, Ctrl-C)."""
         answered = trio.Event()
         answer: list[str | None] = [None]
         token = trio.lowlevel.current_trio_token()
@@ -113,17 +108,23 @@ class ScreenPlayer:
 
 
     async def confirm_fingerprint(self, fingerprint: str) -> bool:
-        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for)."""
+        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for).
+
+        PlayerLeft when the person leaves instead (Esc, Ctrl-C): the question holds the session up, so a leave
+        cannot wait in the session's queue of actions behind it.
+        """
         answered = trio.Event()
-        answer = [False]
+        answer: list[bool | None] = [None]
         token = trio.lowlevel.current_trio_token()
 
         def given(same: bool | None) -> None:
-            answer[0] = bool(same)
+            answer[0] = same
             token.run_sync_soon(answered.set)
 
         self.app.call_later(self.app.push_screen, FingerprintScreen(fingerprint), given)
         await answered.wait()
+        if answer[0] is None:
+            raise PlayerLeft("you left the match")
         return answer[0]
 
 
@@ -216,13 +217,15 @@ class LeaveScreen(Dialog[str]):
 
 
 class CodeScreen(Dialog[str | None]):
+    """The join code asked for; None when the person leaves instead (Esc, Ctrl-C, or no code given)."""
+
     def __init__(self, reason: str) -> None:
         super().__init__()
         self.reason = reason
 
     def compose(self) -> ComposeResult:
         with Vertical(id="code"):
-            yield Static(f"{self.reason}\nType the join code shown on the host's screen (Esc gives up):")
+            yield Static(f"{self.reason}\nType the join code shown on the host's screen (Esc leaves):")
             yield Input(id="code-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -233,8 +236,11 @@ class CodeScreen(Dialog[str | None]):
             self.dismiss(None)
 
 
-class FingerprintScreen(Dialog[bool]):
-    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned."""
+class FingerprintScreen(Dialog[bool | None]):
+    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned.
+
+    Answers True (y) or False (n), or None when the person leaves (Esc, Ctrl-C).
+    """
 
     def __init__(self, fingerprint: str) -> None:
         super().__init__()
@@ -250,8 +256,11 @@ class FingerprintScreen(Dialog[bool]):
             )
 
     def on_key(self, event: events.Key) -> None:
-        if event.key in ("y", "n", "escape"):
+        if event.key in ("y", "n"):
+            event.stop()  # the answer is no key of the match's
             self.dismiss(event.key == "y")
+        elif event.key == "escape":
+            self.dismiss(None)
 
 
 # --- the app -------------------------------------------------------------------------------
@@ -312,7 +321,6 @@ class TableView(App):
         self.hint = ""
         self.choice: CaptureChoice | None = None
         self.previewed: Card | None = None  # the card picked on this turn, whose captures are shown before it is played
-        self.new_code: str | None = None  # the host's join code that replaced the one shown first, once one has
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -450,8 +458,6 @@ class TableView(App):
             parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
         if not parts:
             parts.append("connected" if state.seat is not None else "connecting...")
-        if self.new_code is not None:
-            parts.append(f"join code now {self.new_code}")
         totals = ""
         if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
@@ -486,13 +492,19 @@ class BasraApp(TableView, Generic[T]):
         self.result: T | None = None
         self.failure: BaseException | None = None
         self.done = False
+        self.closing = False  # the match is over and the person closed its screen: it closes once the session ends
         self.turn_drawn_at: float | None = None  # on Textual's clock, as a key event's time
         self.chatting = False  # the chat line is open: keys are words until Enter or Esc
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._draw_status)
+        self.set_interval(1.0, self._tick)
         self._draw()
         self.call_after_refresh(self._start_match)  # the first screen shows before the match's modules load
+
+    def _tick(self) -> None:
+        """The status line's countdowns, each second; not once the screen is being taken down (a tick may still come)."""
+        if self.is_running and self.screen_stack and self.screen_stack[0].query("#status"):
+            self._draw_status()
 
     def _start_match(self) -> None:
         loop = asyncio.get_running_loop()
@@ -514,7 +526,10 @@ class BasraApp(TableView, Generic[T]):
         # A guest run left behind would hold trio's run state on this thread for good.
         if self.done or self.token is None:
             return
-        self.token.run_sync_soon(self._match_scope.cancel)
+        try:
+            self.token.run_sync_soon(self._match_scope.cancel)
+        except trio.RunFinishedError:
+            pass  # ended already: its done callback is on its way
         while not self.done:
             await asyncio.sleep(0.01)
 
@@ -524,7 +539,7 @@ class BasraApp(TableView, Generic[T]):
             self.result = outcome.unwrap()
         except BaseException as err:  # re-raised by run_on_screen, once the terminal is given back
             self.failure = err
-        if self.state.end_reason is None or self.failure is not None:
+        if self.state.end_reason is None or self.failure is not None or self.closing:
             self.exit()
             return
         self.hint = "The match is over.  Press Enter to close."
@@ -535,13 +550,6 @@ class BasraApp(TableView, Generic[T]):
     def seat_taken(self, state: ClientState, controls: Controls, token: trio.lowlevel.TrioToken) -> None:
         self.state, self.controls, self.token = state, controls, token
         self._draw()
-
-    def join_code_changed(self, code: str, why: str) -> None:
-        self.lobby = [_OLD_CODE.sub(rf"\g<1>{code}", line) for line in self.lobby]
-        self.lobby.append(f"The join code changed ({why}); the old one no longer works.")
-        self.new_code = code
-        self._draw()
-        self._draw_status()
 
     def lobby_line(self, line: str) -> None:
         self.lobby.append(line)
@@ -556,7 +564,9 @@ class BasraApp(TableView, Generic[T]):
         if isinstance(message, GameEnd) and state.results:
             self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style), self.action_leave), self._result_read)
         elif isinstance(message, MatchEnd):
-            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave))
+            if isinstance(self.screen, ResultScreen):
+                self.pop_screen()  # the last game's score: the match's result holds it, and the close is one key
+            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave), self._close_finished_match)
         if isinstance(message, (YourTurn, Commit)):
             return  # a request is drawn by turn_opened; a commitment changes nothing on screen
         self._draw()
@@ -568,6 +578,13 @@ class BasraApp(TableView, Generic[T]):
         self.cursor = min(self.cursor, max(0, len(self.state.hand) - 1))
         self.turn_drawn_at = self._now()  # keys stamped before this were typed ahead: they never play
         self._draw()
+
+    def _close_finished_match(self, _: None = None) -> None:
+        """The match's result was read: the screen closes, at once or as soon as the session has finished."""
+        if self.done:
+            self.exit()
+        else:
+            self._close_once_done()
 
     def _result_read(self, _: None = None) -> None:
         # Keys pressed while a result was up were not meant for the next turn.
@@ -598,6 +615,8 @@ class BasraApp(TableView, Generic[T]):
             return
         if self.done and key in ("enter", "q"):
             self.exit()
+        elif self.state.end_reason is not None and key == "q":
+            self._close_once_done()
         elif key == "q":
             self.action_leave()
         elif event.character == "/" and self.controls is not None and not self.done:
@@ -758,8 +777,17 @@ class BasraApp(TableView, Generic[T]):
     def action_leave(self) -> None:
         if self.done:
             self.exit()
-            return
-        self.push_screen(LeaveScreen(), self._leave_answered)
+        elif self.state.end_reason is not None:
+            self._close_once_done()
+        else:
+            self.push_screen(LeaveScreen(), self._leave_answered)
+
+    def _close_once_done(self) -> None:
+        """The match is over (its end is in the state) but the session is still answering it: nothing is left to
+        leave, so the screen closes as soon as the session has signed off, and no leave goes to the host."""
+        self.closing = True
+        self.hint = "The match is over.  Closing..."
+        self._draw_prompt()
 
     def _leave_answered(self, answer: str | None) -> None:
         if answer == "y":
@@ -775,6 +803,10 @@ class BasraApp(TableView, Generic[T]):
     def action_leave_now(self) -> None:
         if self.done:
             self.exit()
+        elif isinstance(self.screen, (CodeScreen, FingerprintScreen)):
+            self.screen.dismiss(None)  # the question holds up the join, so leaving is its answer
+        elif self.state.end_reason is not None:
+            self._close_once_done()
         elif self.token is not None:
             if self.controls is not None:
                 self.token.run_sync_soon(self.controls.leave, "you left the match")
@@ -923,7 +955,7 @@ def scoreboard(state: ClientState) -> Text:
     return Text("\n").join(rows)
 
 
-def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> Text:
+def game_result(state: ClientState, summary: GameSummary, style: CardStyle, footer: str = "Enter: next game") -> Text:
     """A game's score, each line with what it counts."""
     you, them = state.seat or 0, state.opponent
     preset = PRESETS[state.scoring]
@@ -948,7 +980,7 @@ def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> T
     if summary.verified is not None:
         text.append(summary.verification or "", style="green" if summary.verified else "bold red")
         text.append("\n")
-    text.append("Enter: next game", style="dim")
+    text.append(footer, style="dim")
     return text
 
 
@@ -965,7 +997,9 @@ def match_result(state: ClientState, style: CardStyle) -> Text:
     text.append(f"Final totals: you {state.totals[you]}, {state.opponent_name} {state.totals[them]} (first to {state.target})\n")
     if state.results:
         text.append("\n")
-        text.append_text(game_result(state, state.results[-1], style))
+        text.append_text(game_result(state, state.results[-1], style, footer="Enter: close"))
+    else:
+        text.append("\nEnter: close", style="dim")
     return text
 
 

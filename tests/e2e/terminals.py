@@ -106,7 +106,7 @@ def play_when_asked(terminal: Terminal) -> str | None:
     text = terminal.screen()
     if EXIT_MARK in text:
         return None
-    if "YOUR TURN" in text or "can take (Enter" in text or "Enter: next game" in text or "Press Enter to close" in text:
+    if any(asked in text for asked in ("YOUR TURN", "can take (Enter", "Enter: next game", "Enter: close", "Press Enter to close")):
         terminal.keys("Enter")
     return text
 
@@ -134,6 +134,15 @@ def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+def decides_the_match(screen: str) -> bool:
+    """A game's score on screen whose match totals end the match: one has reached the target and they differ (RULES.md)."""
+    row = re.search(r"^\W*Match +(\d+) +(\d+) +first to (\d+) wins", screen, re.MULTILINE)
+    if row is None:
+        return False
+    mine, theirs, target = map(int, row.groups())
+    return max(mine, theirs) >= target and mine != theirs
+
+
 def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) -> str:
     """Play the selected card at every turn, and go on past each game's score, until the screen shows ``needle``; that screen."""
     deadline = time.monotonic() + timeout
@@ -141,10 +150,12 @@ def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) 
         assert EXIT_MARK not in text and time.monotonic() < deadline, f"{needle!r} never came on screen:\n{text}"
         if "Enter: next game" in text:
             # A game's score, over the next game.  The match's end follows a last game's score at once, and
-            # would be the screen an Enter closes: the score is read again once the end has had time to come.
-            time.sleep(SETTLE)
-            if needle not in terminal.screen():
-                terminal.keys("Enter")
+            # would be the screen an Enter closes: a score that decides the match is left for the end to cover,
+            # and any other is read again once an end could have come.
+            if not decides_the_match(text):
+                time.sleep(SETTLE)
+                if needle not in terminal.screen():
+                    terminal.keys("Enter")
         elif "YOUR TURN" in text:
             take_turn(terminal)
         time.sleep(0.1)
