@@ -497,9 +497,14 @@ class BasraApp(TableView, Generic[T]):
         self.chatting = False  # the chat line is open: keys are words until Enter or Esc
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._draw_status)
+        self.set_interval(1.0, self._tick)
         self._draw()
         self.call_after_refresh(self._start_match)  # the first screen shows before the match's modules load
+
+    def _tick(self) -> None:
+        """The status line's countdowns, each second; not once the screen is being taken down (a tick may still come)."""
+        if self.is_running and self.screen_stack and self.screen_stack[0].query("#status"):
+            self._draw_status()
 
     def _start_match(self) -> None:
         loop = asyncio.get_running_loop()
@@ -559,7 +564,9 @@ class BasraApp(TableView, Generic[T]):
         if isinstance(message, GameEnd) and state.results:
             self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style), self.action_leave), self._result_read)
         elif isinstance(message, MatchEnd):
-            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave))
+            if isinstance(self.screen, ResultScreen):
+                self.pop_screen()  # the last game's score: the match's result holds it, and the close is one key
+            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave), self._close_finished_match)
         if isinstance(message, (YourTurn, Commit)):
             return  # a request is drawn by turn_opened; a commitment changes nothing on screen
         self._draw()
@@ -571,6 +578,13 @@ class BasraApp(TableView, Generic[T]):
         self.cursor = min(self.cursor, max(0, len(self.state.hand) - 1))
         self.turn_drawn_at = self._now()  # keys stamped before this were typed ahead: they never play
         self._draw()
+
+    def _close_finished_match(self, _: None = None) -> None:
+        """The match's result was read: the screen closes, at once or as soon as the session has finished."""
+        if self.done:
+            self.exit()
+        else:
+            self._close_once_done()
 
     def _result_read(self, _: None = None) -> None:
         # Keys pressed while a result was up were not meant for the next turn.
@@ -941,7 +955,7 @@ def scoreboard(state: ClientState) -> Text:
     return Text("\n").join(rows)
 
 
-def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> Text:
+def game_result(state: ClientState, summary: GameSummary, style: CardStyle, footer: str = "Enter: next game") -> Text:
     """A game's score, each line with what it counts."""
     you, them = state.seat or 0, state.opponent
     preset = PRESETS[state.scoring]
@@ -966,7 +980,7 @@ def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> T
     if summary.verified is not None:
         text.append(summary.verification or "", style="green" if summary.verified else "bold red")
         text.append("\n")
-    text.append("Enter: next game", style="dim")
+    text.append(footer, style="dim")
     return text
 
 
@@ -983,7 +997,9 @@ def match_result(state: ClientState, style: CardStyle) -> Text:
     text.append(f"Final totals: you {state.totals[you]}, {state.opponent_name} {state.totals[them]} (first to {state.target})\n")
     if state.results:
         text.append("\n")
-        text.append_text(game_result(state, state.results[-1], style))
+        text.append_text(game_result(state, state.results[-1], style, footer="Enter: close"))
+    else:
+        text.append("\nEnter: close", style="dim")
     return text
 
 

@@ -18,6 +18,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Callable
 
+import trio
+
 from ..protocol.errors import BAD_MESSAGE, BUSY, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE, ProtocolError
 from ..protocol.messages import Hello
 from ..protocol.joincode import normalize_code
@@ -73,6 +75,7 @@ class Admission:
     gate: HandshakeGate = field(default_factory=HandshakeGate)
     attempts: CodeAttempts = field(default_factory=CodeAttempts)
     guesses: GuessBudget = field(default_factory=GuessBudget)
+    one_exchange_at_a_time: trio.Lock = field(default_factory=trio.Lock)  # held while an exchange's arithmetic runs
     # Told of each wrong code, with the address and the lockout it earned: a failed attempt is shown on the host's screen.
     on_wrong_code: Callable[[str, float], None] = lambda address, lockout: None
     entropy: Callable[[int], bytes] = os.urandom  # the code exchange's randomness (fixed only for the example sessions)

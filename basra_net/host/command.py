@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 import trio
 
-from ..client.command import run_seat_on_screen, run_until_interrupted, wants_screen
+from ..client.command import run_seat_on_screen, run_until_interrupted, say_result, wants_screen
 from ..exits import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ def run_host_command(args: argparse.Namespace) -> int:
     if outcome is None:
         print("basra host: interrupted", file=sys.stderr)
         return EXIT_LEFT
+    say_result(outcome.own_seat, "basra host")
     print(f"basra host: transcript saved to {outcome.transcript_path}", flush=True)
     if outcome.table.completed:
         print("basra host: the match is over", flush=True)

@@ -19,7 +19,7 @@ from basra_net.engine import Move
 from basra_net.engine.cards import card_name, parse_card
 from basra_net.engine.scoring import GameScore
 from basra_net.client.state import ClientState
-from basra_net.protocol.messages import Deal, GameEnd, MatchStart, Welcome, YourTurn
+from basra_net.protocol.messages import Deal, GameEnd, MatchEnd, MatchStart, Welcome, YourTurn
 
 from .harness import match_against_bot, my_turn, run_app, screen_text, scripted, until
 
@@ -327,6 +327,55 @@ def game_end_state() -> tuple[ClientState, list]:
     for message in messages:
         state.apply(message)
     return state, messages
+
+
+def finished_match(release: trio.Event | None = None):
+    """The app's main for a match that ends: the last game's score, then the match's end; the session then
+    finishes (once ``release`` is set, when given)."""
+
+    async def main(player, stop: trio.Event):
+        state = ClientState(name="Tess")
+        messages = [
+            Welcome(1, 0, bytes(16), bytes(32), "egyptian", 101, bytes(16), 0),
+            MatchStart(("Tess", "Sam")),
+            Deal(1, 1, 1, cards("7S 2C KD QH"), cards("3H 4S 3D QC"), 40, (), 0),
+            GameEnd(1, 1, cards("5C"), (GameScore(29, 30, 1, 0, 10, 0, 101), GameScore(23, 0, 0, 1, 30, 0, 30)), (101, 30)),
+            MatchEnd(0, (101, 30), "target"),
+        ]
+        for message in messages:
+            state.apply(message)
+            player.show(state, message)
+        if release is not None:
+            await release.wait()
+        return "finished"
+
+    return main
+
+
+@pytest.mark.parametrize("session_still_running", [False, True])
+def test_a_finished_match_shows_its_result_once_and_one_key_closes_the_screen(session_still_running):
+    release = trio.Event() if session_still_running else None
+    seen = {}
+
+    async def scenario(app, pilot):
+        await until(pilot, lambda: "MATCH OVER" in screen_text(app), "the match's result")
+        if not session_still_running:
+            await until(pilot, lambda: app.done, "the session's end")
+        await pilot.pause()
+        seen["result"] = screen_text(app)
+        seen["panels"] = sum(isinstance(screen, ResultScreen) for screen in app.screen_stack)
+        await pilot.press("enter")
+        await pilot.pause()
+        seen["closed at once"] = not app.is_running
+        if release is not None:
+            app.token.run_sync_soon(release.set)
+            await until(pilot, lambda: not app.is_running, "the screen to close once the session finished")
+
+    app = run_app(scenario, main=finished_match(release))
+    assert seen["panels"] == 1, "the last game's score is not a second panel to close"
+    assert "MATCH OVER: YOU WIN!" in seen["result"] and "Enter: close" in seen["result"] and "next game" not in seen["result"]
+    assert seen["closed at once"] is not session_still_running
+    assert app.result == "finished"
 
 
 def test_a_game_s_end_explains_each_line_of_the_score_before_the_next_game():
