@@ -123,11 +123,26 @@ class ResumeTicket:
         return self.host == host and (self.name is None or (self.name, self.table) == (name, table))
 
 
+# A match whose transcript has not grown for this long is not coming back: no host waits longer than a day
+# (the longest grace), and a week leaves room for a host restarted late from its journal.
+TICKET_STALE_AFTER = 7 * 24 * 3600
+
+
+def ticket_is_stale(ticket: ResumeTicket, now: float) -> bool:
+    """Whether the match is past resuming: its transcript written last long ago (one not yet begun is not)."""
+    try:
+        return now - ticket.transcript.stat().st_mtime > TICKET_STALE_AFTER
+    except OSError:
+        return False
+
+
 class ResumeTickets:
     """The tickets of matches in progress, one per host, match and seat, in the data directory (written atomically).
 
     A file of an earlier version kept one ticket per host, under the host's address alone: its tickets are read
-    as tickets for any player at that host, and written back under their own keys.
+    as tickets for any player at that host, and written back under their own keys.  Each change drops the
+    tickets of matches past resuming (`ticket_is_stale`), so the file does not keep every match a player
+    walked away from.
     """
 
     def __init__(self, path: Path) -> None:
@@ -190,7 +205,8 @@ class ResumeTickets:
                 fcntl.flock(descriptor, fcntl.LOCK_EX)  # held for a read and a small write, so a blocking wait is brief
             tickets = self._read()
             yield tickets
-            self._write(tickets)
+            now = time.time()
+            self._write({key: t for key, t in tickets.items() if not ticket_is_stale(t, now)})
         finally:
             os.close(descriptor)  # and with it the lock
 

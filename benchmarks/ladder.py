@@ -36,21 +36,32 @@ from basra_net.engine import Match, seat_view  # noqa: E402
 from basra_net.engine.bots import LEVELS, level_move  # noqa: E402
 from basra_net.engine.search import search_move  # noqa: E402
 
-PLAYERS = (*LEVELS, "reference")
 LADDER = ("search:greedy", "greedy:beginner", "beginner:random", "search:reference")
 PRODUCT_BUDGET = 0.8  # seconds a move, as BotPlayer gives the search level
 
 
-def _chooser(name: str, rng: random.Random, budget: float, playouts: int | None):
-    def choose(view):
-        deadline = time.process_time() + budget
-        def stop() -> bool:
-            return time.process_time() >= deadline
-        if name == "reference":
-            return reference_move(view, rng, max_rounds=playouts or 10**9, should_stop=stop)
+def _reference(view, rng, should_stop, playouts):
+    return reference_move(view, rng, max_rounds=playouts or 10**9, should_stop=should_stop)
+
+
+def _level(name: str):
+    def choose(view, rng, should_stop, playouts):
         if name == "search" and playouts:
             return search_move(view, rng, max_playouts=playouts)
-        return level_move(name, view, rng, should_stop=stop)
+        return level_move(name, view, rng, should_stop=should_stop)
+    return choose
+
+
+# Each player: (view, rng, should_stop, playouts or None) -> move.
+PLAYERS = {**{name: _level(name) for name in LEVELS}, "reference": _reference}
+
+
+def _chooser(name: str, rng: random.Random, budget: float, playouts: int | None):
+    player = PLAYERS[name]
+
+    def choose(view):
+        deadline = time.process_time() + budget
+        return player(view, rng, lambda: time.process_time() >= deadline, playouts)
     return choose
 
 
@@ -83,19 +94,21 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
 
 def match_up(first: str, second: str, args) -> None:
     jobs = [(i, first, second, args.budget, args.playouts, args.seed) for i in range(args.deals)]
-    start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        deals = list(pool.map(play_deal, jobs, chunksize=1))
-    elapsed = time.perf_counter() - start
-    # Per deal: the mean of its two games, so that the interval is over independent deals.
-    points = [(a + b) / 2 for a, b in deals]
-    wins = [((a > 0) + (b > 0) + 0.5 * ((a == 0) + (b == 0))) / 2 for a, b in deals]
-    win_rate, win_half = mean_ci(wins)
-    mean, half = mean_ci(points)
     budget = f"{args.playouts} playouts" if args.playouts else f"{args.budget} s CPU"
-    print(f"{first} v {second} ({budget} a move, {2 * len(deals)} games on {len(deals)} paired deals, {elapsed:.0f} s): "
-          f"{first} won {100 * win_rate:.1f}% ± {100 * win_half:.1f} of games, {mean:+.1f} ± {half:.1f} points a game",
-          flush=True)
+    start = time.perf_counter()
+    deals = []
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        for deal in pool.map(play_deal, jobs, chunksize=1):
+            deals.append(deal)
+            if len(deals) % args.every == 0 or len(deals) == len(jobs):
+                # Per deal: the mean of its two games, so that the interval is over independent deals.
+                points = [(a + b) / 2 for a, b in deals]
+                wins = [((a > 0) + (b > 0) + 0.5 * ((a == 0) + (b == 0))) / 2 for a, b in deals]
+                win_rate, win_half = mean_ci(wins)
+                mean, half = mean_ci(points)
+                print(f"{first} v {second} ({budget} a move, {2 * len(deals)} games on {len(deals)} paired deals, "
+                      f"{time.perf_counter() - start:.0f} s): {first} won {100 * win_rate:.1f}% ± {100 * win_half:.1f} "
+                      f"of games, {mean:+.1f} ± {half:.1f} points a game", flush=True)
 
 
 def answer_times(count: int, seed: int) -> None:
@@ -132,6 +145,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=0.1, help="CPU seconds a move for the searching bots")
     parser.add_argument("--playouts", type=int, default=None, help="a fixed playout count instead of a budget")
     parser.add_argument("--timing", type=int, default=0, help="only time this many answers at the product's budget")
+    parser.add_argument("--every", type=int, default=50, help="print the figures so far after this many deals")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()

@@ -7,6 +7,7 @@ coroutine, so that on a terminal the first screen is drawn while they load.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
@@ -85,40 +86,64 @@ async def run_until_interrupted(
 
 def report(result: SessionResult, prefix: str) -> None:
     stream = sys.stdout if result.exit_code == 0 else sys.stderr
+    say_result(result, prefix)
     print(f"{prefix}: {result.reason}", file=stream, flush=True)
     if result.transcript_path is not None:
         print(f"{prefix}: transcript saved to {result.transcript_path}", flush=True)
 
 
+def say_result(result: SessionResult | None, prefix: str) -> None:
+    """The match's result, kept on the terminal after the screen is gone."""
+    from .screen import match_summary
+
+    summary = match_summary(result.state) if result is not None else None
+    if summary is not None:
+        print(f"{prefix}: {summary}", flush=True)
+
+
+def _typed_line(prompt: str) -> str | None:
+    """A line typed at the terminal, without its end; None when input ended first.
+
+    Read from the descriptor, not through sys.stdin: Ctrl-C abandons the thread
+    this blocks in, and a sys.stdin lock it held would abort the interpreter's exit.
+    """
+    print(prompt, end="", flush=True)
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(sys.stdin.fileno(), 1024)
+        if not chunk:
+            return line.decode(errors="replace") or None
+        line += chunk
+    return line.decode(errors="replace").rstrip("\n")
+
+
 async def ask_join_code(reason: str) -> str | None:
-    """Ask the person at the keyboard for the join code; None when input has ended."""
+    """Ask the person at the keyboard for the join code; None when they gave none (an empty line, or input ended)."""
 
     def ask() -> str | None:
         print(f"basra join: {reason}", flush=True)
-        try:
-            return input("Join code (as shown on the host's screen): ").strip() or None
-        except EOFError:
-            return None
+        return (_typed_line("Join code (as shown on the host's screen): ") or "").strip() or None
 
     return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
 
 async def confirm_host_fingerprint(fingerprint: str) -> bool:
-    """Ask the person at the keyboard whether the host's screen shows this fingerprint."""
+    """Ask the person at the keyboard whether the host's screen shows this fingerprint; PlayerLeft when input ended."""
+    from .players import PlayerLeft
 
-    def ask() -> bool:
+    def ask() -> str | None:
         print(
             "basra join: this host is new to you and no join code vouched for its key. Its fingerprint is\n"
             f"    {fingerprint}\n"
             "The host's screen shows its own fingerprint: if the two differ, someone is between you.",
             flush=True,
         )
-        try:
-            return input("Does the host's screen show the same fingerprint? [y/N] ").strip().lower() in ("y", "yes")
-        except EOFError:
-            return False
+        return _typed_line("Does the host's screen show the same fingerprint? [y/N] ")
 
-    return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
+    answer = await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
+    if answer is None:
+        raise PlayerLeft("you left the match")
+    return answer.strip().lower() in ("y", "yes")
 
 
 def forget_host(host: str, port: int) -> int:
@@ -138,7 +163,9 @@ def forget_host(host: str, port: int) -> int:
     return 0
 
 
-def run_join_command(host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None) -> int:
+def run_join_command(
+    host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None, code_needed: bool = False
+) -> int:
     def join(player: Player, ask_code, confirm_key):
         from .join import JoinSession
         from .session import JOIN_DEAL_OFFERS
@@ -147,6 +174,7 @@ def run_join_command(host: str, port: int, args: argparse.Namespace, announced_f
             host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code,
             announced_fingerprint=announced_fingerprint, confirm_key=confirm_key,
             trust_new_key=args.trust_new_key or args.auto is not None, deal_modes=JOIN_DEAL_OFFERS[args.deal],
+            code_needed=code_needed,
         )
 
     if wants_screen(args.auto):

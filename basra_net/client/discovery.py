@@ -130,7 +130,7 @@ def none_found_message(seen: int) -> str:
 def describe(table: FoundTable) -> str:
     """One line about a table, for choosing it."""
     a = table.announcement
-    seats = f"{a.seats} seat{'s' if a.seats != 1 else ''} free"
+    seats = f"{a.seats} seat{'s' if a.seats != 1 else ''} free" if a.seats else "full"
     if a.tables is not None:
         seats += f", {a.tables} table{'s' if a.tables != 1 else ''} open"
     security = f"host key fingerprint {a.fingerprint}" if a.tls else "plain TCP, no encryption"
@@ -304,7 +304,8 @@ def list_tables(as_json_array: bool) -> int:
     else:
         for table in tables:
             print(describe(table))
-            print(f"    basra join {table.join_argument}")
+            if table.announcement.seats:  # a full table is shown, without a command that could only be refused
+                print(f"    basra join {table.join_argument}")
     return EXIT_OK
 
 
@@ -330,7 +331,7 @@ def join_announced_table(args: argparse.Namespace) -> int:
 
     print(f"basra join: joining {table.instance} at {table.join_argument}", flush=True)
     announced = None if args.plain else table.announcement.fingerprint
-    return run_join_command(table.address, table.port, args, announced_fingerprint=announced)
+    return run_join_command(table.address, table.port, args, announced_fingerprint=announced, code_needed=table.announcement.code)
 
 
 def _table_to_join(args: argparse.Namespace) -> FoundTable | int:

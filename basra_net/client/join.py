@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import ssl
 from dataclasses import replace
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, TypeVar
 
 import trio
 
+from ..exits import EXIT_LEFT
 from ..files import data_dir
 from ..match_files import RESUME_FILE, ResumeTicket, ResumeTickets
 from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
@@ -51,6 +53,7 @@ from .session import (
 )
 from .state import ClientState
 
+T = TypeVar("T")
 CONNECT_TIMEOUT = 10.0
 CODE_TRIES = 3
 
@@ -70,6 +73,29 @@ def _first_cause(err: OSError) -> str:
     return os.strerror(found.errno) if found.errno else str(found)
 
 
+CODE_ASKED_AGAIN = {  # a refusal that asks for the code, in the player's words
+    CODE_REQUIRED: "This table needs a join code.",
+    WRONG_CODE: "That join code was not the table's.",
+}
+
+
+async def _unless_stopped(stop: trio.Event | None, ask: Callable[[], Awaitable[T]]) -> T | None:
+    """What ``ask`` returns, or None as soon as ``stop`` is set (Ctrl-C while a question waits for its answer)."""
+    answer: T | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def asked() -> None:
+            nonlocal answer
+            answer = await ask()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(asked)
+        if stop is not None:
+            await stop.wait()
+            nursery.cancel_scope.cancel()
+    return answer
+
+
 class JoinSession:
     """Connects (TLS with a pinned key, or plain), then runs the one client; asks for the join code when needed."""
 
@@ -84,14 +110,16 @@ class JoinSession:
         table: str | None = None,
         code: str | None = None,
         plain: bool = False,
-        ask_code: Callable[[str], Awaitable[str | None]] | None = None,
+        ask_code: Callable[[str], Awaitable[str | None]] | None = None,  # None from it: the person left
         resumable: bool = True,
         announced_fingerprint: str | None = None,
         confirm_key: Callable[[str], Awaitable[bool]] | None = None,
         trust_new_key: bool = False,
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
         deal_modes: tuple[str, ...] = HIDDEN_ONLY,  # the deal modes offered (PROTOCOL.md 15.15)
+        code_needed: bool = False,  # the table is known to need a join code (its announcement says so): asked first
     ) -> None:
+        self.code_needed = code_needed
         self.deal_modes = deal_modes
         self.host, self.port, self.name, self.table = host, port, name, table
         self.player = player
@@ -131,15 +159,26 @@ class JoinSession:
                 return result
             tickets.drop(ticket.key)
             self.player.notice(result.state, "the host no longer holds the match this seat was cut off from; joining afresh")
+        ask_code = self.ask_code
+        if self.code is None and self.code_needed and ask_code is not None:
+            # Asked before connecting, as a refusal would only say what is already known.
+            self.code = await _unless_stopped(stop, lambda: ask_code("This table needs a join code."))
+            if not self.code:
+                return self._left_unseated()
         for _ in range(CODE_TRIES):
             result = await self._attempt_until_let_in(stop, None)
-            if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or self.ask_code is None:
+            if result.refusal not in (CODE_REQUIRED, WRONG_CODE) or ask_code is None:
                 return result
-            code = await self.ask_code(result.reason)
+            question = CODE_ASKED_AGAIN.get(result.refusal, result.reason)
+            code = await _unless_stopped(stop, lambda: ask_code(question))
             if not code:
-                return result
+                return self._left_unseated()
             self.code = code
         return result
+
+    def _left_unseated(self) -> SessionResult:
+        """No code given at the question (Esc, Ctrl-C, the end of input): the person left before taking a seat."""
+        return SessionResult(EXIT_LEFT, "you left before taking a seat", ClientState(self.name), None, done=True)
 
     async def _attempt_until_let_in(self, stop: trio.Event | None, ticket: ResumeTicket | None) -> SessionResult:
         """Join afresh, or resume with a ticket; a host that let the connection go before seating it
@@ -214,6 +253,10 @@ class JoinSession:
         except (KeyChanged, AnnouncedKeyMismatch) as changed:
             return self._failure(str(changed))
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as err:
+            if isinstance(err, socket.gaierror):
+                return self._failure(
+                    f"cannot find the host {self.host!r}: {err.strerror}. Check the name, or give the address `basra host` shows."
+                )
             if isinstance(err, trio.TooSlowError):
                 why = f"no answer within {CONNECT_TIMEOUT:.0f} s"
             elif isinstance(err, OSError) and not isinstance(err, ssl.SSLError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..engine.cards import Card, is_numeral, rank, value
 from ..protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome
 from ..protocol.text import displayable
-from .screen import ANNOUNCEMENT, CardStyle
+from .screen import ANNOUNCEMENT, CardStyle, abandonment
 from .state import ClientState
 
 
@@ -118,7 +118,7 @@ def describe(state: ClientState, message: Message, style: CardStyle) -> list[str
     if isinstance(message, MatchEnd):
         score = f"{message.totals[you]} to {message.totals[them]}"
         if message.reason == "abandoned":
-            return [f"Match abandoned at {score}"]
+            return [f"Match abandoned at {score}: {abandonment(state)}"]
         if message.winner is None:
             return [f"Match over: no winner, {score}"]
         if message.winner == you:

@@ -301,11 +301,49 @@ def _match_over(state: ClientState) -> list[Text]:
     headline = "MATCH ABANDONED" if state.end_reason == "abandoned" else "MATCH OVER"
     lines = [
         Text(f" {headline}: {outcome}", style="bold"),
+        *([Text(f" {abandonment(state)}.")] if state.end_reason == "abandoned" else []),
         Text(f" Final totals: you {state.totals[you]}, {opponent} {state.totals[them]} (first to {state.target})"),
     ]
     if state.results:
         lines += [Text(), *_game_over(state, state.results[-1])]
     return lines
+
+
+# Why an abandoned match ended, by the last event of the host's account (PROTOCOL.md 14.6); {who} is the seat out.
+ABANDONMENT_CAUSES = {
+    "left": "{who} left the match",
+    "grace_over": "{who} lost the connection and did not come back in time",
+    "unsigned": "{who} did not countersign the record in time",
+    "withheld": "{who} held back a step of the hidden deal",
+    "bad_deal": "a step of the hidden deal from {who} failed its check",
+}
+
+
+def abandonment(state: ClientState) -> str:
+    """Why the match was abandoned, in words: who dropped out and how, as far as the host's account says."""
+    out = None if state.winner is None else 1 - state.winner
+    who = "a player" if out is None else "you" if out == state.seat else state.names[out] or "your opponent"
+    words = ABANDONMENT_CAUSES.get(state.end_cause or "", "{who} dropped out of the match").format(who=who)
+    return words[:1].upper() + words[1:]
+
+
+def match_summary(state: ClientState) -> str | None:
+    """The match's result in one line, for the terminal to keep once the screen is gone; None before its end."""
+    if state.end_reason is None or state.seat is None:
+        return None
+    you, them = _you_and_them(state)
+    score, opponent = f"{state.totals[you]} to {state.totals[them]}", state.opponent_name
+    if state.winner is None:
+        outcome = f"no winner against {opponent}, {score}"
+    elif state.winner == you:
+        outcome = f"you won {score} against {opponent}"
+    else:
+        outcome = f"{opponent} won, {state.totals[them]} to {state.totals[you]}"
+    games = len(state.results)
+    text = f"{outcome} (first to {state.target}, {_count(games, 'game')})"
+    if state.end_reason == "abandoned":
+        return f"match abandoned: {text}; {abandonment(state)[:1].lower()}{abandonment(state)[1:]}"
+    return f"match over: {text}"
 
 
 def _status(state: ClientState) -> Text:

@@ -52,6 +52,7 @@ class ClientState:
     piles: list[list[int]] = field(default_factory=lambda: [[], []])  # captured cards, by seat
     moved_to_bottom: tuple[int, ...] = ()
     last_capturer: int | None = None
+    opponent_plays: tuple[tuple[tuple[int, ...], int], ...] = ()  # this hand's, with the table each met (SeatView's)
     totals: tuple[int, int] = (0, 0)
     moves: tuple[Move, ...] = ()  # the open request's legal moves
     request: int | None = None
@@ -59,6 +60,7 @@ class ClientState:
     results: list[GameSummary] = field(default_factory=list)
     winner: int | None = None
     end_reason: str | None = None
+    end_cause: str | None = None  # an abandoned match: the last event of the host's signed account (PROTOCOL.md 14.6)
     away: dict[int, float] = field(default_factory=dict)  # seat -> when (time.monotonic) the host stops waiting
     reconnecting_until: float | None = None  # this seat's own connection is being sought again until then
     chat: deque[tuple[int, Chat]] = field(default_factory=lambda: deque(maxlen=KEEP_CHAT))  # (who said it, what), oldest first
@@ -92,6 +94,7 @@ class ClientState:
             self.game, self.hand_no, self.dealer = message.game, message.hand_no, message.dealer
             self.hand, self.table, self.stock_left = message.hand, message.table, message.stock_left
             self.opponent_hand_size = HAND_SIZE  # dealt as many as this seat; a hidden deal's message lists none
+            self.opponent_plays = ()
             self.turn = message.turn
         elif isinstance(message, YourTurn):
             self.request, self.moves = message.request, message.moves
@@ -101,6 +104,7 @@ class ClientState:
                 self.request, self.moves = None, ()
             else:
                 self.opponent_hand_size -= 1
+                self.opponent_plays += ((tuple(sorted(self.table)), message.card),)
             if message.captures:
                 self.captured[message.seat] += len(message.captures) + 1
                 self.piles[message.seat].extend((*message.captures, message.card))
@@ -118,6 +122,9 @@ class ClientState:
             self.results.append(GameSummary(message.game, message.scores, message.totals))
         elif isinstance(message, MatchEnd):
             self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
+            self.end_cause = message.evidence.events[-1][0] if message.evidence is not None else None
+            self.request, self.moves = None, ()  # nothing is asked, nor waited for, once the match is over
+            self.away.clear()
         elif isinstance(message, Chat):
             self.chat.append((self.opponent, message))  # the host relays the other seat's lines only
 
@@ -156,4 +163,5 @@ class ClientState:
             piles=(tuple(self.piles[0]), tuple(self.piles[1])),
             moved_to_bottom=self.moved_to_bottom,
             last_capturer=self.last_capturer,
+            opponent_plays=self.opponent_plays,
         )

@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Awaitable, Callable, Generic, TypeVar
 
 import trio
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Horizontal, Vertical
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Static
 
@@ -37,8 +37,8 @@ from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name, parse_card, suit
 from ..engine.scoring import PRESETS
 from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, YourTurn
 from .narration import REACTION_WORDS, describe
-from .players import Controls
-from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode, title_right
+from .players import Controls, PlayerLeft
+from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, abandonment, can_encode, title_right
 from .state import ClientState, GameSummary
 
 if TYPE_CHECKING:
@@ -50,7 +50,6 @@ TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
 KEEP_LOG = 500
 REACTION_KEYS = dict(zip("!@#$%^", REACTIONS))  # shift and 1 to 6 on most keyboards: no card name uses them
-_OLD_CODE = re.compile(r"(--code |Join code: )\S+")  # where the host's lines name its join code
 
 HELP = """\
 [b]Basra in short[/b]
@@ -61,10 +60,10 @@ Play one card a turn. A numeral (A=1 to 10) takes every card of its own rank, an
 
 After a game's 48 plays the last player to capture takes what is left. Taking 27 or more of the 52 cards scores 30 ("most cards"). The first to the target wins the match.
 
-[b]Keys[/b] left/right, a digit or a card's name (7d, 10h, qs) picks a card; Enter plays it; a click plays the card clicked. With several equal captures the table shows one: left/right or its letter picks another, Enter takes it, Esc goes back. ? this help, q leave (asks first; q then a suit letter is a Queen).
+[b]Keys[/b] left/right, a digit or a card's name (7d, 10h, qs) picks a card, and the table shows what it would take; Enter plays it. A click picks a card, a second click plays it. With several equal captures the table shows one: left/right or its letter picks another, Enter takes it, Esc goes back. ? this help, q leave (asks first; q then a suit letter is a Queen).
 [b]Chat[/b] / opens a line to the other player: Enter sends it, Esc drops it. Reactions: {reactions}.
 
-Any key closes this help."""
+Up/down scroll this help; Esc, Enter or ? closes it."""
 
 
 # --- the player ----------------------------------------------------------------------------
@@ -93,11 +92,8 @@ class ScreenPlayer:
         """A line the person at the host must see before the match (addresses, the join command, the code)."""
         self.app.call_later(self.app.lobby_line, line)
 
-    def code_changed(self, code: str, why: str) -> None:
-        """The host's join code was replaced (too many wrong ones): shown wherever the code is, and on the status line."""
-        self.app.call_later(self.app.join_code_changed, code, why)
-
     async def ask_code(self, reason: str) -> str | None:
+        """The join code typed; None when the person left instead (Esc, Ctrl-C)."""
         answered = trio.Event()
         answer: list[str | None] = [None]
         token = trio.lowlevel.current_trio_token()
@@ -112,17 +108,23 @@ class ScreenPlayer:
 
 
     async def confirm_fingerprint(self, fingerprint: str) -> bool:
-        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for)."""
+        """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for).
+
+        PlayerLeft when the person leaves instead (Esc, Ctrl-C): the question holds the session up, so a leave
+        cannot wait in the session's queue of actions behind it.
+        """
         answered = trio.Event()
-        answer = [False]
+        answer: list[bool | None] = [None]
         token = trio.lowlevel.current_trio_token()
 
         def given(same: bool | None) -> None:
-            answer[0] = bool(same)
+            answer[0] = same
             token.run_sync_soon(answered.set)
 
         self.app.call_later(self.app.push_screen, FingerprintScreen(fingerprint), given)
         await answered.wait()
+        if answer[0] is None:
+            raise PlayerLeft("you left the match")
         return answer[0]
 
 
@@ -148,7 +150,14 @@ class Tile(Static):
         self.app.tile_clicked(self)  # type: ignore[attr-defined]
 
 
-class ResultScreen(ModalScreen[None]):
+class Dialog(ModalScreen[T]):
+    """A question or a panel over the match: drawn with ASCII borders where the terminal's encoding lacks box drawing."""
+
+    def on_mount(self) -> None:
+        self.set_class(not self.app.style.symbols, "ascii")  # type: ignore[attr-defined]
+
+
+class ResultScreen(Dialog[None]):
     """A game's score, line by line with what each line means; Enter goes on, and q asks to leave (``leave``)."""
 
     def __init__(self, body: Text, leave: Callable[[], None] | None = None) -> None:
@@ -157,7 +166,13 @@ class ResultScreen(ModalScreen[None]):
         self.leave = leave
 
     def compose(self) -> ComposeResult:
-        yield Static(self.body, id="result")
+        with VerticalScroll(id="result"):  # a short terminal scrolls it with the arrows
+            yield Static(self.body)
+
+    def on_mount(self) -> None:
+        panel = self.query_one("#result")
+        panel.styles.width = max(map(cell_len, self.body.plain.splitlines() or [""])) + 4  # its border and padding
+        panel.focus()
 
     def on_key(self, event: events.Key) -> None:
         event.stop()  # the key that closes it is not also a move
@@ -167,18 +182,29 @@ class ResultScreen(ModalScreen[None]):
             self.leave()  # asked over the score: staying comes back to it
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
+    """The rules and keys, scrolled with the arrows where the terminal is too short for them; only a closing key closes it."""
+
+    CLOSING_KEYS = ("escape", "enter", "question_mark", "q")
+
     def compose(self) -> ComposeResult:
         reactions = ",  ".join(f"{key} {REACTION_WORDS[name]}" for key, name in REACTION_KEYS.items())
-        yield Static(HELP.format(d="♦" if self.app.style.symbols else "D", reactions=reactions), id="help")  # type: ignore[attr-defined]
+        with VerticalScroll(id="help") as scroll:
+            scroll.border_subtitle = "up/down scroll, Esc closes"
+            yield Static(HELP.format(d="♦" if self.app.style.symbols else "D", reactions=reactions))  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.query_one("#help").focus()  # the arrows and page keys scroll it
 
     def on_key(self, event: events.Key) -> None:
+        if event.key in ("up", "down", "pageup", "pagedown", "home", "end"):
+            return  # the scroll's own keys
         event.stop()
-        if self.is_current:  # a key already on its way after the first one closed it
+        if self.is_current and event.key in self.CLOSING_KEYS:  # not a key already on its way after the closing one
             self.dismiss()
 
 
-class LeaveScreen(ModalScreen[str]):
+class LeaveScreen(Dialog[str]):
     """Asks before leaving; answers with the key pressed (a suit letter after q names a Queen)."""
 
     def compose(self) -> ComposeResult:
@@ -190,14 +216,16 @@ class LeaveScreen(ModalScreen[str]):
             self.dismiss((event.character or "").lower())
 
 
-class CodeScreen(ModalScreen[str | None]):
+class CodeScreen(Dialog[str | None]):
+    """The join code asked for; None when the person leaves instead (Esc, Ctrl-C, or no code given)."""
+
     def __init__(self, reason: str) -> None:
         super().__init__()
         self.reason = reason
 
     def compose(self) -> ComposeResult:
         with Vertical(id="code"):
-            yield Static(f"{self.reason}\nType the join code shown on the host's screen (Esc gives up):")
+            yield Static(f"{self.reason}\nType the join code shown on the host's screen (Esc leaves):")
             yield Input(id="code-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -208,8 +236,11 @@ class CodeScreen(ModalScreen[str | None]):
             self.dismiss(None)
 
 
-class FingerprintScreen(ModalScreen[bool]):
-    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned."""
+class FingerprintScreen(Dialog[bool | None]):
+    """A host key met for the first time without a join code: the person compares fingerprints before it is pinned.
+
+    Answers True (y) or False (n), or None when the person leaves (Esc, Ctrl-C).
+    """
 
     def __init__(self, fingerprint: str) -> None:
         super().__init__()
@@ -225,8 +256,11 @@ class FingerprintScreen(ModalScreen[bool]):
             )
 
     def on_key(self, event: events.Key) -> None:
-        if event.key in ("y", "n", "escape"):
+        if event.key in ("y", "n"):
+            event.stop()  # the answer is no key of the match's
             self.dismiss(event.key == "y")
+        elif event.key == "escape":
+            self.dismiss(None)
 
 
 # --- the app -------------------------------------------------------------------------------
@@ -262,8 +296,13 @@ class TableView(App):
     #chat { width: 40%; max-width: 48; border-left: solid $secondary; padding: 0 1; display: none; }
     #chat-input { height: 1; border: none; padding: 0 1; display: none; }
     #status { height: 1; background: $panel; padding: 0 1; }
-    #result, #help, #leave, #code { width: auto; max-width: 78; height: auto; border: round $accent; padding: 0 1; background: $surface; }
-    ResultScreen, HelpScreen, LeaveScreen, CodeScreen { align: center middle; }
+    #result, #help, #leave, #code { width: auto; max-width: 100%; height: auto; max-height: 100%; border: round $accent; padding: 0 1; background: $surface; }
+    Dialog { align: center middle; }
+    Dialog.ascii #result, Dialog.ascii #help, Dialog.ascii #leave, Dialog.ascii #code, Dialog.ascii Input { border: ascii $accent; }
+    #help { width: 78; max-width: 100%; }
+    #help, #result { scrollbar-size-vertical: 1; }
+    Dialog.ascii #help, Dialog.ascii #result { scrollbar-size-vertical: 0; }
+    #help Static, #result Static { height: auto; }
     #code { width: 76; max-width: 100%; }
     #code Static { height: auto; }
     """
@@ -281,7 +320,7 @@ class TableView(App):
         self.typed = ""
         self.hint = ""
         self.choice: CaptureChoice | None = None
-        self.new_code: str | None = None  # the host's join code that replaced the one shown first, once one has
+        self.previewed: Card | None = None  # the card picked on this turn, whose captures are shown before it is played
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -306,6 +345,12 @@ class TableView(App):
 
     def _my_turn(self, event: events.Event | None = None) -> bool:
         return False
+
+    def _previewed_moves(self) -> list[Move]:
+        """The moves of the card picked on this turn; none when no card is."""
+        if self.previewed is None or not self._my_turn():
+            return []
+        return [move for move in self.state.moves if move.card == self.previewed]
 
     def tile_clicked(self, tile: Tile) -> None:
         """A card clicked: only the live match acts on it."""
@@ -351,7 +396,11 @@ class TableView(App):
             self.query_one(part).display = playing
         if not playing:
             return
-        option = set(self.choice.options[self.choice.shown].captures) if self.choice else set()
+        previewed = self._previewed_moves()
+        if self.choice:
+            option = set(self.choice.options[self.choice.shown].captures)
+        else:
+            option = set(previewed[0].captures) if len(previewed) == 1 else set()
         stock = f"stock {state.stock_left}" if state.stock_left else "stock empty: last hand"
         cards = {0: "empty", 1: "1 card"}.get(len(state.table), f"{len(state.table)} cards")
         label = f" Table ({cards})   {stock}   {state.opponent_name}: {state.opponent_hand_size} in hand"
@@ -386,8 +435,12 @@ class TableView(App):
             prompt.update(Text(f"{card} can take (Enter takes the one marked, Esc goes back): {listing}"))
             return
         text = self.hint
-        if not text and self._my_turn():
-            text = "Pick a card (left/right, 1-4 or its name) and press Enter.  ? help"
+        previewed = self._previewed_moves()
+        if not text and previewed:
+            text = preview(previewed, self.style, state.scoring)
+        elif not text and self._my_turn():
+            places = "1" if len(state.hand) == 1 else f"1-{len(state.hand)}"
+            text = f"Pick a card (left/right, {places} or its name) to see what it takes.  ? help"
         elif not text and state.game and state.turn is not None and state.end_reason is None:
             text = f"waiting for {state.opponent_name} to come back..." if state.opponent in state.away else f"{state.opponent_name} is thinking..."
         if self.typed:
@@ -405,13 +458,15 @@ class TableView(App):
             parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
         if not parts:
             parts.append("connected" if state.seat is not None else "connecting...")
-        if self.new_code is not None:
-            parts.append(f"join code now {self.new_code}")
         totals = ""
         if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
         text = "   ".join(parts)
-        right = f"{totals}   / chat  ? help  q leave"
+        keys = "/ chat  ? help  q leave"
+        right = f"{totals}   {keys}" if len(totals) + len(keys) + 5 <= self.size.width - 2 - len(text) else keys
+        room = self.size.width - 4 - len(right)  # the keys always show; what happened is cut to fit beside them
+        if len(text) > room:
+            text = text[: max(0, room - 3)] + "..."
         gap = max(2, self.size.width - 2 - len(text) - len(right))
         self.query_one("#status", Static).update(Text(f"{text}{' ' * gap}{right}"))
 
@@ -437,13 +492,19 @@ class BasraApp(TableView, Generic[T]):
         self.result: T | None = None
         self.failure: BaseException | None = None
         self.done = False
+        self.closing = False  # the match is over and the person closed its screen: it closes once the session ends
         self.turn_drawn_at: float | None = None  # on Textual's clock, as a key event's time
         self.chatting = False  # the chat line is open: keys are words until Enter or Esc
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._draw_status)
+        self.set_interval(1.0, self._tick)
         self._draw()
         self.call_after_refresh(self._start_match)  # the first screen shows before the match's modules load
+
+    def _tick(self) -> None:
+        """The status line's countdowns, each second; not once the screen is being taken down (a tick may still come)."""
+        if self.is_running and self.screen_stack and self.screen_stack[0].query("#status"):
+            self._draw_status()
 
     def _start_match(self) -> None:
         loop = asyncio.get_running_loop()
@@ -465,7 +526,10 @@ class BasraApp(TableView, Generic[T]):
         # A guest run left behind would hold trio's run state on this thread for good.
         if self.done or self.token is None:
             return
-        self.token.run_sync_soon(self._match_scope.cancel)
+        try:
+            self.token.run_sync_soon(self._match_scope.cancel)
+        except trio.RunFinishedError:
+            pass  # ended already: its done callback is on its way
         while not self.done:
             await asyncio.sleep(0.01)
 
@@ -475,7 +539,7 @@ class BasraApp(TableView, Generic[T]):
             self.result = outcome.unwrap()
         except BaseException as err:  # re-raised by run_on_screen, once the terminal is given back
             self.failure = err
-        if self.state.end_reason is None or self.failure is not None:
+        if self.state.end_reason is None or self.failure is not None or self.closing:
             self.exit()
             return
         self.hint = "The match is over.  Press Enter to close."
@@ -486,13 +550,6 @@ class BasraApp(TableView, Generic[T]):
     def seat_taken(self, state: ClientState, controls: Controls, token: trio.lowlevel.TrioToken) -> None:
         self.state, self.controls, self.token = state, controls, token
         self._draw()
-
-    def join_code_changed(self, code: str, why: str) -> None:
-        self.lobby = [_OLD_CODE.sub(rf"\g<1>{code}", line) for line in self.lobby]
-        self.lobby.append(f"The join code changed ({why}); the old one no longer works.")
-        self.new_code = code
-        self._draw()
-        self._draw_status()
 
     def lobby_line(self, line: str) -> None:
         self.lobby.append(line)
@@ -507,7 +564,9 @@ class BasraApp(TableView, Generic[T]):
         if isinstance(message, GameEnd) and state.results:
             self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style), self.action_leave), self._result_read)
         elif isinstance(message, MatchEnd):
-            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave))
+            if isinstance(self.screen, ResultScreen):
+                self.pop_screen()  # the last game's score: the match's result holds it, and the close is one key
+            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave), self._close_finished_match)
         if isinstance(message, (YourTurn, Commit)):
             return  # a request is drawn by turn_opened; a commitment changes nothing on screen
         self._draw()
@@ -515,10 +574,17 @@ class BasraApp(TableView, Generic[T]):
     def turn_opened(self, request: int) -> None:
         if self.state.request != request:
             return
-        self.typed, self.hint, self.choice = "", "", None
+        self.typed, self.hint, self.choice, self.previewed = "", "", None, None
         self.cursor = min(self.cursor, max(0, len(self.state.hand) - 1))
         self.turn_drawn_at = self._now()  # keys stamped before this were typed ahead: they never play
         self._draw()
+
+    def _close_finished_match(self, _: None = None) -> None:
+        """The match's result was read: the screen closes, at once or as soon as the session has finished."""
+        if self.done:
+            self.exit()
+        else:
+            self._close_once_done()
 
     def _result_read(self, _: None = None) -> None:
         # Keys pressed while a result was up were not meant for the next turn.
@@ -549,6 +615,8 @@ class BasraApp(TableView, Generic[T]):
             return
         if self.done and key in ("enter", "q"):
             self.exit()
+        elif self.state.end_reason is not None and key == "q":
+            self._close_once_done()
         elif key == "q":
             self.action_leave()
         elif event.character == "/" and self.controls is not None and not self.done:
@@ -561,14 +629,16 @@ class BasraApp(TableView, Generic[T]):
             if self.state.hand:
                 self.cursor = (self.cursor + (1 if key == "right" else -1)) % len(self.state.hand)
                 self.typed = ""
+                self._preview(self._cursor_card(), event)
         elif key == "enter":
-            self._play_card(self._cursor_card(), event)
+            self._enter(self._cursor_card(), event)
         elif key == "backspace":
             self.typed = self.typed[:-1]
         elif key == "escape":
             self.typed = ""
         elif event.character and event.character.isalnum() and len(self.typed) < 3:
             self._type(event.character.upper())
+            self._preview(self._cursor_card(), event)
         else:
             return
         event.stop()
@@ -594,6 +664,21 @@ class BasraApp(TableView, Generic[T]):
     def _cursor_card(self) -> Card | None:
         hand = self.state.hand
         return hand[self.cursor] if 0 <= self.cursor < len(hand) else None
+
+    def _preview(self, card: Card | None, event: events.Event) -> None:
+        """Show what the picked card would take; only on the seat's turn, with a key or click made after it was drawn."""
+        self.previewed = card if self._my_turn(event) else None
+        if self.previewed is not None:
+            self.hint = ""
+
+    def _enter(self, card: Card | None, event: events.Event) -> None:
+        """Enter plays the card whose captures are shown; on a card not yet shown, it shows them first."""
+        if card is not None and card == self.previewed:
+            self._play_card(card, event)
+        elif card is not None and not self._my_turn(event):
+            self.hint = "Not your turn yet: nothing is played until it is."
+        else:
+            self._preview(card, event)
 
     def _play_card(self, card: Card | None, event: events.Event) -> None:
         if card is None:
@@ -635,8 +720,12 @@ class BasraApp(TableView, Generic[T]):
             if tile.card in self.state.hand:
                 self.cursor = self.state.hand.index(tile.card)
                 self.choice = None
-                self._play_card(tile.card, click)
-        elif self.choice is not None:
+                self._enter(tile.card, click)  # a second click on the card shown plays it
+        else:
+            if self.choice is None and len(self._previewed_moves()) > 1:  # a click on the table picks among the captures shown
+                self.choice = CaptureChoice(self._previewed_moves())
+            if self.choice is None:
+                return
             containing = [i for i, move in enumerate(self.choice.options) if tile.card in move.captures]
             if containing:
                 later = [i for i in containing if i > self.choice.shown]
@@ -647,7 +736,7 @@ class BasraApp(TableView, Generic[T]):
     def _send(self, move: Move) -> None:
         request, controls, token = self.state.request, self.controls, self.token
         assert request is not None and controls is not None and token is not None
-        self.choice, self.turn_drawn_at, self.hint = None, None, ""
+        self.choice, self.previewed, self.turn_drawn_at, self.hint = None, None, None, ""
         token.run_sync_soon(controls.play, request, move)
 
     # --- chat ------------------------------------------------------------------------------------
@@ -680,14 +769,25 @@ class BasraApp(TableView, Generic[T]):
         if self.chatting:
             self.query_one("#chat-input", Input).insert_text_at_cursor("?")  # a question, in words
             return
-        if not isinstance(self.screen, HelpScreen):
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+        else:
             self.push_screen(HelpScreen())
 
     def action_leave(self) -> None:
         if self.done:
             self.exit()
-            return
-        self.push_screen(LeaveScreen(), self._leave_answered)
+        elif self.state.end_reason is not None:
+            self._close_once_done()
+        else:
+            self.push_screen(LeaveScreen(), self._leave_answered)
+
+    def _close_once_done(self) -> None:
+        """The match is over (its end is in the state) but the session is still answering it: nothing is left to
+        leave, so the screen closes as soon as the session has signed off, and no leave goes to the host."""
+        self.closing = True
+        self.hint = "The match is over.  Closing..."
+        self._draw_prompt()
 
     def _leave_answered(self, answer: str | None) -> None:
         if answer == "y":
@@ -696,12 +796,17 @@ class BasraApp(TableView, Generic[T]):
             self.typed = ""
             self._type("Q")
             self._type(answer.upper())
+            self._preview(self._cursor_card(), events.Event())
             self._draw_cards()
             self._draw_prompt()
 
     def action_leave_now(self) -> None:
         if self.done:
             self.exit()
+        elif isinstance(self.screen, (CodeScreen, FingerprintScreen)):
+            self.screen.dismiss(None)  # the question holds up the join, so leaving is its answer
+        elif self.state.end_reason is not None:
+            self._close_once_done()
         elif self.token is not None:
             if self.controls is not None:
                 self.token.run_sync_soon(self.controls.leave, "you left the match")
@@ -807,6 +912,23 @@ class ReplayApp(TableView):
 # --- what the screens say --------------------------------------------------------------------
 
 
+def preview(moves: list[Move], style: CardStyle, scoring: str) -> str:
+    """What a picked card would take, said before it is played (``moves``: the card's legal moves, at least one)."""
+    card = style.name(moves[0].card)
+    if len(moves) > 1:
+        ways = " or ".join(style.names(move.captures) for move in moves)
+        return f"{card} can take {ways}.  Enter to choose."
+    move, preset = moves[0], PRESETS[scoring]
+    if not move.captures:
+        return f"{card} takes nothing: it stays on the table.  Enter plays it."
+    what = {
+        "basra": f": a BASRA, {preset.basra_points} points",
+        "jack_basra": f": a JACK BASRA, {preset.jack_basra_points} points",
+        "sweep": ", the whole table (a sweep, not a basra)",
+    }.get(move.kind or "", "")
+    return f"{card} takes {style.names(move.captures)}{what}.  Enter plays it."
+
+
 def running_points(state: ClientState, seat: int) -> int:
     """The points this game so far: basras, card bonuses, and most cards once a seat holds 27."""
     preset = PRESETS[state.scoring]
@@ -833,7 +955,7 @@ def scoreboard(state: ClientState) -> Text:
     return Text("\n").join(rows)
 
 
-def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> Text:
+def game_result(state: ClientState, summary: GameSummary, style: CardStyle, footer: str = "Enter: next game") -> Text:
     """A game's score, each line with what it counts."""
     you, them = state.seat or 0, state.opponent
     preset = PRESETS[state.scoring]
@@ -858,7 +980,7 @@ def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> T
     if summary.verified is not None:
         text.append(summary.verification or "", style="green" if summary.verified else "bold red")
         text.append("\n")
-    text.append("Enter: next game", style="dim")
+    text.append(footer, style="dim")
     return text
 
 
@@ -870,10 +992,14 @@ def match_result(state: ClientState, style: CardStyle) -> Text:
         outcome = "YOU WIN!" if state.winner == you else f"{state.opponent_name} wins"
     headline = "MATCH ABANDONED" if state.end_reason == "abandoned" else "MATCH OVER"
     text = Text(f"{headline}: {outcome}\n", style="bold")
+    if state.end_reason == "abandoned":
+        text.append(f"{abandonment(state)}.\n")
     text.append(f"Final totals: you {state.totals[you]}, {state.opponent_name} {state.totals[them]} (first to {state.target})\n")
     if state.results:
         text.append("\n")
-        text.append_text(game_result(state, state.results[-1], style))
+        text.append_text(game_result(state, state.results[-1], style, footer="Enter: close"))
+    else:
+        text.append("\nEnter: close", style="dim")
     return text
 
 

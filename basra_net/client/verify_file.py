@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -10,6 +12,7 @@ from ..engine.cards import card_name
 from ..exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK, EXIT_UNREADABLE
 from ..protocol import shuffle, transcript
 from ..protocol.fingerprint import key_fingerprint
+from ..protocol.hidden_verify import ABANDONED_DEAL
 from ..protocol.record import Status
 from ..protocol.signed_verify import SignedReport, Verdict, verify_signed
 
@@ -55,7 +58,7 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
         say(_deal_mode(verifier))
     for check in report.checks:
         say(f"game {check.game}: {_checked(check, verifier.hidden, 'verified')}")
-        if verbose and check.deck:
+        if verbose and (check.deck or check.hidden):
             _print_details(check, verifier.welcome.match_id if verifier.welcome else b"", say)
     for game, why in verifier.unchecked:
         say(f"game {game}: not checked: {why}")
@@ -65,9 +68,11 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
     if not report.ok:
         for extra in report.problems[1:]:
             say(f"  also: {extra}")
+        # Only the deal is signed in a format-1 transcript: a failure in it names no one (PROTOCOL.md 11.5).
         first = report.problems[0]
-        say(f"{'CHEATED' if first.culprit is not None else 'FAILED'}: {first}")
-        return EXIT_CHEAT if first.culprit is not None else EXIT_FAILURE
+        unsigned = "" if first.culprit is None else " (no signature in a format-1 record covers it: this names no one)"
+        say(f"FAILED: {replace(first, culprit=None)}{unsigned}")
+        return EXIT_FAILURE
     end = verifier.match_end
     if end is not None:
         winner = "nobody" if end.winner is None else f"seat {end.winner}"
@@ -83,7 +88,12 @@ def verify_file(path: Path, *, verbose: bool = False, partial: bool = False, say
 
 
 def _checked(check, hidden: bool, ok: str) -> str:
-    """A game's check in words; a hidden game the match ended in, by an absence, has had no audit (PROTOCOL.md 15.16)."""
+    """A game's check in words; a hidden game the match ended in, by an absence or a withholding the host's account
+    asserts, has had no audit (PROTOCOL.md 15.16)."""
+    if check.discrepancies and all(p.field == ABANDONED_DEAL for p in check.discrepancies):
+        seat, _, owed = check.discrepancies[0].found.partition(" withheld ")
+        return (f"not complete: the match ended with {seat} withholding {owed}, as the host's account says; "
+                "every step of the deal and every play up to there check out")
     if not check.ok:
         return "FAILED"
     if hidden and not check.complete:
@@ -97,6 +107,9 @@ def _deal_mode(verifier) -> str:
 
 
 def _print_details(check, match_id: bytes, say: Callable[[str], None]) -> None:
+    if check.hidden is not None:
+        _print_hidden_details(check, say)
+        return
     trace = shuffle.shuffle_trace(match_id, check.game, check.host_seed, check.client_seed)
     say(f"  commitment  {check.commitment.hex()}")
     say(f"  host seed   {check.host_seed.hex()}")
@@ -104,7 +117,32 @@ def _print_details(check, match_id: bytes, say: Callable[[str], None]) -> None:
     say(f"  deck key    {check.deck_key.hex()}")
     say(f"  draws       {len(trace.draws)} ({sum(not d.accepted for d in trace.draws)} rejected), "
         f"{trace.words_consumed} words from {trace.block_count} HMAC blocks")
-    names = [card_name(c) for c in check.deck]
+    _print_deck(check.deck, say)
+
+
+def _print_hidden_details(check, say: Callable[[str], None]) -> None:
+    """A hidden game's own trace (PROTOCOL.md 15.5, 15.10): no seeds, but each party's point, both locked lists
+    (as SHA-256 digests of their points in order), the audit scalars and the deck the reveals proved."""
+    trace = check.hidden
+    non_dealer = 1 - trace.dealer
+    say(f"  dealer      seat {trace.dealer}")
+    for seat in (trace.dealer, non_dealer):
+        point = trace.public[seat]
+        say(f"  seat {seat} point Y {point.hex() if point is not None else '(not published)'}")
+    for seat, points in zip((trace.dealer, non_dealer), trace.lists):
+        what = "the dealer's locked list" if seat == trace.dealer else "the deck (its locked list)"
+        say(f"  seat {seat} list  SHA-256 {hashlib.sha256(b''.join(points)).hexdigest()}  {what}")
+    for seat, scalar in trace.scalars:
+        say(f"  seat {seat} audit scalar {scalar.hex()}")
+    say(f"  proofs      {check.proofs} unmaskings and reveals checked")
+    if check.deck:
+        _print_deck(check.deck, say)
+    else:
+        say("  deck        not every position revealed: the game ended before its audit")
+
+
+def _print_deck(deck, say: Callable[[str], None]) -> None:
+    names = [card_name(c) for c in deck]
     for start in range(0, 52, 13):
         say(f"  deck[{start:2}:{start + 13:2}] {' '.join(names[start:start + 13])}")
 
@@ -140,7 +178,7 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
         if game.host is not Status.VALID:
             deal += " (under no valid host signature: this proves nothing)"
         say(f"game {game.game}: {deal}; {_signatures(game.host, game.guest)}")
-        if verbose and game.check is not None and game.check.deck:
+        if verbose and game.check is not None and (game.check.deck or game.check.hidden):
             _print_details(game.check, context.match_id if context else b"", say)
     for game, why in verifier.unchecked:
         say(f"game {game}: not checked: {why}")

@@ -92,6 +92,16 @@ AFTER_END_WAIT = 1.5  # seconds a client cut off after match_end is watched for 
 CUT_AFTER_END = "cut_after_end"  # the match that ends at once, then is cut before the client's leave is read
 CUT_AFTER = ("match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal")
 HOST_NAME = "Conformance"
+# The scripted matches speak version 1 (9: the commit-reveal deal, unsigned); version 2's cases are relayed_table.py's.
+SCRIPTED_VERSION = 1
+VERSION_2_ONLY = (
+    f"not applicable: the client offers version 2 only, and this scripted host speaks version {SCRIPTED_VERSION}, "
+    "so it refused the hello with unsupported_version (5.2)"
+)
+
+
+class NotApplicable(Exception):
+    """The client does not speak the scripted host's version: the host refused its hello, as 5.2 says a host must."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +213,7 @@ class ScriptedMatch:
         self.resumes = 0
         self.refuse_next_play = False  # the illegal_move case, armed once the cuts are done
         self.situations = Situations()
-        self.commit_declined = False  # the client's hello does not offer the commit-reveal deal these matches deal
+        self.not_applicable: str | None = None  # why this client cannot be in these matches: its version, or its deal
         self.games = 0
         self.whole = ("7.3", "the honest match runs to its end" if unfair is None else f"the {unfair.replace('_', ' ')} match runs to its end")
         self.case = self.whole  # the case a failure now belongs to
@@ -269,7 +279,7 @@ class ScriptedMatch:
         return f"resumed with received {event.received} of {sent}"
 
     def _welcome(self, sent: int) -> Welcome:
-        return Welcome(PROTOCOL_VERSIONS[-1], 1, self.match_id, self.key, self.match.preset.name, self.match.target, self.token, sent)
+        return Welcome(SCRIPTED_VERSION, 1, self.match_id, self.key, self.match.preset.name, self.match.target, self.token, sent)
 
     async def receive(self, timeout: float) -> Message:
         """The next message from the client that matters: pings answered, a lost connection resumed."""
@@ -299,6 +309,10 @@ class ScriptedMatch:
             raise CaseFailed(f"the client's first message is {_what(event)}, not a new player's hello")
         if not set(event.versions) & set(PROTOCOL_VERSIONS):
             raise CaseFailed(f"the client offers versions {list(event.versions)}, none of them {PROTOCOL_VERSIONS}")
+        if SCRIPTED_VERSION not in event.versions:
+            await self.link.send(Error(errors.UNSUPPORTED_VERSION, f"this host speaks version {SCRIPTED_VERSION} only"))
+            self.not_applicable = VERSION_2_ONLY
+            raise NotApplicable
         self.hello = event
         if COMMIT_DEAL not in offered_deals(event):
             await self.commit_deal_refused()
@@ -328,7 +342,7 @@ class ScriptedMatch:
         """A client that does not accept the commit-reveal deal, the only one these matches deal: a host that starts
         it anyway is refused at match_start (15.15), and the matches of the commit-reveal deal do not apply."""
         assert self.hello is not None and self.link is not None
-        self.commit_declined = True
+        self.not_applicable = "not applicable: the client does not accept the commit-reveal deal (its hello's deals)"
         self.begin("15.15", DEAL_REFUSED_CASE)
         await self.link.send(self._welcome(0))
         await self.link.send(MatchStart((HOST_NAME, self.hello.name)))
@@ -560,10 +574,11 @@ class ScriptedMatch:
         return next(m for m in moves if m == move)
 
     async def expect_leave(self) -> None:
+        """match_end answered with leave; after an unfair deal, closing instead is stopping, which 9.10 allows."""
         assert self.link is not None
         while True:
             event = await self.link.next_event(ANSWER_TIMEOUT)
-            if isinstance(event, Leave):
+            if isinstance(event, Leave) or (isinstance(event, ConnectionClosed) and self.unfair is not None):
                 return
             if isinstance(event, Ping):
                 await self.link.send(Pong(event.id))
@@ -626,9 +641,14 @@ class ClientRun:
         return f"exit status {self.result.returncode}" + (f" ({output[-1][:120]})" if output else "")
 
 
-async def run_match(door: Door, report: Report, settings: ClientCheckSettings, unfair: str | None) -> tuple[ClientRun | None, bool | None]:
-    """One match; with --exec the client is run for it and its exit awaited.  True when the match ran to its end,
-    None when the client does not accept the commit-reveal deal (its refusal is judged instead)."""
+async def run_match(
+    door: Door, report: Report, settings: ClientCheckSettings, unfair: str | None
+) -> tuple[ClientRun | None, bool, str | None]:
+    """One match; with --exec the client is run for it and its exit awaited.
+
+    Returns the client run, whether the match ran to its end, and why the scripted matches do not apply to
+    this client (None when they do): it speaks only a version they do not, or refuses their deal.
+    """
     match = ScriptedMatch(door, report, target=settings.target, unfair=unfair)
     client = None
     if settings.command is not None:
@@ -645,6 +665,8 @@ async def run_match(door: Door, report: Report, settings: ClientCheckSettings, u
                 finished = True
             except CaseFailed as failed:
                 report.failed(*match.case, str(failed))
+            except NotApplicable:
+                pass
         if scope.cancelled_caught and client is not None:
             report.failed(*match.case, "the client exited in the middle of it: " + client.told())
         if match.link is not None:
@@ -653,11 +675,11 @@ async def run_match(door: Door, report: Report, settings: ClientCheckSettings, u
             with trio.move_on_after(EXIT_TIMEOUT):
                 await client.exited.wait()
         nursery.cancel_scope.cancel()  # a client still running after a failed match is stopped
-    if match.commit_declined:
-        return client, None
+    if match.not_applicable is not None:
+        return client, False, match.not_applicable
     if unfair is None and finished:
         report_arising(report, match, client)
-    return client, finished
+    return client, finished, None
 
 
 async def _cancel_when_gone(client: ClientRun, scope: trio.CancelScope) -> None:
@@ -719,7 +741,8 @@ async def check_version_2(door: Door, report: Report, settings: ClientCheckSetti
     for number, match in enumerate(RELAYED_MATCHES, start=1):
         reason = offered.not_applicable(match)
         if reason is not None:
-            report.skipped(match.section, match.name, reason)
+            for case in match.cases():
+                report.skipped(*case, reason)
             continue
         if settings.command is None:
             say(f"version-2 match {number} of {len(RELAYED_MATCHES)}: connect the client to port {door.port} now")
@@ -748,10 +771,10 @@ async def check_client(settings: ClientCheckSettings, say: Callable[[str], None]
         for number, (unfair, section, name) in enumerate(MATCHES, start=1):
             if settings.command is None:
                 say(f"match {number} of {len(MATCHES)}: connect the client to port {port} now")
-            client, finished = await run_match(door, report, settings, unfair)
-            if finished is None:
+            client, finished, not_applicable = await run_match(door, report, settings, unfair)
+            if not_applicable is not None:
                 for _, section, name in MATCHES:
-                    report.skipped(section, name, "not applicable: the client does not accept the commit-reveal deal (its hello's deals)")
+                    report.skipped(section, name, not_applicable)
                 break
             if finished:
                 judge_exit(report, section, name, client, fair=None if unfair == CUT_AFTER_END else unfair is None)

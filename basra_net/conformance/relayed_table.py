@@ -10,15 +10,26 @@ would send it:
 
 - a host `sig` whose signature does not verify (6.23, 14.8);
 - a `game_end` whose totals are not the play's (9.10, 15.16);
-- an `opened` whose unmasking proof does not verify (15.11, 15.15).
+- an `opened` whose unmasking proof does not verify (15.11, 15.15);
+- a host `sig` that never comes: the checker drops the first (6.23, 14.8).
 
 A conforming client stops at each (6.23): it sends nothing more for the
 match (above all, no countersignature of what it did not check), closes the
 connection and does not resume; its program tells its player, which the
 checker judges by its exit status when it runs it (`--exec`).  The honest
 matches, one per deal mode, must run to their end with every host
-signature countersigned.  A client that offers version 1 only, or no hidden
-hands, has the cases it cannot be in reported as not applicable.
+signature countersigned.  Two more honest matches, one per deal mode, are
+cut by the checker once after each kind of stream message the host sends
+and once after each step the client sends, as soon as the host has it
+(5.8): the client must resume each time and the match still end with every
+signature countersigned.  In one more, with hidden hands, each step the
+client sends (its lock, an unmasking, a play, its audit, its
+countersignature) is lost once in a cut, kept from the host: the match runs
+to its end only if the client sends each again after the resume's welcome
+(5.8, rule 6), and the checker sees it come again, unchanged.  Into each honest match the checker puts a `chat`
+from seat 0 before the client's first request, which must change nothing
+(6.24).  A client that offers version 1 only, or no hidden hands, has the
+cases it cannot be in reported as not applicable.
 """
 
 from __future__ import annotations
@@ -35,7 +46,21 @@ from ..host.server import _local_seat
 from ..host.table import Table
 from ..protocol.errors import ProtocolError
 from ..protocol.framing import decode_body, encode_frame
-from ..protocol.messages import COMMIT_DEAL, HIDDEN_DEAL, GameEnd, Hello, Message, Opened, Sig, from_wire, offered_deals, to_wire
+from ..protocol.messages import (
+    COMMIT_DEAL,
+    HIDDEN_DEAL,
+    Chat,
+    GameEnd,
+    HiddenTurn,
+    Hello,
+    Message,
+    Opened,
+    Sig,
+    YourTurn,
+    from_wire,
+    offered_deals,
+    to_wire,
+)
 from ..protocol.record import Status
 from .report import CaseFailed, Report
 
@@ -43,9 +68,13 @@ MATCH_TIMEOUT = 300.0  # seconds a match of version 2 may take in all
 EXIT_TIMEOUT = 30.0  # seconds a client run by --exec has to exit once its match is decided
 CONNECT_TIMEOUT = 120.0  # seconds to wait for the client to ask for a seat
 STOP_TIMEOUT = 15.0  # seconds a client has to close its connection once it should stop
+# A host sig withheld shows only when the host's wait for the countersignature runs out (14.8: 40 s).
+MISSING_SIG_STOP_TIMEOUT = 40.0 + STOP_TIMEOUT
+CHAT_LINE = "A line from the conformance checker"
 V2_TARGET = 30  # a short match: the cases are about signatures and proofs, not situations of play
 
 Change = Callable[[Message], Message | None]  # the host's message as the cheat sends it; None: unchanged
+DROPPED = Chat(text="dropped")  # what a Change returns for a message the cheat does not send at all
 
 
 def _flip_signature(message: Message) -> Message | None:
@@ -68,6 +97,12 @@ def _false_unmasking(message: Message) -> Message | None:
     return None
 
 
+def _drop_first_game_sig(message: Message) -> Message | None:
+    if isinstance(message, Sig) and message.of == "game":
+        return DROPPED
+    return None
+
+
 def _frames(buffer: bytearray) -> list[bytes]:
     """Cut the whole frames off the front of buffer."""
     frames = []
@@ -85,51 +120,117 @@ def _message(frame: bytes) -> Message | None:
         return None  # the host's own checks answer what cannot be read
 
 
+class Cuts:
+    """The cuts one match still owes, shared by all the client's connections: each kind once.
+
+    A host message of a kind in ``after_host`` is sent, then the connection
+    is cut; a client message of a kind in ``after_client`` reaches the host,
+    and the connection is cut as soon as the host reads on or sends again;
+    one of a kind in ``lost_client`` never reaches the host: the connection is
+    cut before the host reads any of it.
+    """
+
+    def __init__(self, after_host: tuple[str, ...] = (), after_client: tuple[str, ...] = (), lost_client: tuple[str, ...] = ()) -> None:
+        self.after_host, self.after_client, self.lost_client = list(after_host), list(after_client), list(lost_client)
+
+    def take(self, pending: list[str], kind: str) -> bool:
+        if kind not in pending:
+            return False
+        pending.remove(kind)
+        return True
+
+
 class WatchedStream(trio.abc.Stream):
     """The client's connection as the host's table uses it, with the checker reading every frame both ways.
 
-    ``change`` alters the first host message it applies to, once; what
-    follows from the client is kept in ``after_change``.
+    ``change`` alters the first host message it applies to, once (or drops it,
+    when it returns DROPPED); what follows from the client is kept in
+    ``after_change``.  ``cuts`` cut the connection as a network would;
+    ``chat`` puts a line from seat 0 before the first request to the client.
     """
 
-    def __init__(self, stream: trio.abc.Stream, change: Change | None) -> None:
+    def __init__(self, stream: trio.abc.Stream, change: Change | None, cuts: Cuts | None = None, chat: bool = False) -> None:
         self.stream = stream
         self.change = change
+        self.cuts = cuts or Cuts()
+        self.chat = chat
         self.changed: Message | None = None
         self.hello: Hello | None = None
         self.from_client: list[Message] = []
         self.after_change: list[Message] = []
         self.closed_by_client = trio.Event()
+        self.cut: list[tuple[bool, str]] = []  # what the checker cut this connection after: (the host's message?, its kind)
+        self.lost: list[Message] = []  # the client's message the cut kept from the host
+        self._cut_pending: str | None = None  # the client's message after which it is to be cut
         self._out = bytearray()
         self._in = bytearray()
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.cut:
+            raise trio.BrokenResourceError("cut by the conformance checker")
+        if self._cut_pending is not None:
+            await self._cut(self._cut_pending, by_host=False)
         self._out += data
         frames = []
         for frame in _frames(self._out):
-            message = _message(frame) if self.change is not None and self.changed is None else None
-            altered = self.change(message) if message is not None else None
+            watching = self.change is not None and self.changed is None
+            message = _message(frame) if watching or self.chat or self.cuts.after_host else None
+            altered = self.change(message) if watching and message is not None else None
             if altered is not None:
-                self.changed = altered
+                self.changed = message if altered is DROPPED else altered
+                if altered is DROPPED:
+                    continue
                 frame = encode_frame(to_wire(altered))
+            if self.chat and isinstance(message, (YourTurn, HiddenTurn)) and self.hello is not None and 2 in self.hello.versions:
+                self.chat = False
+                frames.append(encode_frame(to_wire(Chat(text=CHAT_LINE))))
             frames.append(frame)
+            if message is not None and self.cuts.take(self.cuts.after_host, message.TYPE):
+                await self.stream.send_all(b"".join(frames))
+                await self._cut(message.TYPE, by_host=True)
         if frames:
             await self.stream.send_all(b"".join(frames))
+
+    async def _cut(self, kind: str, *, by_host: bool) -> None:
+        """End the connection as a broken network would: no close_notify, no leave."""
+        self.cut.append((by_host, kind))
+        if by_host and self._cut_pending is not None:  # the client's message came in as the host's went out: both are cut after
+            self.cut.append((False, self._cut_pending))
+        self._cut_pending = None
+        await trio.aclose_forcefully(self.stream)
+        raise trio.BrokenResourceError("cut by the conformance checker")
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.stream.wait_send_all_might_not_block()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self.cut:
+            raise trio.BrokenResourceError("cut by the conformance checker")
+        if self._cut_pending is not None:  # the host took the client's message and reads on: cut now
+            await self._cut(self._cut_pending, by_host=False)
         try:
             data = await self.stream.receive_some(max_bytes)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.closed_by_client.set()  # over TLS, a client that closes without close_notify
+            if not self.cut:
+                self.closed_by_client.set()  # over TLS, a client that closes without close_notify
             raise
-        if not data:
+        if not data and not self.cut:
             self.closed_by_client.set()
+        held = len(self._in)  # the start of a frame begun in an earlier read, which the host already has
         self._in += data
+        start = -held  # where the next frame starts in data
         for frame in _frames(self._in):
             message = _message(frame)
+            if message is not None and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
+                # The host gets what came before the message and none of it (or only the part it already has).
+                self.lost.append(message)
+                self._in.clear()
+                if start > 0:
+                    self.cut.append((False, f"lost {message.TYPE}"))
+                    await trio.aclose_forcefully(self.stream)
+                    return data[:start]
+                await self._cut(f"lost {message.TYPE}", by_host=False)
+            start += len(frame)
             if message is None:
                 continue
             if isinstance(message, Hello) and self.hello is None:
@@ -137,6 +238,8 @@ class WatchedStream(trio.abc.Stream):
             self.from_client.append(message)
             if self.changed is not None:
                 self.after_change.append(message)
+            if self._cut_pending is None and self.cuts.take(self.cuts.after_client, message.TYPE):
+                self._cut_pending = message.TYPE
         return data
 
     async def aclose(self) -> None:
@@ -150,11 +253,40 @@ class RelayedMatch:
     section: str
     name: str
     hidden: bool
-    change: Change | None
+    change: Change | None = None
+    cuts_after_host: tuple[str, ...] = ()  # kinds of host message after which the connection is cut, once each
+    cuts_after_client: tuple[str, ...] = ()  # kinds of client message after which it is cut, once the host has it
+    lost_client: tuple[str, ...] = ()  # kinds of client message a cut keeps from the host, once each
+    stop_timeout: float = STOP_TIMEOUT
 
     @property
     def honest(self) -> bool:
         return self.change is None
+
+    def cut_case(self, kind: str, *, by_host: bool) -> tuple[str, str]:
+        """The case one cut of this match is: its section and its name."""
+        deal = "hidden hands" if self.hidden else "commit-reveal deal"
+        after = f"the host's {kind}" if by_host else f"the client's {kind}"
+        return ("5.8, 15.15" if self.hidden else "5.8, 14.8"), f"version 2, {deal}: cut after {after}, and the resume"
+
+    def lost_case(self, kind: str) -> tuple[str, str]:
+        """The case of a client message lost in a cut: its section and its name."""
+        return "5.8, 15.15", f"version 2, hidden hands: the client's {kind} lost in a cut, and sent again"
+
+    def cases(self) -> list[tuple[str, str]]:
+        """Every case this match reports: its own, then one per cut."""
+        cut_cases = [self.cut_case(kind, by_host=True) for kind in self.cuts_after_host]
+        cut_cases += [self.cut_case(kind, by_host=False) for kind in self.cuts_after_client]
+        cut_cases += [self.lost_case(kind) for kind in self.lost_client]
+        return [(self.section, self.name), *cut_cases]
+
+
+# Every kind of stream message the host sends in each deal mode, and every step the client sends.
+COMMIT_REVEAL_CUTS = ("match_start", "commit", "deal", "your_turn", "played", "game_end", "reveal", "sig")
+COMMIT_REVEAL_CLIENT_CUTS = ("seed", "play", "sig")
+HIDDEN_CUTS = ("match_start", "shuffle", "locked", "opened", "hidden_turn", "played", "game_end", "audited", "sig")
+HIDDEN_CLIENT_CUTS = ("lock", "open", "hidden_play", "audit", "sig")
+LOST_CLIENT_STEPS = HIDDEN_CLIENT_CUTS  # each a step rule 6 of 5.8 has the client send again
 
 
 RELAYED_MATCHES = (
@@ -163,6 +295,22 @@ RELAYED_MATCHES = (
     RelayedMatch("6.23, 14.8", "a host sig that does not verify: the client stops, and countersigns nothing", False, _flip_signature),
     RelayedMatch("9.10, 14.11", "a game_end whose totals are not the play's: the client stops", False, _false_totals),
     RelayedMatch("15.11, 15.15", "an opened whose unmasking proof does not verify: the client stops", True, _false_unmasking),
+    RelayedMatch(
+        "6.23, 14.8", "a host sig of a game that never comes: the client stops, and countersigns nothing", False,
+        _drop_first_game_sig, stop_timeout=MISSING_SIG_STOP_TIMEOUT,
+    ),
+    RelayedMatch(
+        "5.8, 14.8", "version 2, commit-reveal deal: a match cut after each kind of message runs to its end", False,
+        cuts_after_host=COMMIT_REVEAL_CUTS, cuts_after_client=COMMIT_REVEAL_CLIENT_CUTS,
+    ),
+    RelayedMatch(
+        "5.8, 15.15", "version 2, hidden hands: a match cut after each step of the deal runs to its end", True,
+        cuts_after_host=HIDDEN_CUTS, cuts_after_client=HIDDEN_CLIENT_CUTS,
+    ),
+    RelayedMatch(
+        "5.8, 15.15", "version 2, hidden hands: a match whose client steps are each lost once in a cut runs to its end", True,
+        lost_client=LOST_CLIENT_STEPS,
+    ),
 )
 
 
@@ -189,6 +337,7 @@ class RelayedOutcome:
     watched: WatchedStream | None = None
     table: Table | None = None
     failure: str | None = None
+    connections: list[WatchedStream] | None = None
 
 
 async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream, run_client) -> tuple[RelayedOutcome, object]:
@@ -198,8 +347,9 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
     table); the one judged is the first whose hello asks for a new seat.
     """
     table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}))
-    outcome = RelayedOutcome(table=table)
+    cuts = Cuts(match.cuts_after_host, match.cuts_after_client, match.lost_client)
     connections: list[WatchedStream] = []
+    outcome = RelayedOutcome(table=table, connections=connections)
     client = None
     async with trio.open_nursery() as nursery:
         if run_client is not None:
@@ -217,7 +367,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
                     stream = await next_stream()
                 except CaseFailed:
                     continue  # a TLS handshake that failed: the next connection may be the client's
-                watched = WatchedStream(stream, match.change)
+                watched = WatchedStream(stream, match.change, cuts, chat=match.honest and not connections)
                 connections.append(watched)
                 nursery.start_soon(serve_connection, watched, table)
 
@@ -261,7 +411,7 @@ async def _until_decided(outcome: RelayedOutcome, match: RelayedMatch, offered: 
         return
     while watched.changed is None and not table.finished.is_set():
         await trio.sleep(0.05)
-    with trio.move_on_after(STOP_TIMEOUT):
+    with trio.move_on_after(match.stop_timeout):
         await watched.closed_by_client.wait()
 
 
@@ -275,16 +425,19 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
     section, name = match.section, match.name
     reason = offered.not_applicable(match)
     if reason is not None:
-        report.skipped(section, name, reason)
+        for case in match.cases():
+            report.skipped(*case, reason)
         return
     if outcome.failure is not None:
         report.failed(section, name, outcome.failure)
         return
     try:
-        wire = _honest_on_the_wire(outcome) if match.honest else _stopped_on_the_wire(outcome)
+        wire = _honest_on_the_wire(outcome, match) if match.honest else _stopped_on_the_wire(outcome, match)
     except CaseFailed as failed:
-        report.failed(section, name, str(failed))
+        report.failed(section, name, str(failed) + _cuts_made(outcome))
         return
+    if match.cuts_after_host or match.cuts_after_client or match.lost_client:
+        _judge_cuts(report, match, outcome)
     if client is None:
         report.passed(section, name, f"{wire}; what the client told its player is not on the wire (--exec)")
     elif client.result is None:
@@ -296,11 +449,13 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
         report.failed(section, name, f"{wire}, but expected {expected}, got {client.told()}")
 
 
-def _honest_on_the_wire(outcome: RelayedOutcome) -> str:
+def _honest_on_the_wire(outcome: RelayedOutcome, match: RelayedMatch) -> str:
     table = outcome.table
     assert table is not None
     if table.result is None:
         raise CaseFailed("the match did not end")
+    if match.lost_client and not table.result.completed:
+        raise CaseFailed(f"the match did not run to its end: {table.result.reason}")
     entry = table.seats[1]
     record = entry.record if entry is not None else None
     if record is None:
@@ -310,15 +465,50 @@ def _honest_on_the_wire(outcome: RelayedOutcome) -> str:
     return f"{len(record.games)} games and the result, each countersigned; totals {table.result.totals[0]}-{table.result.totals[1]}"
 
 
-def _stopped_on_the_wire(outcome: RelayedOutcome) -> str:
+def _cuts_made(outcome: RelayedOutcome) -> str:
+    """For a failure's detail: the cuts the checker made, in order."""
+    made = [cut for c in outcome.connections or () for cut in c.cut]
+    if not made:
+        return ""
+    return "; cut after: " + ", ".join(f"the {'host' if by_host else 'client'}'s {kind}" for by_host, kind in made)
+
+
+def _judge_cuts(report: Report, match: RelayedMatch, outcome: RelayedOutcome) -> None:
+    """Each cut its own case: it was made, and the client came back with its token on a later connection."""
+    assert outcome.connections is not None
+    connections = outcome.connections
+    for kinds, by_host in ((match.cuts_after_host, True), (match.cuts_after_client, False)):
+        for kind in kinds:
+            section, name = match.cut_case(kind, by_host=by_host)
+            cut = next((i for i, c in enumerate(connections) if (by_host, kind) in c.cut), None)
+            if cut is None:
+                report.skipped(section, name, f"not made: the match ended before a {kind} came, or the connection before the cut")
+            elif not any(c.hello is not None and c.hello.token is not None for c in connections[cut + 1 :]):
+                report.failed(section, name, "the client did not come back with its token")
+            else:
+                report.passed(section, name, "scripted: the client resumed its seat, and the match ran to its end countersigned")
+    for kind in match.lost_client:
+        section, name = match.lost_case(kind)
+        cut = next((i for i, c in enumerate(connections) if any(m.TYPE == kind for m in c.lost)), None)
+        if cut is None:
+            report.skipped(section, name, f"not made: the match ended before a {kind} came")
+            continue
+        lost = next(m for m in connections[cut].lost if m.TYPE == kind)
+        if not any(lost in c.from_client for c in connections[cut + 1 :]):
+            report.failed(section, name, f"the client did not send its {kind} again after the resume")
+        else:
+            report.passed(section, name, f"scripted: the client sent its {kind} again, unchanged, and the match ran to its end")
+
+
+def _stopped_on_the_wire(outcome: RelayedOutcome, match: RelayedMatch) -> str:
     watched = outcome.watched
     assert watched is not None
     if watched.changed is None:
         raise CaseFailed("the match ended before the frame the checker changes came")
-    what = f"the changed '{watched.changed.TYPE}'"
+    what = f"the {'withheld' if match.change is _drop_first_game_sig else 'changed'} '{watched.changed.TYPE}'"
     countersigned = [m for m in watched.after_change if isinstance(m, Sig)]
     if countersigned:
         raise CaseFailed(f"after {what} the client countersigned {countersigned[0].of} {countersigned[0].game}")
     if not watched.closed_by_client.is_set():
-        raise CaseFailed(f"after {what} the client did not close its connection within {STOP_TIMEOUT:g} s")
+        raise CaseFailed(f"after {what} the client did not close its connection within {match.stop_timeout:g} s")
     return f"after {what} the client countersigned nothing and closed its connection"

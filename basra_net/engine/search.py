@@ -8,8 +8,12 @@ heuristic (``playout_choice``).  Every candidate meets the same worlds and
 the same playout noise (common random numbers): the luck of the deal is
 shared, so what differs between candidates' means is the moves.  Moves that
 differ only in interchangeable cards (two fives that score alike) are one
-candidate.  Once the stock is empty nothing is hidden and the last hand is
-solved exactly (``endgame.py``).
+candidate, and a candidate clearly behind the leader on the worlds both
+have met gets no more playouts (``contenders``).  A world is weighed by how likely the opponent, holding the hand
+the world gives it, was to make the plays it made this hand (a basra it
+passed up makes a hand that had one unlikely: ``world_likelihood``).  Once
+the stock is empty nothing is hidden and the last hand is solved exactly
+(``endgame.py``).
 
 The value of an ending is the seat's points minus the opponent's, and a
 match won or lost besides when the game can end the match.  Randomness and
@@ -19,6 +23,7 @@ playout count always give the same move.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Callable
 
@@ -26,13 +31,20 @@ from .captures import BASRA, DROP, JACK_BASRA, SWEEP, whole_table_as_some_rank
 from .cards import SEVEN_OF_DIAMONDS, Card
 from .endgame import Utility, solve_last_hand
 from .events import Move
-from .game import Game
+from .game import Game, moves_for
 from .match import match_winner
 from .scoring import PRESETS
 from .views import SeatView
 
 # What a match won is worth against points, in a game that can end the match.
 MATCH_WON = 200.0
+# The opponent model that weighs sampled worlds: a play this much worse by move_worth than the best the
+# sampled hand offered is e^-1 times as likely, and none less likely than UNLIKELY_PLAY (a player may see
+# what the model does not).
+PLAY_TEMPERATURE = 20.0
+UNLIKELY_PLAY = 0.05
+# How far behind the leader, in standard errors of the difference over shared worlds, a candidate is dropped.
+PRUNE_SIGMAS = 3.0
 
 
 def search_move(
@@ -58,28 +70,73 @@ def search_move(
     candidates = distinct_moves(moves, view.scoring)
     if len(candidates) == 1:
         return candidates[0]
-    totals = [0.0] * len(candidates)
+    alive = list(range(len(candidates)))
+    results: list[list[float]] = [[] for _ in candidates]  # each candidate's weighed outcome, world by world
     playouts = worlds = 0
     while playouts < max_playouts:
         world = sample_world(view, rng)
+        weight = world_likelihood(view, world.hands[1 - view.seat])
         noise = [rng.random() for _ in range(48)]
         outcomes = []
-        for move in candidates:
+        for index in alive:
             game = clone(world)
-            game.advance(move)
-            outcomes.append(playout(game, view.seat, noise, utility))
+            game.advance(candidates[index])
+            outcomes.append(weight * playout(game, view.seat, noise, utility))
             playouts += 1
             if should_stop():
                 break
-        if len(outcomes) < len(candidates):
+        if len(outcomes) < len(alive):
             break
         worlds += 1
-        for index, outcome in enumerate(outcomes):
-            totals[index] += outcome
+        for index, outcome in zip(alive, outcomes):
+            results[index].append(outcome)
+        if worlds >= 8 and worlds & (worlds - 1) == 0:  # at 8, 16, 32 ... worlds
+            alive = contenders(alive, results)
+            if len(alive) == 1:
+                break
     if not worlds:  # stopped before one world was played out: the playout policy's own move
         return _listed(moves, playout_choice(sample_world(view, rng), 0.5))
-    best = max(range(len(candidates)), key=lambda i: totals[i])
-    return candidates[best]
+    return candidates[max(alive, key=lambda i: sum(results[i]))]
+
+
+def contenders(alive: list[int], results: list[list[float]]) -> list[int]:
+    """The candidates not clearly worse than the leader, on the worlds they shared.
+
+    Both met the same worlds, so the difference world by world is what the
+    moves make of them; a candidate whose mean difference from the leader is
+    more than PRUNE_SIGMAS standard errors gets no more playouts.
+    """
+    leader = max(alive, key=lambda i: sum(results[i]))
+    kept = []
+    for index in alive:
+        differences = [a - b for a, b in zip(results[leader], results[index])]
+        n = len(differences)
+        mean = sum(differences) / n
+        spread = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
+        if index == leader or mean <= PRUNE_SIGMAS * spread / math.sqrt(n):
+            kept.append(index)
+    return kept
+
+
+def world_likelihood(view: SeatView, opponent_hand: list[Card]) -> float:
+    """How likely the opponent, holding this hand now, was to make the plays it made this hand.
+
+    Its hand at each of those plays was this one and the cards it has played
+    since; a play that hand's best looks much better than (a basra passed up,
+    a capture not taken) makes the world less likely.
+    """
+    if not view.opponent_plays:
+        return 1.0
+    preset = PRESETS[view.scoring]
+    hand = list(opponent_hand)
+    likelihood = 1.0
+    for table, card in reversed(view.opponent_plays):
+        hand.append(card)
+        worths = [(move.card, move_worth(move, table)) for move in moves_for(table, hand, preset)]
+        best = max(worth for _, worth in worths)
+        played = max(worth for held, worth in worths if held == card)
+        likelihood *= max(UNLIKELY_PLAY, math.exp((played - best) / PLAY_TEMPERATURE))
+    return likelihood
 
 
 def match_utility(view: SeatView) -> Utility:
@@ -189,41 +246,60 @@ def playout(game: Game, seat: int, noise: list[float], utility: Utility) -> floa
 
 
 def playout_choice(game: Game, noise: float) -> Move:
-    """A cheap stand-in for a careful player: basras first, then big captures that leave no basra behind,
-    and drops that leave no basra and keep the Jacks and the 7D.  ``noise`` (0 to 1) breaks ties."""
+    """A cheap stand-in for a careful player: the move ``move_worth`` likes best, ``noise`` (0 to 1) breaking ties."""
     moves = game.legal_moves()
     if len(moves) == 1:
         return moves[0]
     table = game.table
     best, best_worth = moves[0], -1e9
     for index, move in enumerate(moves):
-        kind = move.kind
-        if kind == JACK_BASRA:
-            return move
-        if kind == BASRA:
-            worth = 1000.0
-        elif kind == DROP:
-            after = (*table, move.card)
-            worth = -5.0
-            if move.card == SEVEN_OF_DIAMONDS or move.card % 13 == 10:
-                worth -= 40.0  # a Jack or the 7D kept takes a table later
-            if whole_table_as_some_rank(after) is not None:
-                worth -= 30.0  # a table one card takes whole: a basra offered
-        else:
-            taken = move.captures
-            worth = 10.0 * (len(taken) + 1)
-            if kind == SWEEP:
-                worth -= 15.0 * max(0, 4 - len(taken))  # a Jack or the 7D spent on a small table
-            elif len(taken) < len(table):
-                taken_set = set(taken)
-                after = tuple(c for c in table if c not in taken_set)
-                if whole_table_as_some_rank(after) is not None:
-                    worth -= 30.0
         # The noise, moved along the list by the move's place, decides between moves worth the same.
-        worth += (noise + index * 0.618) % 1.0
+        worth = move_worth(move, table) + (noise + index * 0.618) % 1.0
         if worth > best_worth:
             best, best_worth = move, worth
     return best
+
+
+def move_worth(move: Move, table: list[Card] | tuple[Card, ...]) -> float:
+    """What a careful player sees in a move at a glance: basras first, then big captures that leave no
+    basra behind, and drops that leave no basra and keep the Jacks and the 7D."""
+    kind = move.kind
+    if kind == JACK_BASRA:
+        return 2000.0
+    if kind == BASRA:
+        return 1000.0
+    if kind == DROP:
+        worth = -5.0
+        if move.card == SEVEN_OF_DIAMONDS or move.card % 13 == 10:
+            worth -= 40.0  # a Jack or the 7D kept takes a table later
+        if offers_basra((*table, move.card)):
+            worth -= 30.0  # a table one card takes whole: a basra offered
+        return worth
+    taken = move.captures
+    worth = 10.0 * (len(taken) + 1)
+    if kind == SWEEP:
+        worth -= 15.0 * max(0, 4 - len(taken))  # a Jack or the 7D spent on a small table
+    elif len(taken) < len(table):
+        taken_set = set(taken)
+        if offers_basra(tuple(c for c in table if c not in taken_set)):
+            worth -= 30.0
+    return worth
+
+
+_OFFERS_BASRA: dict[tuple[int, ...], bool] = {}
+
+
+def offers_basra(table: tuple[Card, ...]) -> bool:
+    """Whether some single card would take this whole table as a basra (a lone 7D or Jack included).
+
+    Only the ranks matter (on a table of two cards or more the 7D is a 7),
+    so the answer is kept by sorted ranks: playouts ask it at every drop.
+    """
+    key = tuple(sorted(c % 13 for c in table))
+    known = _OFFERS_BASRA.get(key)
+    if known is None:
+        known = _OFFERS_BASRA[key] = whole_table_as_some_rank(table) is not None
+    return known
 
 
 def _listed(moves: tuple[Move, ...], chosen: Move | None) -> Move:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .cards import Card
 from .events import Dealt, Event, Move
+from .game import HAND_SIZE, Game
 from .match import Match
 
 
@@ -33,6 +34,8 @@ class SeatView:
     piles: tuple[tuple[Card, ...], tuple[Card, ...]] = ((), ())
     moved_to_bottom: tuple[Card, ...] = ()
     last_capturer: int | None = None
+    # The opponent's plays in this hand so far, oldest first: the table each was played on (sorted), and the card.
+    opponent_plays: tuple[tuple[tuple[Card, ...], Card], ...] = ()
 
 
 def seat_view(match: Match, seat: int) -> SeatView:
@@ -66,6 +69,27 @@ def seat_view(match: Match, seat: int) -> SeatView:
         piles=(tuple(game.piles[0]), tuple(game.piles[1])),
         moved_to_bottom=game.moved_to_bottom,
         last_capturer=game.last_capturer,
+        opponent_plays=_plays_this_hand(game, 1 - seat),
+    )
+
+
+def _plays_this_hand(game: Game, seat: int) -> tuple[tuple[tuple[Card, ...], Card], ...]:
+    """The seat's plays in the hand being played, each with the table it met: the table walked back from now."""
+    made = 2 * HAND_SIZE - len(game.hands[0]) - len(game.hands[1])
+    if game.finished or not made:
+        return ()
+    table = list(game.table)
+    met = []
+    for move in reversed(game.history[-made:]):
+        if move.captures:
+            table.extend(move.captures)
+        else:
+            table.remove(move.card)
+        met.append(tuple(sorted(table)))
+    met.reverse()
+    first = 1 - game.dealer  # the non-dealer leads every hand
+    return tuple(
+        (met[i], move.card) for i, move in enumerate(game.history[-made:]) if (first if i % 2 == 0 else 1 - first) == seat
     )
 
 

@@ -14,6 +14,7 @@ from typing import Awaitable, Callable
 
 import trio
 
+from ..exits import EXIT_LEFT
 from ..files import data_dir, private_dir
 from ..match_files import TranscriptFile, default_transcript_path
 from ..options import DEFAULT_PORT, GRACE
@@ -203,15 +204,11 @@ async def run_host(
     say: Callable[[str], None] = print,
     log: Callable[[str], None] | None = None,
     stop: trio.Event | None = None,
-    on_new_code: Callable[[str, str], None] | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> HostOutcome:
-    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see.
-
-    ``on_new_code`` is told the new join code, and why, when wrong codes replaced it (by default, it is said).
-    """
+    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls, say, on_new_code)
+    door = _Door(identity, settings.code, settings.tls, say)
     if settings.resume is not None:
         table, path, tokens, resumed_bot = _resumed_table(settings, identity)
         if resumed_bot is not None:
@@ -221,6 +218,8 @@ async def run_host(
         table, path, tokens = _new_table(settings, identity, bot_level if bot_player else None)
     if log is not None:
         table.on_event = log
+    decided = trio.Event()
+    table.on_match_over = decided.set
     accept_scope = trio.CancelScope()
     announcing = trio.CancelScope()
     try:
@@ -265,11 +264,17 @@ async def run_host(
             announcing.cancel()  # the host's own player is done: nobody new is to sit down
             # The host's own player is done.  A decided match waits for the other
             # seat to receive its end (bounded by the grace period); a table still
-            # waiting for a second player, or one the host's player left (Ctrl-C,
-            # which must end soon), is given a moment, then everything stops.
-            if table.result is None or (stop is not None and stop.is_set()):
+            # waiting for a second player, or one the host's player left (Ctrl-C or
+            # q, which must end soon, even with the other seat away and its grace
+            # running), is given a moment, then everything stops.
+            own_left = own_result.exit_code == EXIT_LEFT or (stop is not None and stop.is_set())
+            if table.result is None or own_left:
                 with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
-                    await table.finished.wait()
+                    if own_left:
+                        await decided.wait()  # the leave on its way to the table
+                    # An away seat is held for the rest of its grace, which the player who left does not wait out.
+                    if not own_left or table.awaits_a_connected_seat:
+                        await table.finished.wait()
             else:
                 await table.finished.wait()
             if not table.finished.is_set():
@@ -300,22 +305,17 @@ def open_files_limit() -> int:
 class _Door:
     """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
 
-    def __init__(
-        self, identity, code: str | None, tls: bool, say: Callable[[str], None], on_new_code: Callable[[str, str], None] | None = None
-    ) -> None:
+    def __init__(self, identity, code: str | None, tls: bool, say: Callable[[str], None]) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
         self.tls = server_tls_context(identity, data_dir()) if tls else None
         self.match_starts = MatchStarts()  # every table's, seated through this door
         # Connections waiting in their handshake hold a descriptor each: no more of them than half the
         # descriptors the process may open, so that accepting never fails for want of one.
         gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
-        if on_new_code is None:
-            on_new_code = lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")  # noqa: E731
         self.admission = Admission(
             code=code,
             host_key=public_key_bytes(identity),
             gate=gate,
-            on_new_code=on_new_code,
             on_wrong_code=lambda address, lockout: say(
                 f"A join from {address} failed the join code (a mistyped code, or someone between the players); "
                 f"that address waits {lockout:.0f} s"

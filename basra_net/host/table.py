@@ -285,6 +285,11 @@ class Table:
         return self.seating.full or self.result is not None
 
     @property
+    def awaits_a_connected_seat(self) -> bool:
+        """After the end: a seat whose connection is up has yet to answer it (an away seat may never come back)."""
+        return any(entry is not None and not entry.done and entry.outbox is not None for entry in self.seats)
+
+    @property
     def open_seats(self) -> int:
         return self.seating.open_count() if self.result is None else 0
 

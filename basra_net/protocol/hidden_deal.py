@@ -90,26 +90,40 @@ class Purpose(IntEnum):
 class HiddenDealError(ValueError):
     """A check of the hidden deal failed; the message says what, where and whose.
 
-    seat is the party the record proves at fault, or None where it does not:
+    seat is the party whose step failed, or None where no step is at fault:
     a proven reveal of no card's point is an honest step over a corrupted
-    deck, and only the audit names who corrupted it.
+    deck, and only the audit names who corrupted it.  rests_on is the set of
+    parties whose steps the failed check read, or None for the deal's whole
+    state so far (whose steps came, in which order): a verifier weighs a
+    finding by who signed those steps (PROTOCOL.md 14.11).
     """
 
-    def __init__(self, message: str, seat: int | None = None) -> None:
+    reads_only_the_sender = False  # a check of the sender's own values alone
+
+    def __init__(self, message: str, seat: int | None = None, rests_on: frozenset[int] | None = None) -> None:
         super().__init__(message)
         self.seat = seat
+        if rests_on is None and self.reads_only_the_sender and seat is not None:
+            rests_on = frozenset({seat})
+        self.rests_on = rests_on
 
 
 class MalformedPoint(HiddenDealError):
     """Bytes received where a point was due are not a point of the prime-order group."""
 
+    reads_only_the_sender = True
+
 
 class MalformedScalar(HiddenDealError):
     """Bytes received where a scalar was due are not a canonical non-zero scalar."""
 
+    reads_only_the_sender = True
+
 
 class RepeatedEntry(HiddenDealError):
     """A locked deck holds one point twice: the same card was put in twice."""
+
+    reads_only_the_sender = True
 
 
 class OutOfTurn(HiddenDealError):
@@ -134,6 +148,8 @@ class NotACard(HiddenDealError):
 
 class ScalarMismatch(HiddenDealError):
     """A scalar published for the audit is not the one behind the party's public point."""
+
+    reads_only_the_sender = True
 
 
 class NotAPermutation(HiddenDealError):
@@ -625,7 +641,8 @@ class DealChecker:
             raise OutOfTurn(f"position {p} is unmasked already", seat)
         statement = Statement(self.context, p, seat, Purpose.UNMASK, self.public[seat], unmasking.point, self.deck[p])
         if seat != self.own_seat and not verify(statement, unmasking.proof):
-            raise WrongUnmasking(f"game {self.context.game}: seat {seat}'s unmasking of position {p} does not verify", seat)
+            raise WrongUnmasking(f"game {self.context.game}: seat {seat}'s unmasking of position {p} does not verify", seat,
+                                 frozenset({seat, self.order.non_dealer}))  # the deck is the non-dealer's list
         self._unmasked[p] = unmasking.point
 
     def is_unmasked(self, position: int) -> bool:
@@ -662,7 +679,8 @@ class DealChecker:
         base = self._unmasked[p]
         statement = Statement(self.context, p, seat, Purpose.REVEAL, self.public[seat], reveal.point, base)
         if seat != self.own_seat and not verify(statement, reveal.proof):
-            raise WrongReveal(f"game {self.context.game}: seat {seat}'s reveal of position {p} does not verify", seat)
+            raise WrongReveal(f"game {self.context.game}: seat {seat}'s reveal of position {p} does not verify", seat,
+                              frozenset({0, 1}))  # over the other party's unmasking, over the deck
         card = reveal.card
         if card is None and played:
             raise NotACard(
@@ -714,4 +732,5 @@ class DealChecker:
                 f"game {self.context.game}: seat {seat}'s locked list is not the list before it under its scalar"
                 f" (entries {', '.join(map(str, strangers))})",
                 seat,
+                frozenset({seat, self.order.dealer}),  # the dealer's list is the card points locked: its own alone
             )

@@ -176,6 +176,11 @@ class RefereeGame:
         """The game's 48 plays are made: the audit is due."""
         return self.started and self.match.game is not None and self.match.game.finished
 
+    @property
+    def audit_scalars(self) -> dict[int, bytes]:
+        """The audit scalars taken so far, by seat."""
+        return dict(self._audits)
+
     def owed(self, seat: int) -> Owed:
         return _owed(self.checker, seat, self.over or self.corrupted is not None, set(self._audits))
 

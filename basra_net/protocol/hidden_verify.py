@@ -19,6 +19,13 @@ absence says withheld it (an abandoned deal, the steps before it being the
 evidence).  A party that was absent instead (it left, or was away past its
 grace period) withheld nothing: its game ended before its deal did, and no
 one is named.
+
+Each failure also says whether it rests on this seat's own steps (sent or
+owed), which no stream signs in version 2: the seat's writer could have
+changed them, so signed_verify.py names no one for such a failure.  A
+step's check reads the steps before it (HiddenDealError.rests_on, where the
+check knows whose); the rules' checks of what the host announced read the
+cards the host's own stream shows.
 """
 
 from __future__ import annotations
@@ -57,12 +64,17 @@ ABANDONED_DEAL = "an abandoned deal"  # the check a game fails when the match en
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing a hidden game's record proves wrong: the check, what was due, what came, and who is at fault."""
+    """One thing a hidden game's record shows wrong: the check, what was due, what came, and who the replay finds at
+    fault (what a verifier proves of it depends on who signed what it rests on: signed_verify.py)."""
 
     check: str
     expected: str
     found: str
     culprit: str | None  # "seat 0", "seat 1" or "the host"; None where the record names no one
+    # What unsigned the check rests on, in words, or None when it rests on the host's stream alone: this record's
+    # own seat's steps (sent or owed), which no signature covers in version 2 and its writer can change at will, or
+    # an audit scalar the host relays whatever it holds.  Such a finding names no one (PROTOCOL.md 14.11, 15.16).
+    unsigned: str | None = None
 
 
 @dataclass
@@ -74,6 +86,17 @@ class HiddenGameCheck:
     complete: bool = False  # all 48 plays made and both scalars audited
     deck: tuple[int, ...] = ()
     proofs: int = 0  # unmaskings and reveals checked
+    trace: HiddenTrace | None = None  # the deal's values, for `basra verify --verbose`
+
+
+@dataclass(frozen=True)
+class HiddenTrace:
+    """A hidden game's deal as far as the record went, to compare with an independent implementation (15.5, 15.10)."""
+
+    dealer: int
+    public: tuple[bytes | None, bytes | None]  # each seat's public point Y
+    lists: tuple[tuple[bytes, ...], ...]  # the dealer's locked list, then the deck (the non-dealer's)
+    scalars: tuple[tuple[int, bytes], ...]  # the audit scalars published, by seat
 
 
 def _seat(seat: int | None) -> str | None:
@@ -95,6 +118,7 @@ class HiddenGameReplay:
         self.result = HiddenGameCheck(shuffle.game)
         self._expected: deque[Message] = deque()  # announcements the replay has made and the record has not shown yet
         self._own_play: HiddenPlay | None = None
+        self._own_steps = False  # a step of this seat's own (a lock, open, audit or play) is in the replay
         if not match.awaiting_deal:
             self._fail("shuffle", "a new game after the last one ended", f"game {shuffle.game} during a game", "the host")
             return
@@ -111,9 +135,22 @@ class HiddenGameReplay:
     def failed(self) -> bool:
         return self.result.finding is not None
 
-    def _fail(self, check: str, expected: str, found: str, culprit: str | None) -> None:
+    def _fail(self, check: str, expected: str, found: str, culprit: str | None, *, of_the_deal: bool = False,
+              reads: frozenset[int] | None = None, unsigned: str | None = None) -> None:
+        """Record the game's first failure.  ``of_the_deal``: a check of the deal itself (a step's proof or turn, the
+        card a reveal proves, the steps due), which rests on this seat's own steps once they are in the game, unless
+        ``reads`` names the parties whose steps it read; the rules' checks of what the host announced rest on the
+        host's stream alone.  ``unsigned``: what else unsigned it rests on."""
         if self.result.finding is None:
-            self.result.finding = Finding(check, expected, found, culprit)
+            own = self.seat in reads if reads is not None else self._own_steps or self._owes_a_step()
+            if of_the_deal and own:
+                unsigned = f"it rests on seat {self.seat}'s own steps of the deal, which no signature covers"
+            self.result.finding = Finding(check, expected, found, culprit, unsigned)
+
+    def _owes_a_step(self) -> bool:
+        """This seat owes a step now: its absence from the record is this seat's word too."""
+        referee = getattr(self, "referee", None)
+        return referee is not None and self.seat in referee.due
 
     # --- feeding -----------------------------------------------------------------------------
 
@@ -123,15 +160,20 @@ class HiddenGameReplay:
         try:
             self._step(sender, message)
         except HiddenDealError as error:
-            self._fail("the deal", "every step to check", str(error), _seat(error.seat))
-        except IllegalMove as error:
-            self._fail(f"play by seat {getattr(message, 'seat', self.seat)}", "a legal move", str(error), "the host")
+            relayed_audit = sender == REFEREE and isinstance(message, Audited) and error.seat == message.seat
+            vouched = (f"seat {message.seat}'s audit scalar, which the host relays whether or not it holds (15.10) and "
+                       f"seat {message.seat} did not sign") if relayed_audit else None
+            self._fail("the deal", "every step to check", str(error), _seat(error.seat), of_the_deal=True, reads=error.rests_on,
+                       unsigned=vouched)
+        except IllegalMove as error:  # a position's hand and card follow from the deal
+            self._fail(f"play by seat {getattr(message, 'seat', self.seat)}", "a legal move", str(error), "the host", of_the_deal=True)
 
     def _step(self, sender: str, message: Message) -> None:
         referee = self.referee
         if sender == OWN and isinstance(message, (Lock, Open, Audit)):
             if not referee.fresh(message):
                 return  # it crossed a card shown to be no card, and the host did not take it (15.10)
+            self._own_steps = True
             self._count(message)
             referee.take(self.seat, message)
             self._note_audit(message)
@@ -146,7 +188,7 @@ class HiddenGameReplay:
         elif sender == REFEREE and isinstance(message, Deal) and message.hand_no == 1 and not referee.started:
             if referee.due:
                 owed = "; ".join(f"seat {s} owes {referee.owed(s)}" for s in referee.due)
-                self._fail("deal", "the first hand dealt once the deal's steps are in", f"a deal while {owed}", "the host")
+                self._fail("deal", "the first hand dealt once the deal's steps are in", f"a deal while {owed}", "the host", of_the_deal=True)
                 return
             self._announce(referee.start())
             self._compare(message)
@@ -157,6 +199,7 @@ class HiddenGameReplay:
             elif message.options != referee.options():
                 self._fail("hidden_turn", "the options of each kind of card on this table", "other options", "the host")
         elif sender == OWN and isinstance(message, HiddenPlay):
+            self._own_steps = True
             self._own_play = message
         elif sender == REFEREE and isinstance(message, Played):
             self._played(message)
@@ -172,7 +215,7 @@ class HiddenGameReplay:
             play, self._own_play = self._own_play, None  # what this seat chose: the host must have announced it
             if (play.position, play.reveal) != (played.position, played.reveal):
                 self._fail(f"play by seat {played.seat}", f"position {play.position} as this seat played it",
-                           f"position {played.position}", "the host")
+                           f"position {played.position}", "the host", of_the_deal=True)
                 return
         else:
             kind = kind_of_card(played.card)
@@ -190,7 +233,7 @@ class HiddenGameReplay:
             card = self.referee.checker.revealed_card(Reveal.from_bytes(play.position, played.seat, play.reveal), played=True)
             if card != played.card:
                 self._fail(f"play by seat {played.seat}", f"{card_name(card)}, the card its reveal proves",
-                           card_name(played.card), "the host")
+                           card_name(played.card), "the host", of_the_deal=True)
                 return
         self._announce(self.referee.play(played.seat, play), (play.position, play.reveal))
         self._compare(played)
@@ -206,8 +249,8 @@ class HiddenGameReplay:
             self._fail(message.TYPE, "nothing more announced in this game", f"a '{message.TYPE}'", "the host")
             return
         expected = self._expected.popleft()
-        if expected != message:
-            self._fail(message.TYPE, _show(expected), _show(message), "the host")
+        if expected != message:  # a deal's table and moved cards are the deal's; the rest is the rules'
+            self._fail(message.TYPE, _show(expected), _show(message), "the host", of_the_deal=isinstance(message, Deal))
 
     def _count(self, step) -> None:
         if isinstance(step, Open):
@@ -223,6 +266,11 @@ class HiddenGameReplay:
     def finish(self, withholder: int | None = None) -> HiddenGameCheck:
         """The game's check once its records end; ``withholder`` is the seat the match ended as withholding a
         step of the deal, by the host's account (withholder_of), if this is the game it ended in."""
+        referee = getattr(self, "referee", None)
+        if referee is not None:
+            checker = referee.checker
+            self.result.trace = HiddenTrace(referee.dealer, (checker.public[0], checker.public[1]), tuple(checker.locked),
+                                            tuple(sorted(referee.audit_scalars.items())))
         if self.failed or self.result.complete:
             return self.result
         # The deal stands still while a step is owed, so the step owed when the records end is the one owed when
@@ -230,9 +278,10 @@ class HiddenGameReplay:
         owed = self.referee.owed(withholder) if withholder is not None else None
         if owed:
             self._fail(ABANDONED_DEAL, "every step of the deal until the match ended",
-                       f"seat {withholder} withheld {owed}", f"seat {withholder}")
+                       f"seat {withholder} withheld {owed}", f"seat {withholder}", of_the_deal=True)
         elif self.referee.corrupted is not None:
-            self._fail("the deal", "a card at every position", f"{self.referee.corrupted}; the record holds no audit to say whose", None)
+            self._fail("the deal", "a card at every position", f"{self.referee.corrupted}; the record holds no audit to say whose", None,
+                       of_the_deal=True)
         return self.result
 
 

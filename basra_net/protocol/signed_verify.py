@@ -5,9 +5,15 @@ signed record (record.py) is replayed from the recorded frame bodies.  Each
 thing the replay finds wrong is then weighed by what covers it:
 
 - under a valid host signature of its game (whose channel context names the
-  scoring and target the replay uses), or of the result, it is the host's
-  signed word against the rules: a proven cheat;
-- anywhere else it proves nothing about anyone: the record is not proven.
+  scoring and target the replay uses), or of the result, and resting on what
+  the host's stream alone holds (a step of the other seat's party it relayed
+  included), it is the host's signed word against the rules: a proven cheat
+  of the host;
+- resting on a step of the hidden deal that the channel's guest sent (or
+  owed), which no one signs in version 2, or on an audit scalar the host
+  relays whatever it holds, or under no valid host signature, it proves
+  nothing about anyone: the record is not proven.  A verdict of
+  cheating never rests on a signature of the accuser alone.
 
 Notes and the header's role are the writer's claims and change nothing here.
 An abandonment is the host's assertion, shown with its signed account; it is
@@ -113,20 +119,25 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
     for problem in deals.problems:
         record = signed.get(problem.game) if problem.game is not None else None
         covered = record.host is Status.VALID if record is not None else result_signed
+        plain = str(replace(problem, culprit=None))
         if problem.field in _SIGNATURE_FIELDS:
             unproven.append(str(problem))
-        elif problem.field == ABANDONED_DEAL and report.account is None:
-            # Withholding is the host's signed word (14.6); an account that does not verify names no one.
-            unproven.append(f"{replace(problem, culprit=None)} (the host's word, in an account of the absence that is not validly signed: this names no one)")
-        elif problem.culprit is not None:  # a hidden deal's step, proven false by its own proof (15.16)
-            cheats.append(str(problem))
+        elif problem.field == ABANDONED_DEAL:
+            # Withholding is the host's signed word (14.6) over a step the record shows owed: an abandonment the host
+            # asserts, shown with its account, never a cheat, since the seat it names signed nothing of it.
+            if report.account is None:
+                unproven.append(f"{plain} (the host's word, in an account of the absence that is not validly signed: this names no one)")
         elif problem.field == "reveal" and problem.game not in dealt:
             # The guest's seed is signed only at the game's checkpoint: with no deal, nothing signed shows that it arrived.
             unproven.append(str(problem))
-        elif covered:
-            cheats.append(f"the host signed it: {problem}")
-        elif not (partial and cut_short):
-            unproven.append(f"{problem} (under no valid host signature)")
+        elif not covered:
+            if not (partial and cut_short):
+                unproven.append(f"{plain} (under no valid host signature: this names no one)")
+        elif problem.unsigned is not None or problem.culprit == f"seat {context.guest_seat}":
+            why = problem.unsigned or f"it rests on seat {context.guest_seat}'s own steps of the deal, which no signature covers"
+            unproven.append(f"{plain} (this names no one: {why})")
+        else:  # the host's signed stream alone shows it: the host's word, the host's cheat (a relayed step included)
+            cheats.append(f"the host signed it: {plain}{_relayed(problem, context)}")
     if report.account is not None:
         contradictions = account_contradictions(report.account)
         if contradictions:
@@ -154,6 +165,12 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
     report.also = [problem for problem in [*cheats, *unproven] if problem != report.reason]
     report.holds = _what_holds(report, missing)
     return report
+
+
+def _relayed(problem: Discrepancy, context: ChannelContext) -> str:
+    """Whose step a proven finding is, when the host relayed it from the other seat's party (15.16)."""
+    other = f"seat {1 - context.guest_seat}"
+    return f" (a step of {other} that the host relayed, where an honest host refuses it: 15.15)" if problem.culprit == other else ""
 
 
 def _where_it_ends(channel: ChannelRecord) -> str:

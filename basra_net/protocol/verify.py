@@ -20,7 +20,7 @@ from ..engine import IllegalMove, Match, Move
 from ..engine.cards import card_name
 from ..engine.events import Dealt, GameEnded, MatchEnded, TableTaken
 from . import shuffle
-from .hidden_verify import HIDDEN_GAME_MESSAGES, HiddenGameCheck, HiddenGameReplay, withholder_of
+from .hidden_verify import HIDDEN_GAME_MESSAGES, HiddenGameCheck, HiddenGameReplay, HiddenTrace, withholder_of
 from .messages import (
     Commit,
     Deal,
@@ -51,7 +51,8 @@ class Discrepancy:
     field: str
     expected: str
     found: str
-    culprit: str | None = None  # who the record proves cheated ("seat 1", "the host"), where it does
+    culprit: str | None = None  # who the replay finds at fault ("seat 1", "the host"); signed_verify weighs whether it is proven
+    unsigned: str | None = None  # what unsigned it rests on, in words (a hidden deal's steps no one signs), if anything
 
     def __str__(self) -> str:
         where = f"game {self.game}: " if self.game is not None else ""
@@ -72,6 +73,7 @@ class GameCheck:
     deck: tuple[int, ...] = ()
     complete: bool = True  # False for a game revealed when the match was abandoned part way
     proofs: int = 0  # hidden deal: the unmaskings and reveals checked
+    hidden: HiddenTrace | None = None  # hidden deal: the deal's values (no seeds: section 15)
 
     @property
     def ok(self) -> bool:
@@ -384,6 +386,6 @@ class MatchVerifier:
 def _game_check(hidden: HiddenGameCheck) -> GameCheck:
     finding = hidden.finding
     problems = [] if finding is None else [
-        Discrepancy(hidden.game, finding.check, finding.expected, finding.found, finding.culprit)
+        Discrepancy(hidden.game, finding.check, finding.expected, finding.found, finding.culprit, finding.unsigned)
     ]
-    return GameCheck(hidden.game, problems, deck=hidden.deck, complete=hidden.complete, proofs=hidden.proofs)
+    return GameCheck(hidden.game, problems, deck=hidden.deck, complete=hidden.complete, proofs=hidden.proofs, hidden=hidden.trace)

@@ -81,6 +81,17 @@ def test_a_table_is_described_with_its_fingerprint_and_whether_a_code_is_needed(
     assert "Hoda on pc" in line and "3f2a 9c01 77be 04d1" in line and "join code needed" in line and "1 seat free" in line
 
 
+def test_basra_list_shows_a_full_table_as_full_without_a_join_command(monkeypatch, capsys):
+    from basra_net.client import discovery
+
+    monkeypatch.setattr(discovery, "_browse_from_command", lambda command: [_table("Full", seats=0), _table("Open", port=6000)])
+    assert discovery.list_tables(as_json_array=False) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "Full on pc" in lines[0] and lines[0].endswith("; full)")
+    assert "Open on pc" in lines[1] and "1 seat free" in lines[1]
+    assert lines[2:] == ["    basra join 10.0.0.5:6000"]
+
+
 def test_a_choice_is_a_number_in_range():
     assert parse_choice(" 2\n", 3) == 1
     assert [parse_choice(answer, 3) for answer in ("0", "4", "", "two", "-1")] == [None] * 5

@@ -7,13 +7,17 @@ host that no longer holds the seat (`unknown_token`) ends it.
 
 from __future__ import annotations
 
+import json
+import os
+import time
+
 import pytest
 import trio
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
 from basra_net.files import data_dir
-from basra_net.match_files import RESUME_FILE, ResumeTicket, ResumeTickets, TranscriptFile
+from basra_net.match_files import RESUME_FILE, TICKET_STALE_AFTER, ResumeTicket, ResumeTickets, TranscriptFile
 from basra_net.protocol.errors import UNKNOWN_TOKEN
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 from basra_net.protocol.messages import Error, Hello, MatchStart, Message, Welcome, from_wire, to_wire
@@ -96,3 +100,16 @@ async def test_a_resume_the_host_no_longer_holds_drops_the_ticket_and_joins_afre
             nursery.cancel_scope.cancel()
     assert [h.token for h in hellos] == [TOKEN, None]  # the resume, then a fresh join
     assert ResumeTickets(data_dir() / RESUME_FILE).get(ticket.key) is None
+
+
+def test_a_change_to_the_tickets_drops_those_of_matches_long_past_resuming(tmp_path):
+    tickets = ResumeTickets(tmp_path / RESUME_FILE)
+    old, recent, unbegun = tmp_path / "old.basra", tmp_path / "recent.basra", tmp_path / "unbegun.basra"
+    old.write_bytes(b"x")
+    recent.write_bytes(b"x")
+    long_ago = time.time() - TICKET_STALE_AFTER - 60
+    os.utime(old, (long_ago, long_ago))
+    for n, path in enumerate((old, recent, unbegun)):
+        tickets.put(ResumeTicket(f"10.0.0.{n}:5252", "Omar", None, bytes([n]) * 16, 1, TOKEN, path))
+    kept = [tickets.get(key) for key in json.loads(tickets.path.read_text())]
+    assert [t.transcript for t in kept if t is not None] == [recent, unbegun]

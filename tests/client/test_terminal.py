@@ -15,7 +15,7 @@ from basra_net.client.terminal import CLEAR_SCREEN, InputClosed, PlayerQuit, Ter
 from basra_net.engine import Move
 from basra_net.engine.cards import parse_card
 from basra_net.engine.scoring import GameScore
-from basra_net.protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Played, Reveal, Welcome, YourTurn
+from basra_net.protocol.messages import AbsenceEvidence, Chat, Deal, GameEnd, MatchEnd, MatchStart, Played, Reveal, Welcome, YourTurn
 
 LETTERS = CardStyle(colour=False, symbols=False)
 SYMBOLS = CardStyle(colour=False, symbols=True)
@@ -278,7 +278,13 @@ def test_an_abandoned_match_is_logged():
     message = MatchEnd(0, (30, 10), "abandoned")
     state.apply(message)
     terminal.show(state, message)
-    assert terminal.log[-1] == "Match abandoned at 30 to 10"
+    assert terminal.log[-1] == "Match abandoned at 30 to 10: Sam dropped out of the match"  # version 1: no account of why
+
+    evidence = AbsenceEvidence(60, (("away", 5, 40), ("grace_over", 65_005, 40)), b"s" * 64)
+    message = MatchEnd(1, (30, 10), "abandoned", evidence)
+    state.apply(message)
+    terminal.show(state, message)
+    assert terminal.log[-1] == "Match abandoned at 30 to 10: You lost the connection and did not come back in time"
 
 
 def test_on_a_terminal_each_screen_is_cleared_first():

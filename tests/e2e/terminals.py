@@ -23,7 +23,6 @@ EXIT_MARK = "EXITED WITH "
 MATCH_TIMEOUT = 240
 SCREEN_TIMEOUT = 60.0  # seconds a screen is given to show what a test waits for, on two cores busy with several test runs
 CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")  # a card as the screen names it
-MATCH_TOTALS = re.compile(r"\bMatch +(\d+) +(\d+) +first to (\d+) wins")  # the last line of a game's score
 
 
 def terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
@@ -114,7 +113,7 @@ def play_when_asked(terminal: Terminal) -> str | None:
     text = terminal.screen()
     if EXIT_MARK in text:
         return None
-    if "YOUR TURN" in text or "can take (Enter" in text or "Enter: next game" in text or "Press Enter to close" in text:
+    if any(asked in text for asked in ("YOUR TURN", "can take (Enter", "Enter: next game", "Enter: close", "Press Enter to close")):
         terminal.keys("Enter")
     return text
 
@@ -126,19 +125,29 @@ def cards_in_hand(screen: str) -> int | None:
 
 
 def take_turn(terminal: Terminal, timeout: float = SCREEN_TIMEOUT) -> None:
-    """Wait for this player's turn, play the selected card (the first capture if asked), and see the play register.
+    """Wait for this player's turn, play the selected card (Enter shows what it takes, the next plays it; the first
+    capture if asked), and see the play register.
 
     A quick opponent may answer before the turn is seen to end: a hand one card
     smaller (or a new hand) shows the play registered all the same.
     """
     held = cards_in_hand(terminal.wait_for("YOUR TURN", timeout=timeout))
-    terminal.keys("Enter")
+    terminal.keys("Enter")  # shows what the selected card takes
     deadline = time.monotonic() + timeout
     while ("YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text) and cards_in_hand(text) == held:
-        if "can take (Enter" in text:
+        if "can take (Enter" in text or "plays it." in text or "to choose." in text:
             terminal.keys("Enter")
         assert time.monotonic() < deadline, f"the play did not register:\n{text}"
         time.sleep(0.1)
+
+
+def decides_the_match(screen: str) -> bool:
+    """A game's score on screen whose match totals end the match: one has reached the target and they differ (RULES.md)."""
+    row = re.search(r"^\W*Match +(\d+) +(\d+) +first to (\d+) wins", screen, re.MULTILINE)
+    if row is None:
+        return False
+    mine, theirs, target = map(int, row.groups())
+    return match_winner((mine, theirs), target) is not None
 
 
 def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) -> str:
@@ -154,13 +163,6 @@ def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) 
             take_turn(terminal)
         time.sleep(0.1)
     return text
-
-
-def decides_the_match(score: str) -> bool:
-    """Whether the game's score on screen gives the match a winner (rule 11), from its line of match totals."""
-    totals = MATCH_TOTALS.search(score)
-    assert totals, f"a game's score without the match's totals:\n{score}"
-    return match_winner((int(totals[1]), int(totals[2])), int(totals[3])) is not None
 
 
 def play_out(*terminals: Terminal, timeout: float = MATCH_TIMEOUT) -> list[str]:

@@ -60,3 +60,33 @@ def test_output_piped_into_a_reader_that_stops_early_ends_quietly(env, command, 
     assert "Traceback" not in errors and "unexpected error" not in errors and "Exception ignored" not in errors, errors
     assert process.returncode == 141
     assert not os.path.exists(os.path.join(env["BASRA_HOME"], "crashes"))
+
+
+@pytest.mark.parametrize(
+    ("address", "fault"),
+    [
+        ("192.168..1", "is not an IPv4 address"),
+        ("not..an..address", "has an empty part between dots"),
+        ("a" * 70, "longer than 63 characters"),
+        ("999.1.1.1", "is not an IPv4 address"),
+    ],
+    ids=["empty-part-of-an-ipv4-address", "empty-part-of-a-name", "70-character-name", "number-over-255"],
+)
+def test_a_mistyped_address_is_one_line_naming_the_fault_and_a_usage_error(env, address, fault):
+    """Checked before any connection: never the resolver's 'Unknown error -2' nor an IDNA codec's crash."""
+    done = subprocess.run(basra_command("join", address), env=env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("basra join: ") and fault in lines[0], done.stderr
+    assert "unexpected error" not in done.stderr and "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_name_no_resolver_knows_is_one_line_saying_the_host_was_not_found(env):
+    """A well-formed name (.invalid is never registered, RFC 2606) that no lookup finds: a network failure, exit 1."""
+    done = subprocess.run(
+        basra_command("join", "no-such-table.invalid", "--plain"), env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot find the host 'no-such-table.invalid'" in lines[0], done.stderr
+    assert "Unknown error" not in done.stderr and "Traceback" not in done.stdout + done.stderr

@@ -13,6 +13,7 @@ import trio
 import trio.testing
 
 from basra_net.client.players import BotPlayer
+from basra_net.conformance import client_check, relayed_table
 from basra_net.conformance.client_check import DEAL_REFUSED_CASE, MATCHES
 from basra_net.conformance.host_check import Target, check_host
 from basra_net.host.limits import CodeAttempts, HandshakeGate
@@ -66,14 +67,29 @@ SCRIPTED = [
 ]
 
 
+COMMIT_REVEAL_CUTS = [
+    *(f"commit-reveal deal: cut after the host's {kind}, and the resume" for kind in relayed_table.COMMIT_REVEAL_CUTS),
+    *(f"commit-reveal deal: cut after the client's {kind}, and the resume" for kind in relayed_table.COMMIT_REVEAL_CLIENT_CUTS),
+]
+HIDDEN_CUTS = [
+    *(f"hidden hands: cut after the host's {kind}, and the resume" for kind in relayed_table.HIDDEN_CUTS),
+    *(f"hidden hands: cut after the client's {kind}, and the resume" for kind in relayed_table.HIDDEN_CLIENT_CUTS),
+    *(f"hidden hands: the client's {kind} lost in a cut, and sent again" for kind in relayed_table.LOST_CLIENT_STEPS),
+]
 RELAYED = [
     "version 2, commit-reveal deal: the signed match runs to its end",
     "version 2, hidden hands: the signed match runs to its end",
     "a host sig that does not verify: the client stops",
     "a game_end whose totals are not the play's: the client stops",
     "an opened whose unmasking proof does not verify: the client stops",
+    "a host sig of a game that never comes: the client stops",
+    "version 2, commit-reveal deal: a match cut after each kind of message runs to its end",
+    "version 2, hidden hands: a match cut after each step of the deal runs to its end",
+    "version 2, hidden hands: a match whose client steps are each lost once in a cut runs to its end",
+    *COMMIT_REVEAL_CUTS,
+    *HIDDEN_CUTS,
 ]
-HIDDEN_RELAYED = [RELAYED[1], RELAYED[4]]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[8], *HIDDEN_CUTS]
 
 
 def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
@@ -85,6 +101,20 @@ def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_a
         assert any(name in line and why in line for line in found["SKIP"]), f"{name}: {result.stdout}"
     # The cases that wait for the cards pass or say they did not arise; none is left out.
     assert len(found["PASS"]) + len(found["SKIP"]) == len(SCRIPTED) + 6 + len(RELAYED)
+
+
+def test_a_client_that_offers_version_2_only_fails_no_case_and_has_version_1_reported_not_applicable(basra_env):
+    """5.2: a client that offers [2] refuses a welcome naming version 1, so the scripted host of version 1
+    refuses its hello with unsupported_version and its matches are not applicable; every case of version 2 passes."""
+    join = f"{sys.executable} {HERE / 'broken_join.py'} version_2_only join 127.0.0.1:{{port}} --auto greedy --plain --deal commit-reveal"
+    result = check_client(basra_env, join, plain=True)
+    found = verdicts(result.stdout)
+    assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
+    for name in RELAYED:
+        if name not in HIDDEN_RELAYED:
+            assert any(name in line for line in found["PASS"]), f"{name}: {result.stdout}"
+    version_1 = [line for line in found["SKIP"] if "offers version 2 only" in line and "unsupported_version (5.2)" in line]
+    assert len(version_1) == len(client_check.MATCHES), result.stdout
 
 
 @pytest.mark.parametrize("plain", [True, False], ids=["plain", "tls"])
@@ -118,11 +148,23 @@ def test_the_minimal_client_passes_every_case_of_version_1_and_has_version_2_rep
 
 
 def test_a_client_that_countersigns_an_unchecked_host_signature_fails_that_case(basra_env):
-    join = f"{sys.executable} {HERE / 'broken_join.py'} trusting_signatures join 127.0.0.1:{{port}} --auto greedy --plain"
+    join = f"{sys.executable} {HERE / 'broken_join.py'} trusting_signatures join 127.0.0.1:{{port}} --auto greedy --plain --deal commit-reveal"
     result = check_client(basra_env, join, plain=True)
     failed = verdicts(result.stdout)["FAIL"]
     assert result.returncode == 1, result.stdout
     assert len(failed) == 1 and "a host sig that does not verify" in failed[0] and "countersigned game 1" in failed[0], result.stdout
+
+
+def test_a_client_that_does_not_send_its_unmasking_again_after_a_resume_fails_the_match_that_loses_it(basra_env):
+    """Its `open` lost in the cut, the host waits for it in vain, and the match ends as withheld (15.15): 40 s a match."""
+    join = f"{sys.executable} {HERE / 'broken_join.py'} no_open_again join 127.0.0.1:{{port}} --auto greedy --plain"
+    result = check_client(basra_env, join, plain=True)
+    failed = verdicts(result.stdout)["FAIL"]
+    assert result.returncode == 1, result.stdout
+    assert any("client steps are each lost once in a cut" in line and "did not run to its end" in line for line in failed), result.stdout
+    # Any other failure is a match with hidden hands cut while the client's `open` (unmaskings or reveals) was on its way.
+    for line in failed:
+        assert "hidden hands" in line and "cut" in line, line
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,10 @@
 
 Each transcript of a hidden-hands match is checked offline, completely, by
 the real command: exit 0 and the summary that says what was proven.  A
-transcript changed afterwards (a reveal in it replaced) exits 3 with one
-line naming the seat, without a traceback.
+transcript changed afterwards (a reveal in it replaced) exits 1 with one
+line showing the failed reveal and naming no one, since the change breaks
+the host's signature, without a traceback (more forgeries:
+test_forged_records.py).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import subprocess
 from dataclasses import replace
 
 from basra_net.protocol import transcript
-from basra_net.protocol.messages import Played
+from basra_net.protocol.framing import encode_frame
+from basra_net.protocol.messages import Played, to_wire
 
 from .processes import basra_command, finish, free_port, start_basra, wait_for_line
 
@@ -46,11 +49,14 @@ def test_both_transcripts_of_a_hidden_hands_match_verify_offline(basra_env, tmp_
     parsed = transcript.parse((tmp_path / "join.basra").read_bytes())
     at = next(i for i, (sender, m) in enumerate(parsed.records) if isinstance(m, Played) and m.seat == 0 and m.reveal)
     other = next(m for _, m in parsed.records[at + 1:] if isinstance(m, Played) and m.seat == 0 and m.reveal)
+    bodies = list(parsed.bodies)
     sender, played = parsed.records[at]
-    parsed.records[at] = (sender, replace(played, reveal=other.reveal))  # another card's valid reveal
+    bodies[at] = (sender, encode_frame(to_wire(replace(played, reveal=other.reveal)))[4:])  # another card's valid reveal
     forged = tmp_path / "forged.basra"
-    forged.write_bytes(transcript.header(parsed.role) + b"".join(transcript.record(s, m) for s, m in parsed.records))
+    forged.write_bytes(transcript.header(parsed.role, transcript.SIGNED_FORMAT)
+                       + b"".join(transcript.body_record(s, b) for s, b in bodies))
     checked = verify(basra_env, forged)
-    assert checked.returncode == 3, checked.stdout + checked.stderr
-    assert "Traceback" not in checked.stdout + checked.stderr
-    assert "seat 0's reveal of position" in checked.stdout and "(seat 0 cheated)" in checked.stdout
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "Traceback" not in checked.stdout + checked.stderr and "cheated" not in checked.stdout
+    assert any("seat 0's reveal of position" in line and "under no valid host signature: this names no one" in line
+               for line in checked.stdout.splitlines()), checked.stdout

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -298,3 +299,136 @@ async def test_q_at_a_moment_held_by_the_frozen_link_leaves_and_the_other_side_i
         code, out = ended_by[who]
         assert code == expected_code and line in out, f"{who} said:\n{out}"
     transcripts_checked(basra_env, outcome, host_file, guest_file)
+
+
+# --- leaving at once: a host whose opponent is away, and the questions before a seat is taken -------------------
+
+CODE = "K7M-2QX"  # a join code as strong as a generated one, for the headless hosts below
+
+# A table as README's `basra host` opens it first (TLS, a join code of its own, hidden hands), then the variants.
+TABLES = [
+    pytest.param([], id="coded-tls-hidden"),
+    pytest.param(["--deal", "commit-reveal"], id="coded-tls-commit-reveal"),
+    pytest.param(["--open", "--plain"], id="open-plain-hidden"),
+]
+
+
+def joining_like(table: list[str]) -> list[str]:
+    """The `basra join` options a table's own options call for: --plain for a plain host, and the commit-reveal
+    deal asked for when the host deals no other (a join insists on hidden hands unless told)."""
+    return [option for option in ("--plain",) if option in table] + (["--deal", "commit-reveal"] if "commit-reveal" in table else [])
+
+
+def join_code_on_screen(screen: str) -> str | None:
+    """The join code the host's screen tells the other player to type; None at a table that needs none."""
+    found = re.search(r"--code (\S+)", screen)
+    return found.group(1) if found else None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("leave", [press_ctrl_c, leave_with_q], ids=["ctrl-c", "q-y"])
+@pytest.mark.parametrize("table", TABLES)
+def test_a_host_whose_opponent_is_away_leaves_at_once_without_waiting_out_the_grace(basra_env, tmp_path, table, leave):
+    """The joiner is killed mid-match: the host's screen counts its grace down (120 s), and Ctrl-C, or q and y,
+    end `basra host` within seconds, exit 130, its transcript verifying up to the leave."""
+    port = str(free_port())
+    host_file = tmp_path / "host.basra"
+    host = Terminal(["host", "--name", "Sam", "--bind", "127.0.0.1", "--port", port, "--grace", "120", "--no-announce",
+                     "--transcript", str(host_file), *table], terminal_env(basra_env), tmp_path)
+    join = None
+    try:
+        code = join_code_on_screen(host.wait_for("Waiting for the other player to sit down"))
+        assert (code is None) == ("--open" in table), code
+        join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--transcript", str(tmp_path / "guest.basra"),
+                           *(["--code", code] if code else []), *joining_like(table))
+        host.wait_for("YOUR TURN", "is thinking", timeout=DEADLINE)
+        join.kill()
+        join.communicate()
+        host.wait_for("Guest is away: waiting", timeout=DEADLINE)
+        leave(host)
+        code_, out = ended(host)  # a deadline far short of the grace
+    finally:
+        host.close()
+        if join is not None:
+            stopped(join)
+    assert code_ == 130 and "basra host: you left the match" in out, out
+    verified(basra_env, host_file, finished=False)
+
+
+def left_at_the_question(basra_env, tmp_path, host_args: list[str], join_args: list[str], question: str, key: str) -> tuple[int, str, subprocess.Popen]:
+    """A person runs `basra join` against a headless host and presses ``key`` once the screen asks ``question``:
+    the join's exit status and last screen, and the host, still running or not."""
+    port = str(free_port())
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", port, "--no-announce", *host_args)
+    try:
+        wait_for_line(host, "Waiting for the second player")
+        person = Terminal(["join", f"127.0.0.1:{port}", *join_args], terminal_env(basra_env), tmp_path)
+        try:
+            person.wait_for(question)
+            person.keys(key)
+            code, out = ended(person)
+        finally:
+            person.close()
+    except BaseException:
+        stopped(host)
+        raise
+    return code, out, host
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["C-c", "Escape"], ids=["ctrl-c", "esc"])
+@pytest.mark.parametrize("table", [pytest.param([], id="tls-hidden"), pytest.param(["--deal", "commit-reveal"], id="tls-commit-reveal"),
+                                   pytest.param(["--plain"], id="plain-hidden")])
+def test_ctrl_c_or_esc_at_the_join_code_question_leaves_at_once_and_the_host_keeps_serving(basra_env, tmp_path, table, key):
+    """`basra join ADDRESS` at a coded table, without the code: the screen asks for it, and leaving there exits 130."""
+    code, out, host = left_at_the_question(basra_env, tmp_path, ["--code", CODE, *table], joining_like(table), "Type the join code", key)
+    try:
+        assert host.poll() is None, "the host stopped serving"
+    finally:
+        stopped(host)
+    assert code == 130 and "basra join: you left before taking a seat" in out, out
+    assert "the host refused" not in out, out  # the shell's screen, once the full screen has gone
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["C-c", "Escape"], ids=["ctrl-c", "esc"])
+@pytest.mark.parametrize("table", [pytest.param([], id="open-tls-hidden"), pytest.param(["--deal", "commit-reveal"], id="open-tls-commit-reveal")])
+def test_ctrl_c_or_esc_at_the_first_contact_fingerprint_question_leaves_at_once_and_the_host_is_told(basra_env, tmp_path, table, key):
+    """A TLS host met for the first time with no code to vouch for its key: the screen asks to compare
+    fingerprints, and leaving there (rather than answering) exits 130; the host, which seated the player, is told."""
+    code, out, host = left_at_the_question(basra_env, tmp_path, ["--open", *table], joining_like(table), "show the same fingerprint?", key)
+    host_code, host_out = finish(host)
+    assert code == 130 and "basra join: you left the match" in out, out
+    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["\x03", "\x04"], ids=["ctrl-c", "ctrl-d"])
+@pytest.mark.parametrize("host_args,question", [(["--code", CODE], "Join code"), (["--open"], "[y/N]")], ids=["code", "fingerprint"])
+def test_ctrl_c_or_ctrl_d_at_a_line_prompt_question_exits_130_at_once(basra_env, tmp_path, host_args, question, key):
+    """The line prompt (input a terminal, output a file): the question is asked with input() in a thread that
+    Ctrl-C abandons, which must neither hold the join up nor abort the interpreter's exit."""
+    import pexpect
+
+    port = str(free_port())
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", port, "--no-announce", *host_args)
+    said = tmp_path / "join.out"
+    command = shlex.join(basra_command("join", f"127.0.0.1:{port}"))
+    child = None
+    try:
+        wait_for_line(host, "Waiting for the second player")
+        child = pexpect.spawn("bash", ["-c", f"exec {command} > {shlex.quote(str(said))} 2>&1"], env=basra_env, encoding="utf-8", timeout=DEADLINE)
+        deadline = time.monotonic() + DEADLINE
+        while question not in (said.read_text() if said.exists() else ""):
+            assert time.monotonic() < deadline, f"no question {question!r}: {said.read_text() if said.exists() else ''}"
+            time.sleep(0.1)
+        child.send(key)
+        child.expect(pexpect.EOF)
+        child.close()
+    finally:
+        if child is not None:
+            child.close(force=True)
+        stopped(host)
+    out = said.read_text()
+    assert child.exitstatus == 130 and "Traceback" not in out and "Fatal Python error" not in out, (child.exitstatus, child.signalstatus, out)
+    assert out.rstrip().endswith(("basra join: you left before taking a seat", "basra join: you left the match")), out

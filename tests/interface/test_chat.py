@@ -32,7 +32,7 @@ def test_the_chat_line_takes_every_key_as_words_and_never_plays_a_card():
         await pilot.pause(0.3)
         seen["hand"], seen["played"] = len(app.state.hand), played_lines(app)
         seen["panel"] = chat_panel(app)
-        await pilot.press("enter")  # out of the chat line, Enter plays again
+        await pilot.press("enter", "enter")  # out of the chat line, Enter shows the card's captures, then plays it
         await until(pilot, lambda: played_lines(app), "the play")
 
     run_app(scenario, main=match_against_bot(opponent=bot))
@@ -68,9 +68,9 @@ def test_reaction_keys_send_a_reaction_and_the_help_lists_them():
         seen["hand"] = len(app.state.hand)
         await pilot.press("question_mark")
         seen["help"] = screen_text(app)
-        await pilot.press("x")
+        await pilot.press("escape")
         await my_turn(app, pilot)
-        await pilot.press("enter")
+        await pilot.press("enter", "enter")
 
     run_app(scenario, size=(100, 40))  # room for the whole help
     assert seen["sent"] == [(0, Chat(reaction="good_game")), (0, Chat(reaction="thanks"))]

@@ -151,7 +151,7 @@ def test_the_whole_game_from_both_secrets_to_the_audit():
 
 def test_protocol_section_14_states_what_the_code_does():
     doc = (Path(__file__).parents[2] / "PROTOCOL.md").read_text()
-    section = doc[doc.index("## 15. Version 2: hidden hands") :]
+    section = doc[doc.index("## 15. Hidden hands") :]
     for label in (hidden_deal.CARD_LABEL, hidden_deal.CHALLENGE_LABEL, hidden_deal.NONCE_LABEL):
         assert f'"{label.decode()}"' in section
     card_label = hidden_deal.CARD_LABEL

@@ -430,9 +430,29 @@ def test_what_a_resume_sends_again_is_what_section_5_8_rule_6_lists_in_its_order
     assert "drops silently, with no error and no effect, an exact repeat" in rule
 
 
+def test_the_resume_checklist_of_5_8_names_every_message_once_and_what_a_resume_does_with_it():
+    rule = section("5").split("14. **The checklist.**")[1].split("\n## ")[0]
+    rows = [line.strip() for line in rule.splitlines() if line.strip().startswith("| `")]
+    seen: dict[str, tuple[str, str]] = {}
+    for row in rows:
+        names, host_cell, client_cell = (cell.strip() for cell in row.strip("|").split("|"))
+        for name in re.findall(r"`(\w+)`", names):
+            assert name not in seen, f"{name} has two rows"
+            seen[name] = host_cell, client_cell
+    kinds = {kind.message.TYPE: kind for kind in messages.CATALOGUE}
+    assert set(seen) == set(kinds)
+    again = {kind.TYPE for kind in SENT_AGAIN}
+    for name, (host_cell, client_cell) in seen.items():
+        kind = kinds[name]
+        assert (host_cell == "—") == (messages.HOST not in kind.sent_by), name
+        assert host_cell.startswith("replayed") == (messages.HOST in kind.sent_by and kind.stream), name
+        assert (client_cell == "—") == (messages.CLIENT not in kind.sent_by), name
+        assert client_cell.startswith("sent again") == (name in again), name
+
+
 def test_printable_is_the_unicode_version_and_the_categories_section_6_1_names():
     text = flat(catalogue_part_6_1())
-    version = re.search(r"Unicode Character Database version (\d+\.\d+\.\d+)", text).group(1)
+    version = re.search(r"Unicode Character Database version (\d+\.\d+\.\d+) or a later version", text).group(1)
     listed = re.search(r"is one of ((?:\w\w, )+\w\w and \w\w);", text).group(1)
     assert version == UNICODE_VERSION == unicodedata.unidata_version
     assert set(re.findall(r"\b[A-Z][a-z]\b", listed)) == REFUSED_CATEGORIES
@@ -494,15 +514,20 @@ def test_each_vector_file_describes_every_field_it_holds(name, version):
 
 
 def test_the_files_a_stranger_needs_are_named_and_shipped_with_a_readme():
-    needed = ["fair_deal.json", "example_session.json", "example_session.basra"]
+    needed = ["fair_deal.json", "example_session.json", "example_session.basra", "signed_records.json", "hidden_deal.json"]
     text = flat(section("13"))
-    assert "needs these three files" in text
+    assert "needs these five files" in text and "shipped on its own as `vectors/`" in text
     readme = (VECTORS / "README.md").read_text(encoding="utf-8")
     for name in needed:
         assert f"`{name}`" in text and (VECTORS / name).is_file()
         assert re.search(rf"^\| `{re.escape(name)}` \|.*\| yes", readme, re.M), name
-    listed = set(re.findall(r"`([\w.]+\.(?:json|basra|py|md))`", readme))
-    assert listed == {p.name for p in VECTORS.iterdir() if p.is_file()}
+    shipped = {p.name for p in VECTORS.iterdir() if p.is_file() and not p.name.startswith("generate_")}
+    listed = set(re.findall(r"^\| `([\w.]+)` \|", readme, re.M))
+    assert listed == shipped, "the README's table is the folder as shipped"
+    # No section sends a reader to a folder or a program that is not shipped with the vectors.
+    for number in ("9", "11", "13", "14", "15"):
+        assert "tests/vectors/generate" not in section(number) and "being wired" not in readme
+    assert "generate_" not in "".join(re.findall(r"^\|.*", readme, re.M))
 
 
 def test_section_8_2_says_both_transports_end_the_stream_at_once():
@@ -633,3 +658,114 @@ def test_2_5_names_every_label_of_the_code_and_a_vector_field_that_exists_for_ea
     code = "\n".join(p.read_text() for p in (ROOT / "basra_net").rglob("*.py"))
     in_code = set(re.findall(r'b?"(basra-net/v[12]/[\w/-]+)"', code)) - {label for label in re.findall(r'b?"(basra-net/v2/[\w/-]+)"', code) if "example" in label or "vector" in label}
     assert labels == in_code, f"in the code, not in 2.5: {in_code - labels}; in 2.5, not in the code: {labels - in_code}"
+
+
+def test_the_example_transcript_holds_no_message_the_catalogue_leaves_unrecorded():
+    """6.2's Recorded column: the code exchange (6.21, 6.22) is no part of a transcript, the example's included."""
+    decoder = FrameDecoder()
+    decoder.feed((VECTORS / "example_session.basra").read_bytes())
+    kinds = set()
+    while (frame := decoder.next_message()) is not None:
+        if frame["type"] == "record":
+            kinds.add(decode_body(frame["body"])["type"])
+    unrecorded = {kind.type for kind in messages.CATALOGUE if not kind.recorded}
+    assert {"pake", "pake_confirm"} <= unrecorded
+    assert kinds and not kinds & unrecorded, kinds & unrecorded
+
+
+def test_11_6_shows_the_example_transcript_as_it_is_in_format_2():
+    generator = load_generator()
+    decoder = FrameDecoder()
+    decoder.feed((VECTORS / "example_session.basra").read_bytes())
+    frames = []
+    while (frame := decoder.next_message()) is not None:
+        frames.append(frame)
+    shown = frames[:2] + [next(f for f in frames if f["type"] == "note")]
+    block = "```text\n" + "\n".join(generator.notation(f) for f in shown) + "\n```\n"
+    body = sections("###", section("11"))["11.6"][1]
+    assert "<!-- transcript example -->\n" + block + "<!-- end of transcript example -->" in body
+    assert '"format": 2' in block and "in format 2" in flat(body)
+
+
+# --- the errata a client built from this document alone found, each kept fixed ------------------
+
+
+def session_messages(section_number: str) -> list[tuple[str, Message]]:
+    session = next(s for s in EXAMPLE["sessions"] if s["section"] == section_number)
+    return [(f["from"], decode_one(bytes.fromhex(f["hex"]))) for f in session["frames"]]
+
+
+def test_the_hidden_deal_sends_its_replacements_one_at_a_time_as_12_5_says():
+    assert "unmasked and revealed, one at a time" in flat(sections("###", section("12"))["12.5"][1])
+    frames = session_messages("12.5")
+    first_deal = next(i for i, (_, m) in enumerate(frames) if m.TYPE == "deal")
+    opening = [m.TYPE for _, m in frames[:first_deal] if m.TYPE in ("open", "opened")]
+    after_the_locks = opening[opening.index("opened") :]
+    assert after_the_locks == ["opened", "open"] * (len(after_the_locks) // 2), opening
+    assert len(after_the_locks) == 6  # 8 to 11, then each of the two replacements
+
+
+def test_6_8s_hand_is_empty_in_the_hidden_deal():
+    assert "empty in the hidden deal" in flat(catalogue_entry("deal"))
+    deals = [m for _, m in session_messages("12.5") if m.TYPE == "deal"]
+    assert len(deals) == 6 and all(d.hand == () for d in deals)
+
+
+def test_version_2s_client_answers_match_end_only_after_the_results_sig():
+    assert "the client answers only after that `sig`" in flat(catalogue_entry("match_end"))
+    assert "follows the client table of 2.4" in flat(sections("###", section("7"))["7.2"][1])
+    for number in ("12.1", "12.5"):
+        tail = [(s, m.TYPE) for s, m in session_messages(number)][-4:]
+        assert tail == [("host", "match_end"), ("host", "sig"), ("guest", "sig"), ("guest", "leave")]
+
+
+def test_sig_is_a_stream_message_only_from_the_host():
+    assert "`sig` only as the host sends it" in flat(sections("###", section("6"))["6.2"][1])
+    assert "Messages from the client (`seed`, `play`, its `sig`)" in flat(section("14"))
+
+
+def test_9_10_says_what_a_version_1_client_does_after_a_failed_check():
+    text = flat(sections("###", section("9"))["9.10"][1])
+    assert "MAY play on to the match's end" in text and "MAY stop at once" in text and "In version 2 it MUST stop" in text
+
+
+def test_14_6_says_where_the_absent_seat_comes_from():
+    assert "absent_seat is not on the wire: it is the seat that abandoned" in flat(section("14"))
+
+
+def test_15_fixes_the_byte_order_of_a_reduced_scalar_and_the_card_name():
+    text = flat(section("15"))
+    assert "reads 64 random bytes as a little-endian integer, reduces it mod L" in text
+    assert 'lp("basra-net/v2/hidden-deal/card") || lp(name)' in text and "|| lp(label)" not in text
+    assert "sends seat 0 its `audited` (the relay of seat 1's scalar) followed by its `sig`" in text
+    assert "its permutation π (15.5), the locked lists and public points of the game" in text
+
+
+def test_2_7_states_the_exit_status_contract_the_checker_applies():
+    from basra_net.conformance import client_check, relayed_table
+
+    text = flat(sections("###", section("2"))["2.7"][1])
+    assert client_check.EXIT_TIMEOUT == relayed_table.EXIT_TIMEOUT == 30
+    assert "the client exits within 30 seconds of the match's end" in text
+    assert "refuses its `hello` with `unsupported_version`" in text and client_check.SCRIPTED_VERSION == 1
+
+
+def test_version_2_is_the_protocol_and_version_1_a_compatibility_part():
+    assert DOC.splitlines()[2].startswith("Protocol version 2") and max(messages.PROTOCOL_VERSIONS) == 2
+    intro = sections("###", section("1"))
+    assert "This document specifies protocol version 2" in flat(intro["1.3"][1])
+    assert "unreleased" not in DOC and "this section holds" not in DOC
+    assert intro["1.4"][0] == "Version 1, for compatibility"
+    assert not any(title.startswith("Version 2") for title, _ in TOP.values()), "no part of the protocol is a later addition"
+
+
+def test_2_6_sends_again_what_5_8_rule_6_says_in_its_order():
+    from basra_net.protocol.connection import SENT_AGAIN
+
+    checklist = flat(sections("###", section("2"))["2.6"][1])
+    rule = flat(section("5"))
+    assert "each `lock`, `open` and `audit` it sent since the last `shuffle`, `deal` or `hidden_turn` it took" in checklist
+    assert "each `lock`, `open` and `audit` (15.15) it sent, in the order it sent them, since the last `shuffle`, `deal` or `hidden_turn` it took" in rule
+    step_4 = checklist[checklist.index("4. Send again") : checklist.index("5. Take the replay")]
+    named = [re.search(rf"`{kind.TYPE}`", step_4).start() for kind in SENT_AGAIN]
+    assert named == sorted(named), "2.6 lists the answers in the order the client sends them again"

@@ -103,7 +103,7 @@ def test_section_14_states_the_sizes_and_points_the_code_uses():
     from spake2.parameters.ed25519 import ParamsEd25519
 
     doc = (Path(__file__).parents[2] / "PROTOCOL.md").read_text(encoding="utf-8")
-    section = doc[doc.index("## 14. Version 2"):]
+    section = doc[doc.index("## 14. Signed records"):]
     for name, point in (("M", ParamsEd25519.M), ("N", ParamsEd25519.N)):
         assert f"    {name} = {point.to_bytes().hex()}" in section
     assert "ctx is 139 bytes and the scoring's length: 147 bytes with `egyptian`" in section

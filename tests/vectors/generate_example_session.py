@@ -78,6 +78,7 @@ from basra_net.protocol.messages import (
     Sig,
     Welcome,
     YourTurn,
+    kind_of,
     to_wire,
 )
 from basra_net.protocol.record import ChannelContext, ChannelRecord
@@ -610,12 +611,13 @@ def build_json(sessions: list[Session]) -> dict:
 def build_transcript(session: Session) -> bytes:
     """What the joining player's client writes for session 1, verification notes included.
 
-    The client does not record the leave with which it answers match_end.
+    The client records no message the catalogue marks unrecorded (the code exchange's `pake` and
+    `pake_confirm`, PROTOCOL.md 6.2), nor the leave with which it answers match_end.
     """
     verifier = MatchVerifier()
     out = [transcript.header(GUEST, transcript.SIGNED_FORMAT)]
     for frame in session.frames:
-        if isinstance(frame.message, Leave):
+        if isinstance(frame.message, Leave) or not kind_of(frame.message).recorded:
             continue
         out.append(transcript.body_record(frame.sender, frame.data[4:]))
         check = verifier.observe(frame.sender, frame.message)

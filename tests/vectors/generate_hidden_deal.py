@@ -33,16 +33,17 @@ SEVEN_OF_DIAMONDS = 2 * 13 + 6
 
 FORMAT_NOTES = {
     "bytes": "lowercase hex strings; points are 32-byte edwards25519 encodings, scalars 32 bytes little-endian",
-    "card_points": "for each card in canonical order: its label (ASCII name), uniform = SHA-256(lp(card label) "
-    "|| lp(label)), point = crypto_core_ed25519_from_uniform(uniform)",
+    "card_points": "for each card in canonical order: its name (ASCII, as RULES.md spells it), uniform = "
+    "SHA-256(lp(card label) || lp(name)), the card label being labels.card, point = "
+    "crypto_core_ed25519_from_uniform(uniform)",
     "dleq": "one proof made with fixed randomness: statement = u32(2) || lp(match_id) || u32(game) || "
     "u8(position) || u8(seat) || u8(purpose) || public || base || result; nonce k = SHA-512(lp(nonce label) || "
-    "scalar || randomness || statement) mod L; commitment_g = k*G, commitment_base = k*base; challenge_input = "
-    "lp(challenge label) || statement || commitment_g || commitment_base; c = SHA-512(challenge_input) mod L; "
+    "scalar || randomness || statement) read little-endian, mod L; commitment_g = k*G, commitment_base = k*base; challenge_input = "
+    "lp(challenge label) || statement || commitment_g || commitment_base; c = SHA-512(challenge_input) read little-endian, mod L; "
     "s = k + c*scalar mod L; proof = c || s",
     "game": "one whole game, both parties' secrets to the audit. Each seat's randomness is the stream "
-    "SHA-512(lp(stream label) || seed || u64(i)) for i = 0, 1, ..., read in order: 64 bytes reduced mod L for the "
-    "scalar, then 4-byte big-endian words for the shuffle (Fisher-Yates with the sampler of section 9.7, as in "
+    "SHA-512(lp(stream label) || seed || u64(i)) for i = 0, 1, ..., read in order: 64 bytes read little-endian and "
+    "reduced mod L for the scalar, then 4-byte big-endian words for the shuffle (Fisher-Yates with the sampler of section 9.7, as in "
     "9.7 from the bottom up, so 'order' lists which entry of the previous list lands at each index), then 32 bytes "
     "for the nonce of each proof the seat makes, in the order of 'steps'. Any party may draw its secrets as it "
     "likes; only the resulting values are the protocol's",
