@@ -197,10 +197,11 @@ VERSION_2 = [
     "a locked list with an entry that is no point of the group: bad_deal",
     "an unmasking whose proof does not verify: bad_deal",
     "an unmasking carrying the proof of another position: bad_deal",
+    "a party whose step is lost in a cut, or cut off right after it, resumes and sends it again",
     "a seat that never countersigns: the match ends abandoned, the account ending unsigned",
     "a party that withholds a step of the deal: the match ends abandoned, the account ending withheld",
 ]
-HIDDEN_ONLY = VERSION_2[3:8]
+HIDDEN_ONLY = VERSION_2[3:9]
 
 
 def check_host_command(env: dict, port: int, *extra: str) -> subprocess.CompletedProcess:
