@@ -128,7 +128,8 @@ def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
     terminal.keys("Enter")  # shows what the selected card takes
     deadline = time.monotonic() + timeout
     while ("YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text) and cards_in_hand(text) == held:
-        if "can take (Enter" in text or "plays it." in text or "to choose." in text:
+        prompt = " ".join(text.split())  # the prompt's words, wherever the screen wrapped its lines
+        if "can take (Enter" in prompt or "plays it." in prompt or "to choose." in prompt:
             terminal.keys("Enter")
         assert time.monotonic() < deadline, f"the play did not register:\n{text}"
         time.sleep(0.1)
