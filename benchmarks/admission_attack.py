@@ -27,7 +27,24 @@ host idle before the attack.
     python benchmarks/admission_attack.py            # the attack above, once
     python benchmarks/admission_attack.py --repeat 3
 
-tests/resilience/test_admission_attack.py runs the same attack and asserts the outcomes.
+With --guessing, the attack is on the join code instead: a `basra host --auto
+greedy --code CODE` (TLS, its default) is guessed at from --addresses loopback
+addresses (6,000 unless told), each connecting again and again with a
+version-2 hello whose code exchange holds a wrong code, and leaving once the
+host's answer shows the guess wrong.  Each address waits what a patient
+attacker must: the lockout its wrong codes earned (1 s doubling to 60 s), the
+wait a `too_many_attempts` names, and after a `busy` (no guess left that it
+may take) 0.25 s doubling to 5 s.  Once --ramp seconds have passed and the
+host has answered busy (the budget is down to its reserve), `basra join
+--code CODE --auto greedy` starts.  Printed: the time to its seat and to its
+match's end, the host's answers to the guessers by kind (guesses the host
+answered, that is wrong codes it took), and the host's CPU and memory.
+
+    python benchmarks/admission_attack.py --guessing
+    python benchmarks/admission_attack.py --guessing --addresses 6000 --repeat 3
+
+tests/resilience/test_admission_attack.py runs the same attack and asserts the outcomes, and
+tests/host/test_security.py a smaller guessing flood beside a real join.
 """
 
 from __future__ import annotations
@@ -35,10 +52,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections import Counter
 import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +73,10 @@ from basra_net.client.pinning import client_tls_context  # noqa: E402
 from basra_net.host.server import open_files_limit  # noqa: E402
 
 from basra_net.protocol.connection import HostConnection  # noqa: E402
-from basra_net.protocol.errors import ProtocolError  # noqa: E402
+from basra_net.protocol.errors import BUSY, TOO_MANY_ATTEMPTS, ProtocolError  # noqa: E402
 from basra_net.protocol.framing import FrameDecoder, encode_frame  # noqa: E402
-from basra_net.protocol.messages import PROTOCOL_VERSIONS, Hello, Ping, Welcome, to_wire  # noqa: E402
+from basra_net.protocol.messages import HIDDEN_DEAL, PROTOCOL_VERSIONS, Error, Hello, Pake, Ping, Welcome, from_wire, to_wire  # noqa: E402
+from basra_net.protocol.pake import GuestCodeExchange  # noqa: E402
 
 GUEST_KEY = bytes(range(1, 33))  # the identity key a version 2 hello gives
 
@@ -227,6 +247,90 @@ class Attack:
             await trio.aclose_forcefully(stream)
 
 
+GUESSING_CODE = "K7M-2QX"  # the host's code; the guessers try "AAA-AAA"
+WRONG_GUESS_WAITS = (1.0, 60.0)  # the lockout a wrong code earns: from 1 s, doubling, to 60 s (PROTOCOL.md 5.6)
+BUSY_WAITS = (0.25, 5.0)  # after busy: as `basra join` waits, from 0.25 s, doubling, to 5 s
+_WAIT_NAMED = re.compile(r"in (\d+) s")
+
+
+class GuessingFlood:
+    """Loopback addresses guessing the join code without end: each connects, sends a version-2 hello whose
+    code exchange holds a wrong code, and leaves once the host's answer shows the guess wrong (the host then
+    counts a wrong code); then it waits what the host's answer makes it wait, and guesses again."""
+
+    def __init__(self, port: int, addresses: int, tls: bool = True) -> None:
+        self.port, self.addresses = port, addresses
+        self.tls = client_tls_context() if tls else None
+        nonce = os.urandom(32)
+        exchange = GuestCodeExchange("AAA-AAA", guest_key=GUEST_KEY, guest_nonce=nonce, host_key=GUEST_KEY)  # any key: the guess is wrong
+        hello = Hello(PROTOCOL_VERSIONS, "guesser", nonce, key=GUEST_KEY, pake=exchange.start(), deals=(HIDDEN_DEAL,))
+        self._hello = encode_frame(to_wire(hello))  # one guess, sent from every address: the host cannot tell
+        self.answers: Counter[str] = Counter()  # "guessed" (the host took the guess), or the error code
+        self.failed = 0  # connections that could not be made, or broke before an answer
+        self.busy_seen = trio.Event()
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            for n in range(self.addresses):
+                nursery.start_soon(self._guess_from, f"127.{100 + n // 62500}.{n // 250 % 250}.{1 + n % 250}")
+
+    async def _guess_from(self, source: str) -> None:
+        wrong, busy = WRONG_GUESS_WAITS[0], BUSY_WAITS[0]
+        while True:
+            answer = await self._guess_once(source)
+            self.answers[answer] += 1
+            if answer == "guessed":
+                await trio.sleep(wrong)
+                wrong = min(wrong * 2, WRONG_GUESS_WAITS[1])
+            elif answer == BUSY:
+                self.busy_seen.set()
+                await trio.sleep(busy)
+                busy = min(busy * 2, BUSY_WAITS[1])
+            elif isinstance(answer, str) and (named := _WAIT_NAMED.search(answer)) is not None:
+                await trio.sleep(float(named.group(1)))
+            else:
+                await trio.sleep(busy)
+
+    async def _guess_once(self, source: str) -> str:
+        try:
+            stream = await trio.open_tcp_stream(LOOPBACK, self.port, local_address=source)
+        except OSError:
+            self.failed += 1
+            return "no connection"
+        try:
+            secure: trio.abc.Stream = stream
+            if self.tls is not None:
+                secure = trio.SSLStream(stream, self.tls)
+            with trio.fail_after(20):
+                await secure.send_all(self._hello)
+                decoder = FrameDecoder()
+                while (frame := decoder.next_message()) is None:
+                    data = await secure.receive_some(65536)
+                    if not data:
+                        self.failed += 1
+                        return "closed"
+                    decoder.feed(data)
+            message = from_wire(frame)
+            if isinstance(message, Pake):
+                return "guessed"
+            if isinstance(message, Error):
+                return f"{message.code}: in {_WAIT_NAMED.search(message.message).group(1)} s" if message.code == TOO_MANY_ATTEMPTS else message.code
+            return message.TYPE
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError, ProtocolError):
+            self.failed += 1
+            return "broken"
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    def line(self) -> str:
+        locked = sum(n for answer, n in self.answers.items() if answer.startswith(TOO_MANY_ATTEMPTS))
+        rest = ", ".join(
+            f"{answer} {n}" for answer, n in sorted(self.answers.items()) if answer != "guessed" and not answer.startswith(TOO_MANY_ATTEMPTS)
+        )
+        return (f"guesses the host took {self.answers['guessed']}; too_many_attempts {locked}; {rest or 'no other answer'};"
+                f" connections failed {self.failed}")
+
+
 class CuttingRelay:
     """Forwards a player's connections to the host byte for byte, and cuts the first one once
     ``cut_after`` bytes have gone to the player: a dropped link in the middle of the match."""
@@ -296,10 +400,12 @@ class JoinOutcome:
         return None if lost is None or back is None else back - lost
 
 
-async def run_join(port: int, home: str, name: str) -> JoinOutcome:
-    """`basra join 127.0.0.1:PORT --auto greedy` as its own process, to its end."""
+async def run_join(port: int, home: str, name: str, code: str | None = None) -> JoinOutcome:
+    """`basra join 127.0.0.1:PORT --auto greedy` (with --code, given one) as its own process, to its end."""
     env = dict(os.environ, BASRA_HOME=home)
     argv = [sys.executable, "-m", "basra_net.cli", "join", f"{LOOPBACK}:{port}", "--auto", "greedy", "--name", name]
+    if code is not None:
+        argv += ["--code", code]
     start = trio.current_time()
     lines: list[tuple[float, str]] = []
     process = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -320,12 +426,12 @@ async def run_join(port: int, home: str, name: str) -> JoinOutcome:
 
 
 class HostProcess:
-    """`basra host --auto greedy --open --target 5` on a free loopback port, with its own data directory."""
+    """`basra host --auto greedy --open --target 5` (or `--code CODE`) on a free loopback port, with its own data directory."""
 
-    def __init__(self, home: str) -> None:
+    def __init__(self, home: str, code: str | None = None) -> None:
         env = dict(os.environ, BASRA_HOME=home)
-        argv = [sys.executable, "-m", "basra_net.cli", "host", "--auto", "greedy", "--open", "--name", "Hoda",
-                "--target", str(HOST_TARGET), "--port", "0", "--bind", LOOPBACK]
+        argv = [sys.executable, "-m", "basra_net.cli", "host", "--auto", "greedy", *(["--code", code] if code else ["--open"]),
+                "--name", "Hoda", "--target", str(HOST_TARGET), "--port", "0", "--bind", LOOPBACK]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         first = self.proc.stdout.readline()
         found = re.search(r"port (\d+)", first)
@@ -334,6 +440,9 @@ class HostProcess:
             raise RuntimeError(f"basra host did not start: {first!r}")
         self.port, self.pid = int(found.group(1)), self.proc.pid
         self.lines = [first]
+        # Read as it comes: a host that says a line per refused guess would otherwise block on a full pipe.
+        self._reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True)
+        self._reader.start()
 
     def stop(self) -> str:
         """Wait briefly for the host to end by itself (its match is over), else stop it; its whole output."""
@@ -342,9 +451,9 @@ class HostProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        rest = self.proc.stdout.read()
+        self._reader.join()
         self.proc.stdout.close()
-        return "".join(self.lines) + rest
+        return "".join(self.lines)
 
 
 @dataclass
@@ -411,6 +520,51 @@ async def attacked_round(home: str, name: str, *, cut_after: int | None, ramp: f
     return outcome
 
 
+@dataclass
+class GuessingRound:
+    join: JoinOutcome
+    usage: HostUsage
+    flood: GuessingFlood
+    answers_before_join: Counter[str]
+    host_output: str
+
+
+async def guessing_round(home: str, *, addresses: int, ramp: float) -> GuessingRound:
+    """A coded host guessed at from ``addresses`` addresses; once it has answered busy (and ``ramp`` has passed),
+    `basra join` with the code, to its match's end."""
+    host = HostProcess(home, code=GUESSING_CODE)
+    try:
+        usage = HostUsage(host.pid)
+        usage.start()
+        flood = GuessingFlood(host.port, addresses)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(flood.run)
+            nursery.start_soon(usage.sample)
+            await trio.sleep(ramp)
+            with trio.move_on_after(JOIN_DEADLINE):
+                await flood.busy_seen.wait()
+            before = Counter(flood.answers)
+            join = await run_join(host.port, home, "Player", code=GUESSING_CODE)
+            nursery.cancel_scope.cancel()
+    finally:
+        output = host.stop()
+    return GuessingRound(join, usage, flood, before, output)
+
+
+def _describe_guessing(outcome: GuessingRound) -> list[str]:
+    join, usage = outcome.join, outcome.usage
+    seated = f"{join.seated_after:.2f} s" if join.seated_after is not None else "never"
+    busy_before = outcome.answers_before_join[BUSY]
+    return [
+        f"player with the code: exit {join.exit_code}; seated after {seated}; match over after {join.finished_after:.2f} s"
+        f" (started once the host had answered busy {busy_before} times, {outcome.answers_before_join['guessed']} guesses taken)",
+        f"  host while guessed at: CPU {usage.cpu_share * 100:.0f}% of a core; VmRSS {usage.idle_rss_kb / 1024:.1f} MB idle,"
+        f" {usage.peak_rss_kb / 1024:.1f} MB at most",
+        f"  {outcome.flood.addresses} addresses: {outcome.flood.line()}",
+        *([] if join.exit_code == 0 else [f"  the join said: {join.output[-500:]}", f"  the host said: {outcome.host_output[-1500:]}"]),
+    ]
+
+
 def _describe(label: str, outcome: Round) -> list[str]:
     join, usage = outcome.join, outcome.usage
     seated = f"{join.seated_after:.2f} s" if join.seated_after is not None else "never"
@@ -473,6 +627,11 @@ def hello_costs(repeat: int = 200) -> list[str]:
 async def main_async(args: argparse.Namespace) -> None:
     for repeat in range(args.repeat):
         print(f"CPU check: {cpu_check():,.0f} engine plays/s", flush=True)
+        if args.guessing:
+            with tempfile.TemporaryDirectory() as home:
+                for line in _describe_guessing(await guessing_round(home, addresses=args.addresses, ramp=args.ramp)):
+                    print(line, flush=True)
+            continue
         with tempfile.TemporaryDirectory() as home:
             first = await attacked_round(home, "First", cut_after=None, ramp=args.ramp)
             for line in _describe("(a) first join", first):
@@ -488,13 +647,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--ramp", type=float, default=6.0, help="seconds of attack before the player starts (past the 5 s TLS deadline)")
     parser.add_argument("--cut-after", type=int, default=3000, help="bytes to the player before its connection is cut")
+    parser.add_argument("--guessing", action="store_true", help="guess at the join code instead (see above)")
+    parser.add_argument("--addresses", type=int, default=6000, help="with --guessing: the addresses guessing (default 6000)")
     args = parser.parse_args()
     open_files_limit()  # raised to the hard limit, for this process and the host it starts
     for line in machine_lines():
         print(line)
-    print(f"attack: {AttackSize()}")
-    for line in hello_costs():
-        print(line)
+    if args.guessing:
+        print(f"attack: {args.addresses} addresses guessing the join code; the player joins after {args.ramp:g} s and a busy answer")
+    else:
+        print(f"attack: {AttackSize()}")
+        for line in hello_costs():
+            print(line)
     trio.run(main_async, args)
 
 

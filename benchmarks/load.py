@@ -602,9 +602,10 @@ class Result:
 class Window:
     """Warm-up, then the measurement window; CPU and RSS sampled at its edges."""
 
-    def __init__(self, warmup: float, seconds: float, pid: int | None, census: bool = False) -> None:
+    def __init__(self, warmup: float, seconds: float, pid: int | None, census: bool = False, min_matches: int = 0) -> None:
         self.warmup, self.seconds, self.pid = warmup, seconds, pid
         self.census = census  # the host writes its memory census once its loaded RSS is read
+        self.min_matches = min_matches  # the window lasts past --seconds until this many matches ended in it
         now = time.perf_counter()
         self.run = Run(start=now + warmup, end=now + warmup + seconds)
 
@@ -622,6 +623,10 @@ class Window:
         busy0 = machine_busy_seconds()
         batches0 = journal_batches(result.journal_path)
         await trio.sleep_until(trio.current_time() + (run.end - time.perf_counter()))
+        while run.matches < self.min_matches:
+            run.end = time.perf_counter() + 0.05
+            await trio.sleep_until(trio.current_time() + (run.end - time.perf_counter()))
+        result.seconds = run.end - run.start
         result.fsyncs = journal_batches(result.journal_path) - batches0
         result.generator_cpu = time.process_time() - gen0
         busy = machine_busy_seconds() - busy0
@@ -882,8 +887,8 @@ async def host_seat(port: int, transport: Transport, table: HostTable, index: in
 
 
 async def drive_host(port: int, pid: int, transport: Transport, tables: int, interval: float, warmup: float,
-                     seconds: float, result: Result, ramp: float, census: bool, deal: str) -> None:
-    window = Window(warmup + ramp, seconds, pid, census)
+                     seconds: float, result: Result, ramp: float, census: bool, deal: str, min_matches: int) -> None:
+    window = Window(warmup + ramp, seconds, pid, census, min_matches)
     async with trio.open_nursery() as nursery:
         for i in range(tables):
             table = HostTable(f"t{i + 1}", interval, deal)
@@ -1016,7 +1021,7 @@ def measure_host(tables: int, mode: str, tls: bool, journal: bool, args: argpars
             result.idle_rss_kb = idle_rss(server.pid)
             with generator_collections_held():
                 trio.run(drive_host, server.port, server.pid, transport, tables, interval, args.warmup, args.seconds,
-                         result, ramp_for(tables, args), census is not None, DEAL_CHOICES[args.deal],
+                         result, ramp_for(tables, args), census is not None, DEAL_CHOICES[args.deal], args.min_matches,
                          instruments=[generator_pauses] if args.pauses else [])
             result.after_rss_kb = idle_rss(server.pid, AFTER_SETTLE)
         finally:
@@ -1386,6 +1391,9 @@ def build_parser(description: str = __doc__) -> argparse.ArgumentParser:
                         help="print what held the host's loop still in the window (collections by generation, long"
                              " batches of task steps, the journal's fsyncs) and the generator's (benchmarks/pauses.py);"
                              " the host runs under a wrapper, so a build without the hook is measured alike")
+    parser.add_argument("--min-matches", type=int, default=0, metavar="N",
+                        help="the host's window lasts past --seconds until N matches ended in it, so that whole"
+                             " matches are seen on a machine of any speed (default 0)")
     parser.add_argument("--deal", choices=list(DEAL_CHOICES), default="hidden",
                         help="the deal every hello offers: hidden (hidden hands, each seat a real party making and"
                              " checking every proof; the default, as in the product) or commit-reveal")

@@ -86,9 +86,19 @@ async def run_until_interrupted(
 
 def report(result: SessionResult, prefix: str) -> None:
     stream = sys.stdout if result.exit_code == 0 else sys.stderr
+    say_result(result, prefix)
     print(f"{prefix}: {result.reason}", file=stream, flush=True)
     if result.transcript_path is not None:
         print(f"{prefix}: transcript saved to {result.transcript_path}", flush=True)
+
+
+def say_result(result: SessionResult | None, prefix: str) -> None:
+    """The match's result, kept on the terminal after the screen is gone."""
+    from .screen import match_summary
+
+    summary = match_summary(result.state) if result is not None else None
+    if summary is not None:
+        print(f"{prefix}: {summary}", flush=True)
 
 
 def _typed_line(prompt: str) -> str | None:

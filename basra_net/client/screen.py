@@ -327,6 +327,25 @@ def abandonment(state: ClientState) -> str:
     return words[:1].upper() + words[1:]
 
 
+def match_summary(state: ClientState) -> str | None:
+    """The match's result in one line, for the terminal to keep once the screen is gone; None before its end."""
+    if state.end_reason is None or state.seat is None:
+        return None
+    you, them = _you_and_them(state)
+    score, opponent = f"{state.totals[you]} to {state.totals[them]}", state.opponent_name
+    if state.winner is None:
+        outcome = f"no winner against {opponent}, {score}"
+    elif state.winner == you:
+        outcome = f"you won {score} against {opponent}"
+    else:
+        outcome = f"{opponent} won, {state.totals[them]} to {state.totals[you]}"
+    games = len(state.results)
+    text = f"{outcome} (first to {state.target}, {_count(games, 'game')})"
+    if state.end_reason == "abandoned":
+        return f"match abandoned: {text}; {abandonment(state)[:1].lower()}{abandonment(state)[1:]}"
+    return f"match over: {text}"
+
+
 def _status(state: ClientState) -> Text:
     you, them = _you_and_them(state)
     if state.end_reason is not None:

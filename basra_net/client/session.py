@@ -42,6 +42,7 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
+    DEAL_MODES,
     DEAL_NAMES,
     END_HOLD,
     HIDDEN_DEAL,
@@ -80,6 +81,7 @@ from ..protocol.messages import (
     YourTurn,
     from_wire,
     kind_of,
+    offered_deals,
     to_wire,
 )
 from ..protocol.verify import GUEST, HOST, Discrepancy, MatchVerifier
@@ -498,6 +500,12 @@ class ClientSession:
         return SessionResult(code, reason, self.state, self.transcript_path, done=self.connection.over or self._left)
 
     @property
+    def _offered_deals(self) -> frozenset[str]:
+        """The deal modes this seat's hello offered: a version-1 hello (over plain TCP with a code) offers only the
+        commit-reveal deal, the one version 1 has."""
+        return offered_deals(self._hello) if self._hello is not None else frozenset(self._deal_modes)
+
+    @property
     def _versions(self) -> tuple[int, ...]:
         """Version 2 binds the code exchange to the TLS certificate's key; over plain TCP a code goes as in version 1."""
         return (1,) if self._code is not None and self._expected_host_key is None else PROTOCOL_VERSIONS
@@ -848,9 +856,9 @@ class ClientSession:
         if isinstance(message, Leave):
             text = f"the host left the match: {message.reason}" if message.reason else "the host left the match"
             raise PeerGone(text, resumable=False)
-        if isinstance(message, MatchStart) and (message.deal or COMMIT_DEAL) not in self._deal_modes:
+        if isinstance(message, MatchStart) and (message.deal or COMMIT_DEAL) not in self._offered_deals:
             # A host that ignored this seat's offer (PROTOCOL.md 15.15): refused before any card is dealt.
-            offered = " or ".join(DEAL_NAMES[mode] for mode in self._deal_modes)
+            offered = " or ".join(DEAL_NAMES[mode] for mode in DEAL_MODES if mode in self._offered_deals)
             raise ProtocolError(DEAL_MISMATCH, f"this seat offered {offered}, not {DEAL_NAMES[message.deal or COMMIT_DEAL]}")
         if self.connection.hidden:
             message = await self._take_hidden(message)

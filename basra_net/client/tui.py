@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -51,7 +50,6 @@ TILE_CELLS = 8  # a card tile's width with its margin
 NAME_CELLS = 14
 KEEP_LOG = 500
 REACTION_KEYS = dict(zip("!@#$%^", REACTIONS))  # shift and 1 to 6 on most keyboards: no card name uses them
-_OLD_CODE = re.compile(r"(--code |Join code: )\S+")  # where the host's lines name its join code
 
 HELP = """\
 [b]Basra in short[/b]
@@ -93,10 +91,6 @@ class ScreenPlayer:
     def say(self, line: str) -> None:
         """A line the person at the host must see before the match (addresses, the join command, the code)."""
         self.app.call_later(self.app.lobby_line, line)
-
-    def code_changed(self, code: str, why: str) -> None:
-        """The host's join code was replaced (too many wrong ones): shown wherever the code is, and on the status line."""
-        self.app.call_later(self.app.join_code_changed, code, why)
 
     async def ask_code(self, reason: str) -> str | None:
         """The join code typed; None when the person left instead (Esc, Ctrl-C)."""
@@ -327,7 +321,6 @@ class TableView(App):
         self.hint = ""
         self.choice: CaptureChoice | None = None
         self.previewed: Card | None = None  # the card picked on this turn, whose captures are shown before it is played
-        self.new_code: str | None = None  # the host's join code that replaced the one shown first, once one has
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -465,8 +458,6 @@ class TableView(App):
             parts.append(f"{name} is away: waiting {max(0, int(until - now))} s more")
         if not parts:
             parts.append("connected" if state.seat is not None else "connecting...")
-        if self.new_code is not None:
-            parts.append(f"join code now {self.new_code}")
         totals = ""
         if state.seat is not None and all(state.names):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
@@ -506,9 +497,14 @@ class BasraApp(TableView, Generic[T]):
         self.chatting = False  # the chat line is open: keys are words until Enter or Esc
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._draw_status)
+        self.set_interval(1.0, self._tick)
         self._draw()
         self.call_after_refresh(self._start_match)  # the first screen shows before the match's modules load
+
+    def _tick(self) -> None:
+        """The status line's countdowns, each second; not once the screen is being taken down (a tick may still come)."""
+        if self.is_running and self.screen_stack and self.screen_stack[0].query("#status"):
+            self._draw_status()
 
     def _start_match(self) -> None:
         loop = asyncio.get_running_loop()
@@ -555,13 +551,6 @@ class BasraApp(TableView, Generic[T]):
         self.state, self.controls, self.token = state, controls, token
         self._draw()
 
-    def join_code_changed(self, code: str, why: str) -> None:
-        self.lobby = [_OLD_CODE.sub(rf"\g<1>{code}", line) for line in self.lobby]
-        self.lobby.append(f"The join code changed ({why}); the old one no longer works.")
-        self.new_code = code
-        self._draw()
-        self._draw_status()
-
     def lobby_line(self, line: str) -> None:
         self.lobby.append(line)
         self._draw()
@@ -575,7 +564,9 @@ class BasraApp(TableView, Generic[T]):
         if isinstance(message, GameEnd) and state.results:
             self.push_screen(ResultScreen(game_result(state, state.results[-1], self.style), self.action_leave), self._result_read)
         elif isinstance(message, MatchEnd):
-            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave))
+            if isinstance(self.screen, ResultScreen):
+                self.pop_screen()  # the last game's score: the match's result holds it, and the close is one key
+            self.push_screen(ResultScreen(match_result(state, self.style), self.action_leave), self._close_finished_match)
         if isinstance(message, (YourTurn, Commit)):
             return  # a request is drawn by turn_opened; a commitment changes nothing on screen
         self._draw()
@@ -587,6 +578,13 @@ class BasraApp(TableView, Generic[T]):
         self.cursor = min(self.cursor, max(0, len(self.state.hand) - 1))
         self.turn_drawn_at = self._now()  # keys stamped before this were typed ahead: they never play
         self._draw()
+
+    def _close_finished_match(self, _: None = None) -> None:
+        """The match's result was read: the screen closes, at once or as soon as the session has finished."""
+        if self.done:
+            self.exit()
+        else:
+            self._close_once_done()
 
     def _result_read(self, _: None = None) -> None:
         # Keys pressed while a result was up were not meant for the next turn.
@@ -957,7 +955,7 @@ def scoreboard(state: ClientState) -> Text:
     return Text("\n").join(rows)
 
 
-def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> Text:
+def game_result(state: ClientState, summary: GameSummary, style: CardStyle, footer: str = "Enter: next game") -> Text:
     """A game's score, each line with what it counts."""
     you, them = state.seat or 0, state.opponent
     preset = PRESETS[state.scoring]
@@ -982,7 +980,7 @@ def game_result(state: ClientState, summary: GameSummary, style: CardStyle) -> T
     if summary.verified is not None:
         text.append(summary.verification or "", style="green" if summary.verified else "bold red")
         text.append("\n")
-    text.append("Enter: next game", style="dim")
+    text.append(footer, style="dim")
     return text
 
 
@@ -999,7 +997,9 @@ def match_result(state: ClientState, style: CardStyle) -> Text:
     text.append(f"Final totals: you {state.totals[you]}, {state.opponent_name} {state.totals[them]} (first to {state.target})\n")
     if state.results:
         text.append("\n")
-        text.append_text(game_result(state, state.results[-1], style))
+        text.append_text(game_result(state, state.results[-1], style, footer="Enter: close"))
+    else:
+        text.append("\nEnter: close", style="dim")
     return text
 
 

@@ -22,7 +22,11 @@ signature countersigned.  Two more honest matches, one per deal mode, are
 cut by the checker once after each kind of stream message the host sends
 and once after each step the client sends, as soon as the host has it
 (5.8): the client must resume each time and the match still end with every
-signature countersigned.  Into each honest match the checker puts a `chat`
+signature countersigned.  In one more, with hidden hands, each step the
+client sends (its lock, an unmasking, a play, its audit, its
+countersignature) is lost once in a cut, kept from the host: the match runs
+to its end only if the client sends each again after the resume's welcome
+(5.8, rule 6), and the checker sees it come again, unchanged.  Into each honest match the checker puts a `chat`
 from seat 0 before the client's first request, which must change nothing
 (6.24).  A client that offers version 1 only, or no hidden hands, has the
 cases it cannot be in reported as not applicable.
@@ -121,11 +125,13 @@ class Cuts:
 
     A host message of a kind in ``after_host`` is sent, then the connection
     is cut; a client message of a kind in ``after_client`` reaches the host,
-    and the connection is cut as soon as the host reads on or sends again.
+    and the connection is cut as soon as the host reads on or sends again;
+    one of a kind in ``lost_client`` never reaches the host: the connection is
+    cut before the host reads any of it.
     """
 
-    def __init__(self, after_host: tuple[str, ...] = (), after_client: tuple[str, ...] = ()) -> None:
-        self.after_host, self.after_client = list(after_host), list(after_client)
+    def __init__(self, after_host: tuple[str, ...] = (), after_client: tuple[str, ...] = (), lost_client: tuple[str, ...] = ()) -> None:
+        self.after_host, self.after_client, self.lost_client = list(after_host), list(after_client), list(lost_client)
 
     def take(self, pending: list[str], kind: str) -> bool:
         if kind not in pending:
@@ -154,6 +160,7 @@ class WatchedStream(trio.abc.Stream):
         self.after_change: list[Message] = []
         self.closed_by_client = trio.Event()
         self.cut: list[tuple[bool, str]] = []  # what the checker cut this connection after: (the host's message?, its kind)
+        self.lost: list[Message] = []  # the client's message the cut kept from the host
         self._cut_pending: str | None = None  # the client's message after which it is to be cut
         self._out = bytearray()
         self._in = bytearray()
@@ -209,9 +216,21 @@ class WatchedStream(trio.abc.Stream):
             raise
         if not data and not self.cut:
             self.closed_by_client.set()
+        held = len(self._in)  # the start of a frame begun in an earlier read, which the host already has
         self._in += data
+        start = -held  # where the next frame starts in data
         for frame in _frames(self._in):
             message = _message(frame)
+            if message is not None and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
+                # The host gets what came before the message and none of it (or only the part it already has).
+                self.lost.append(message)
+                self._in.clear()
+                if start > 0:
+                    self.cut.append((False, f"lost {message.TYPE}"))
+                    await trio.aclose_forcefully(self.stream)
+                    return data[:start]
+                await self._cut(f"lost {message.TYPE}", by_host=False)
+            start += len(frame)
             if message is None:
                 continue
             if isinstance(message, Hello) and self.hello is None:
@@ -237,6 +256,7 @@ class RelayedMatch:
     change: Change | None = None
     cuts_after_host: tuple[str, ...] = ()  # kinds of host message after which the connection is cut, once each
     cuts_after_client: tuple[str, ...] = ()  # kinds of client message after which it is cut, once the host has it
+    lost_client: tuple[str, ...] = ()  # kinds of client message a cut keeps from the host, once each
     stop_timeout: float = STOP_TIMEOUT
 
     @property
@@ -249,10 +269,15 @@ class RelayedMatch:
         after = f"the host's {kind}" if by_host else f"the client's {kind}"
         return ("5.8, 15.15" if self.hidden else "5.8, 14.8"), f"version 2, {deal}: cut after {after}, and the resume"
 
+    def lost_case(self, kind: str) -> tuple[str, str]:
+        """The case of a client message lost in a cut: its section and its name."""
+        return "5.8, 15.15", f"version 2, hidden hands: the client's {kind} lost in a cut, and sent again"
+
     def cases(self) -> list[tuple[str, str]]:
         """Every case this match reports: its own, then one per cut."""
         cut_cases = [self.cut_case(kind, by_host=True) for kind in self.cuts_after_host]
         cut_cases += [self.cut_case(kind, by_host=False) for kind in self.cuts_after_client]
+        cut_cases += [self.lost_case(kind) for kind in self.lost_client]
         return [(self.section, self.name), *cut_cases]
 
 
@@ -261,6 +286,7 @@ COMMIT_REVEAL_CUTS = ("match_start", "commit", "deal", "your_turn", "played", "g
 COMMIT_REVEAL_CLIENT_CUTS = ("seed", "play", "sig")
 HIDDEN_CUTS = ("match_start", "shuffle", "locked", "opened", "hidden_turn", "played", "game_end", "audited", "sig")
 HIDDEN_CLIENT_CUTS = ("lock", "open", "hidden_play", "audit", "sig")
+LOST_CLIENT_STEPS = HIDDEN_CLIENT_CUTS  # each a step rule 6 of 5.8 has the client send again
 
 
 RELAYED_MATCHES = (
@@ -280,6 +306,10 @@ RELAYED_MATCHES = (
     RelayedMatch(
         "5.8, 15.15", "version 2, hidden hands: a match cut after each step of the deal runs to its end", True,
         cuts_after_host=HIDDEN_CUTS, cuts_after_client=HIDDEN_CLIENT_CUTS,
+    ),
+    RelayedMatch(
+        "5.8, 15.15", "version 2, hidden hands: a match whose client steps are each lost once in a cut runs to its end", True,
+        lost_client=LOST_CLIENT_STEPS,
     ),
 )
 
@@ -317,7 +347,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
     table); the one judged is the first whose hello asks for a new seat.
     """
     table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}))
-    cuts = Cuts(match.cuts_after_host, match.cuts_after_client)
+    cuts = Cuts(match.cuts_after_host, match.cuts_after_client, match.lost_client)
     connections: list[WatchedStream] = []
     outcome = RelayedOutcome(table=table, connections=connections)
     client = None
@@ -402,11 +432,11 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
         report.failed(section, name, outcome.failure)
         return
     try:
-        wire = _honest_on_the_wire(outcome) if match.honest else _stopped_on_the_wire(outcome, match)
+        wire = _honest_on_the_wire(outcome, match) if match.honest else _stopped_on_the_wire(outcome, match)
     except CaseFailed as failed:
         report.failed(section, name, str(failed) + _cuts_made(outcome))
         return
-    if match.cuts_after_host or match.cuts_after_client:
+    if match.cuts_after_host or match.cuts_after_client or match.lost_client:
         _judge_cuts(report, match, outcome)
     if client is None:
         report.passed(section, name, f"{wire}; what the client told its player is not on the wire (--exec)")
@@ -419,11 +449,13 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
         report.failed(section, name, f"{wire}, but expected {expected}, got {client.told()}")
 
 
-def _honest_on_the_wire(outcome: RelayedOutcome) -> str:
+def _honest_on_the_wire(outcome: RelayedOutcome, match: RelayedMatch) -> str:
     table = outcome.table
     assert table is not None
     if table.result is None:
         raise CaseFailed("the match did not end")
+    if match.lost_client and not table.result.completed:
+        raise CaseFailed(f"the match did not run to its end: {table.result.reason}")
     entry = table.seats[1]
     record = entry.record if entry is not None else None
     if record is None:
@@ -455,6 +487,17 @@ def _judge_cuts(report: Report, match: RelayedMatch, outcome: RelayedOutcome) ->
                 report.failed(section, name, "the client did not come back with its token")
             else:
                 report.passed(section, name, "scripted: the client resumed its seat, and the match ran to its end countersigned")
+    for kind in match.lost_client:
+        section, name = match.lost_case(kind)
+        cut = next((i for i, c in enumerate(connections) if any(m.TYPE == kind for m in c.lost)), None)
+        if cut is None:
+            report.skipped(section, name, f"not made: the match ended before a {kind} came")
+            continue
+        lost = next(m for m in connections[cut].lost if m.TYPE == kind)
+        if not any(lost in c.from_client for c in connections[cut + 1 :]):
+            report.failed(section, name, f"the client did not send its {kind} again after the resume")
+        else:
+            report.passed(section, name, f"scripted: the client sent its {kind} again, unchanged, and the match ran to its end")
 
 
 def _stopped_on_the_wire(outcome: RelayedOutcome, match: RelayedMatch) -> str:

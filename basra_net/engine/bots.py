@@ -38,21 +38,14 @@ def random_move(view: SeatView, rng: random.Random) -> Move:
 
 
 def beginner_move(view: SeatView, rng: random.Random) -> Move:
-    """A gentle player: it takes a basra and the biggest capture it sees, and otherwise puts down
-    any card but a Jack or the 7D, without a thought for what the table then offers."""
+    """A gentle player: it never passes up a basra, takes something whenever it can (any capture, a Jack's
+    sweep of whatever lies there included), and otherwise puts down any card, without a thought for what
+    the table then offers."""
     moves = view.legal_moves
     basras = [m for m in moves if m.kind in (BASRA, JACK_BASRA)]
     if basras:
         return basras[0]
-    captures = [m for m in moves if m.kind != DROP and m.kind != SWEEP]
-    if captures:
-        return max(captures, key=lambda m: len(m.captures))
-    drops = [m for m in moves if m.kind == DROP and not _sweeps(m.card)] or list(moves)
-    return rng.choice(drops)
-
-
-def _sweeps(card: int) -> bool:
-    return card == SEVEN_OF_DIAMONDS or rank(card) == JACK
+    return rng.choice([m for m in moves if m.kind != DROP] or list(moves))
 
 
 def greedy_move(view: SeatView) -> Move:
@@ -77,7 +70,7 @@ def _greedy_worth(view: SeatView, move: Move) -> float:
     # sweeping cards, and shed cards that are worth nothing.
     table_after = (*view.table, move.card)
     worth = -10.0 * card_points.get(move.card, 0)
-    if _sweeps(move.card):
+    if move.card == SEVEN_OF_DIAMONDS or rank(move.card) == JACK:
         worth -= 400
     if whole_table_as_some_rank(table_after) is not None:
         worth -= 1_000

@@ -8,7 +8,8 @@ heuristic (``playout_choice``).  Every candidate meets the same worlds and
 the same playout noise (common random numbers): the luck of the deal is
 shared, so what differs between candidates' means is the moves.  Moves that
 differ only in interchangeable cards (two fives that score alike) are one
-candidate.  A world is weighed by how likely the opponent, holding the hand
+candidate, and a candidate clearly behind the leader on the worlds both
+have met gets no more playouts (``contenders``).  A world is weighed by how likely the opponent, holding the hand
 the world gives it, was to make the plays it made this hand (a basra it
 passed up makes a hand that had one unlikely: ``world_likelihood``).  Once
 the stock is empty nothing is hidden and the last hand is solved exactly
@@ -42,6 +43,8 @@ MATCH_WON = 200.0
 # what the model does not).
 PLAY_TEMPERATURE = 20.0
 UNLIKELY_PLAY = 0.05
+# How far behind the leader, in standard errors of the difference over shared worlds, a candidate is dropped.
+PRUNE_SIGMAS = 3.0
 
 
 def search_move(
@@ -67,29 +70,52 @@ def search_move(
     candidates = distinct_moves(moves, view.scoring)
     if len(candidates) == 1:
         return candidates[0]
-    totals = [0.0] * len(candidates)
+    alive = list(range(len(candidates)))
+    results: list[list[float]] = [[] for _ in candidates]  # each candidate's weighed outcome, world by world
     playouts = worlds = 0
     while playouts < max_playouts:
         world = sample_world(view, rng)
         weight = world_likelihood(view, world.hands[1 - view.seat])
         noise = [rng.random() for _ in range(48)]
         outcomes = []
-        for move in candidates:
+        for index in alive:
             game = clone(world)
-            game.advance(move)
-            outcomes.append(playout(game, view.seat, noise, utility))
+            game.advance(candidates[index])
+            outcomes.append(weight * playout(game, view.seat, noise, utility))
             playouts += 1
             if should_stop():
                 break
-        if len(outcomes) < len(candidates):
+        if len(outcomes) < len(alive):
             break
         worlds += 1
-        for index, outcome in enumerate(outcomes):
-            totals[index] += weight * outcome
+        for index, outcome in zip(alive, outcomes):
+            results[index].append(outcome)
+        if worlds >= 8 and worlds & (worlds - 1) == 0:  # at 8, 16, 32 ... worlds
+            alive = contenders(alive, results)
+            if len(alive) == 1:
+                break
     if not worlds:  # stopped before one world was played out: the playout policy's own move
         return _listed(moves, playout_choice(sample_world(view, rng), 0.5))
-    best = max(range(len(candidates)), key=lambda i: totals[i])
-    return candidates[best]
+    return candidates[max(alive, key=lambda i: sum(results[i]))]
+
+
+def contenders(alive: list[int], results: list[list[float]]) -> list[int]:
+    """The candidates not clearly worse than the leader, on the worlds they shared.
+
+    Both met the same worlds, so the difference world by world is what the
+    moves make of them; a candidate whose mean difference from the leader is
+    more than PRUNE_SIGMAS standard errors gets no more playouts.
+    """
+    leader = max(alive, key=lambda i: sum(results[i]))
+    kept = []
+    for index in alive:
+        differences = [a - b for a, b in zip(results[leader], results[index])]
+        n = len(differences)
+        mean = sum(differences) / n
+        spread = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
+        if index == leader or mean <= PRUNE_SIGMAS * spread / math.sqrt(n):
+            kept.append(index)
+    return kept
 
 
 def world_likelihood(view: SeatView, opponent_hand: list[Card]) -> float:

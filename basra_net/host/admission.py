@@ -2,9 +2,11 @@
 
 An interactive host protects its table with a short code it prints beside
 the join command; a joining player gives it in its hello.  Wrong codes lock
-the address out for longer each time, too many of them from everyone in a
-minute replace the code, and only so many connections may be in their
-handshake at once.
+the address out for longer each time, everyone's guesses together come from
+one budget (limits.GuessBudget) whose last guesses are kept for addresses
+that have not guessed wrong, and only so many connections may be in their
+handshake at once.  The code itself never changes: the player who has it is
+never locked out by those who guess it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..protocol.errors import BAD_MESSAGE, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE, ProtocolError
+import trio
+
+from ..protocol.errors import BAD_MESSAGE, BUSY, CODE_REQUIRED, TOO_MANY_ATTEMPTS, WRONG_CODE, ProtocolError
 from ..protocol.messages import Hello
 from ..protocol.joincode import normalize_code
 from ..protocol.pake import CodeMismatch, HostCodeExchange, PakeError
-from .limits import CodeAttempts, HandshakeGate, WrongCodeBudget
+from .limits import CodeAttempts, GuessBudget, HandshakeGate
 
 # No I, L, O, 0 or 1: a code is read aloud or copied from another screen.
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -70,9 +74,8 @@ class Admission:
     host_key: bytes | None = None  # the key the code exchange binds (version 2); None: the table speaks version 1 only
     gate: HandshakeGate = field(default_factory=HandshakeGate)
     attempts: CodeAttempts = field(default_factory=CodeAttempts)
-    budget: WrongCodeBudget = field(default_factory=WrongCodeBudget)
-    # Told the new code, and why, when too many wrong codes replaced it: the host's player must see it.
-    on_new_code: Callable[[str, str], None] = lambda code, why: None
+    guesses: GuessBudget = field(default_factory=GuessBudget)
+    one_exchange_at_a_time: trio.Lock = field(default_factory=trio.Lock)  # held while an exchange's arithmetic runs
     # Told of each wrong code, with the address and the lockout it earned: a failed attempt is shown on the host's screen.
     on_wrong_code: Callable[[str, float], None] = lambda address, lockout: None
     entropy: Callable[[int], bytes] = os.urandom  # the code exchange's randomness (fixed only for the example sessions)
@@ -90,9 +93,11 @@ class Admission:
             return ProtocolError(TOO_MANY_ATTEMPTS, f"too many wrong codes; try again in {wait:.0f} s")
         if hello.code is None:
             return ProtocolError(CODE_REQUIRED, "this table needs its join code")
+        if not self.guesses.take(address):
+            return _NO_GUESS_LEFT
         if not hmac.compare_digest(normalize_code(hello.code).encode(), normalize_code(self.code).encode()):
             return self._wrong_code(address)
-        self.attempts.succeeded(address)
+        self._right_code(address)
         return None
 
     def begin_exchange(self, hello: Hello, address: str) -> tuple[ProtocolError | None, HostCodeExchange | None, bytes, bytes]:
@@ -108,6 +113,8 @@ class Admission:
             return ProtocolError(TOO_MANY_ATTEMPTS, f"too many wrong codes; try again in {wait:.0f} s"), None, b"", b""
         if hello.pake is None:
             return ProtocolError(CODE_REQUIRED, "this table needs its join code"), None, b"", b""
+        if not self.guesses.take(address):
+            return _NO_GUESS_LEFT, None, b"", b""
         assert self.host_key is not None and hello.key is not None  # the connection checked the hello for version 2
         exchange = HostCodeExchange(self.code, host_key=self.host_key, entropy=self.entropy)
         try:
@@ -130,13 +137,19 @@ class Admission:
             exchange.check(confirm)
         except CodeMismatch:
             return self._wrong_code(address)
-        self.attempts.succeeded(address)
+        self._right_code(address)
         return None
+
+    def _right_code(self, address: str) -> None:
+        self.attempts.succeeded(address)
+        self.guesses.give_back()
 
     def _wrong_code(self, address: str) -> ProtocolError:
         lockout = self.attempts.failed(address)
+        self.guesses.wrong(address)
         self.on_wrong_code(address, lockout)
-        if self.budget.spend():
-            self.code = make_join_code()
-            self.on_new_code(self.code, f"more than {self.budget.per_minute} wrong join codes within a minute")
         return ProtocolError(WRONG_CODE, f"wrong join code; wait {lockout:.0f} s before trying again")
+
+
+# Refused before the code is looked at, so the refusal says nothing of the code; the client tries again (5.1, 5.6).
+_NO_GUESS_LEFT = ProtocolError(BUSY, "too many guesses at the join code lately; trying again shortly")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 import trio
 
-from ..client.command import run_seat_on_screen, run_until_interrupted, wants_screen
+from ..client.command import run_seat_on_screen, run_until_interrupted, say_result, wants_screen
 from ..exits import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ async def _host(
     own_player: Player,
     say: Callable[[str], None],
     stop: trio.Event,
-    on_new_code: Callable[[str, str], None] | None = None,
 ) -> HostOutcome:
     from ..client.players import BotPlayer
     from ..client.session import DEAL_OFFERS
@@ -66,7 +65,7 @@ async def _host(
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
     return await run_host(
-        settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop, on_new_code=on_new_code
+        settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop
     )
 
 
@@ -76,7 +75,7 @@ def run_host_command(args: argparse.Namespace) -> int:
     try:
         if wants_screen(args.auto):
             outcome = run_seat_on_screen(
-                lambda player, stop: _host(args, player, player.say, stop, player.code_changed), fingerprint=fingerprint
+                lambda player, stop: _host(args, player, player.say, stop), fingerprint=fingerprint
             )
         else:
             from ..client.command import make_player
@@ -93,6 +92,7 @@ def run_host_command(args: argparse.Namespace) -> int:
     if outcome is None:
         print("basra host: interrupted", file=sys.stderr)
         return EXIT_LEFT
+    say_result(outcome.own_seat, "basra host")
     print(f"basra host: transcript saved to {outcome.transcript_path}", flush=True)
     if outcome.table.completed:
         print("basra host: the match is over", flush=True)

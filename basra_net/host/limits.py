@@ -1,4 +1,4 @@
-"""What one peer may cost the host: connections still in their handshake, message rate, wrong join codes.
+"""What one peer may cost the host: connections still in their handshake, message rate, guesses at the join code.
 
 Each limit keeps a small, bounded amount of state, so that a flood of
 strangers costs the host a bounded amount of memory and work while the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import Callable
 
 import trio
@@ -28,8 +28,21 @@ CODE_LOCKOUT_MAX = 60.0
 # An address's wrong codes are forgotten this long after its last one.  Longer
 # than the longest lockout, so that no entry is forgotten while it still locks.
 CODE_FORGET_AFTER = 600.0
-TRACKED_PER_LEVEL = 4096  # lockout entries kept for addresses, and again for each coarser level
-WRONG_CODES_PER_MINUTE = 30  # from everyone together; one more and the code is replaced
+# Lockout entries kept for addresses, and again for each coarser level: enough that a crowd of thousands of
+# addresses guessing is counted address by address, never against the network it shares with the player.
+TRACKED_PER_LEVEL = 16384
+# Guesses at the join code from everyone together (PROTOCOL.md 5.6, 14.9): each code exchange is one guess,
+# drawn from a bucket that holds GUESS_BURST and refills GUESSES_PER_SECOND, whatever the number of
+# addresses; a guess that proves the right code is given back.  The last GUESS_RESERVE are kept for
+# newcomers: addresses none of whose network (its /24 or /64) has guessed a wrong code within
+# GUESSERS_REMEMBERED_FOR.  A crowd guessing on and on then runs the bucket down to the reserve and no
+# further, and the player with the code, from a network of its own, still finds a guess there.  The burst is
+# small because each guess costs the host a code exchange (about 14 ms of CPU).
+GUESS_BURST = 300.0
+GUESSES_PER_SECOND = 1.0  # a generated code (31^6) then takes 14 years on average, however many addresses guess
+GUESS_RESERVE = 100.0
+GUESSERS_REMEMBERED_FOR = 86_400.0  # seconds an address and its network stay guessers after their last wrong code
+GUESSERS_REMEMBERED = 16384  # addresses and networks kept as guessers at most; past that the one idle longest is forgotten
 
 
 def network_prefix(address: str, v4_bits: int = 24, v6_bits: int = 64) -> str:
@@ -213,28 +226,79 @@ class CodeAttempts:
             del level[key]
 
 
-class WrongCodeBudget:
-    """Wrong codes from everyone together in the last minute; past the budget, the code must change.
+class GuessBudget:
+    """The guesses at the join code everyone together may make: a token bucket with a reserve for newcomers.
 
-    A lockout slows each address; a crowd of addresses guessing at once is
-    answered by replacing the code and telling the host's player, who learns
-    that someone is guessing and passes the new code on by voice or screen.
+    A code exchange fixes one guess of the code (PROTOCOL.md 14.9), so the
+    host takes a guess before it answers one, and gives it back when the
+    exchange proves the right code.  An address whose network has guessed a
+    wrong code lately (a guesser) may take a guess only while more than the
+    reserve is left; a newcomer may take the reserve too.  Networks, not only
+    addresses: a crowd of thousands of addresses is spent as a guess or so
+    from each of its networks, not one from each address, before it is
+    known.  Replacing the code instead would let whoever guesses lock the
+    real player out: the code read aloud would stop working within seconds.
     """
 
-    def __init__(self, per_minute: int = WRONG_CODES_PER_MINUTE, clock: Callable[[], float] = trio.current_time) -> None:
-        self.per_minute, self._clock = per_minute, clock
-        self._times: deque[float] = deque()
+    def __init__(
+        self,
+        burst: float | None = None,  # None: GUESS_BURST, and so on, as the module says when the budget is made
+        per_second: float | None = None,
+        reserve: float | None = None,
+        clock: Callable[[], float] = trio.current_time,
+        remembered: int = GUESSERS_REMEMBERED,
+    ) -> None:
+        self.burst = GUESS_BURST if burst is None else burst
+        self.per_second = GUESSES_PER_SECOND if per_second is None else per_second
+        self.reserve = GUESS_RESERVE if reserve is None else reserve
+        self._clock = clock
+        self._remembered = remembered
+        self._tokens, self._last = self.burst, None  # full until the first guess, whenever that comes
+        self._guessers: OrderedDict[str, float] = OrderedDict()  # address or network -> its last wrong code, the oldest first
 
-    def spend(self) -> bool:
-        """Count a wrong code; True when the budget is spent and the code must be replaced (the count starts over)."""
+    def take(self, address: str) -> bool:
+        """Take a guess for this address; False when none is left that it may take (the host answers busy)."""
         now = self._clock()
-        while self._times and now - self._times[0] >= 60.0:
-            self._times.popleft()
-        self._times.append(now)
-        if len(self._times) > self.per_minute:
-            self._times.clear()
-            return True
-        return False
+        self._tokens = self.left_at(now)
+        self._last = now
+        floor = self.reserve if self.is_guesser(address, now) else 0.0
+        if self._tokens - floor < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    def give_back(self) -> None:
+        """The guess taken proved the right code: it was no guess against the code."""
+        self._tokens = min(self.burst, self._tokens + 1)
+
+    def wrong(self, address: str) -> None:
+        """The guess taken was wrong: the address and its network are guessers from now on."""
+        now = self._clock()
+        for key in (address, network_prefix(address)):
+            self._guessers.pop(key, None)
+            self._guessers[key] = now
+        while self._guessers:
+            oldest, last = next(iter(self._guessers.items()))
+            if len(self._guessers) <= self._remembered and now - last < GUESSERS_REMEMBERED_FOR:
+                break
+            del self._guessers[oldest]
+
+    def is_guesser(self, address: str, now: float | None = None) -> bool:
+        """Whether the address, or its network, has guessed a wrong code lately."""
+        now = self._clock() if now is None else now
+        return any(
+            (last := self._guessers.get(key)) is not None and now - last < GUESSERS_REMEMBERED_FOR
+            for key in (address, network_prefix(address))
+        )
+
+    def left_at(self, now: float) -> float:
+        """Guesses left at this time."""
+        return self._tokens if self._last is None else min(self.burst, self._tokens + (now - self._last) * self.per_second)
+
+    @property
+    def left(self) -> float:
+        """Guesses left now (for tests)."""
+        return self.left_at(self._clock())
 
 
 # A chat line (PROTOCOL.md 6.23): a burst, then one every two seconds.  What

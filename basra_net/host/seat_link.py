@@ -131,8 +131,13 @@ async def _receive_hello(stream: trio.abc.Stream, connection: HostConnection, ti
 async def _exchange_code(
     stream: trio.abc.Stream, connection: HostConnection, admission: Admission, hello: Hello, address: str, timeout: float
 ) -> ProtocolError | None:
-    """Version 2's code exchange (PROTOCOL.md 14.9, steps 2 and 4): the refusal it ends in, or None."""
-    refusal, exchange, message, confirm = admission.begin_exchange(hello, address)
+    """Version 2's code exchange (PROTOCOL.md 14.9, steps 2 and 4): the refusal it ends in, or None.
+
+    The host's half of an exchange is about 14 ms of arithmetic that never yields: one exchange a scheduler
+    round, so that a crowd guessing at once cannot hold every other connection (the host's own seat's pings
+    among them) for seconds in one round."""
+    async with admission.one_exchange_at_a_time:
+        refusal, exchange, message, confirm = admission.begin_exchange(hello, address)
     if refusal is not None or exchange is None:
         return refusal
     answer: bytes | None = None

@@ -204,15 +204,11 @@ async def run_host(
     say: Callable[[str], None] = print,
     log: Callable[[str], None] | None = None,
     stop: trio.Event | None = None,
-    on_new_code: Callable[[str, str], None] | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> HostOutcome:
-    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see.
-
-    ``on_new_code`` is told the new join code, and why, when wrong codes replaced it (by default, it is said).
-    """
+    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
     identity = load_or_create_identity(data_dir())
-    door = _Door(identity, settings.code, settings.tls, say, on_new_code)
+    door = _Door(identity, settings.code, settings.tls, say)
     if settings.resume is not None:
         table, path, tokens, resumed_bot = _resumed_table(settings, identity)
         if resumed_bot is not None:
@@ -309,22 +305,17 @@ def open_files_limit() -> int:
 class _Door:
     """How connections from the network come in: TLS or plain, the join code, the handshake limits."""
 
-    def __init__(
-        self, identity, code: str | None, tls: bool, say: Callable[[str], None], on_new_code: Callable[[str, str], None] | None = None
-    ) -> None:
+    def __init__(self, identity, code: str | None, tls: bool, say: Callable[[str], None]) -> None:
         self.fingerprint = key_fingerprint(public_key_bytes(identity))
         self.tls = server_tls_context(identity, data_dir()) if tls else None
         self.match_starts = MatchStarts()  # every table's, seated through this door
         # Connections waiting in their handshake hold a descriptor each: no more of them than half the
         # descriptors the process may open, so that accepting never fails for want of one.
         gate = HandshakeGate(total=min(MAX_HANDSHAKES, open_files_limit() // 2))
-        if on_new_code is None:
-            on_new_code = lambda code, why: say(f"Join code changed to {code}: {why}. The old code no longer works.")  # noqa: E731
         self.admission = Admission(
             code=code,
             host_key=public_key_bytes(identity),
             gate=gate,
-            on_new_code=on_new_code,
             on_wrong_code=lambda address, lockout: say(
                 f"A join from {address} failed the join code (a mistyped code, or someone between the players); "
                 f"that address waits {lockout:.0f} s"

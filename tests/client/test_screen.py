@@ -9,7 +9,7 @@ import re
 import pytest
 from rich.cells import cell_len
 
-from basra_net.client.screen import ROWS, WIDTH, CardStyle, render
+from basra_net.client.screen import ROWS, WIDTH, CardStyle, match_summary, render
 from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.client.state import ClientState, GameSummary
 from basra_net.engine import Match
@@ -372,3 +372,15 @@ def test_the_title_leaves_the_fingerprint_out_where_nobody_compares_it():
     key = bytes(range(32))
     screen = render(in_game(host_key=key), [], style=LETTERS, fingerprint=False)
     assert key_fingerprint(key) not in screen and "key " not in screen.split("\n")[0]
+
+
+def test_the_result_kept_at_exit_says_the_score_the_winner_and_why_an_abandoned_match_ended():
+    state = in_game(turn=None, end_reason="target", winner=None, results=[])
+    state.winner = state.seat
+    assert match_summary(state) == "match over: you won 70 to 40 against Sam (first to 101, 0 games)"
+    state.winner = state.opponent
+    assert match_summary(state) == "match over: Sam won, 40 to 70 (first to 101, 0 games)"
+    state.end_reason, state.end_cause = "abandoned", "left"
+    assert match_summary(state) == "match abandoned: Sam won, 40 to 70 (first to 101, 0 games); you left the match"
+    state.end_reason = None
+    assert match_summary(state) is None

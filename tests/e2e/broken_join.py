@@ -3,9 +3,11 @@
     python broken_join.py FLAW [basra's arguments]
 
 FLAW is one of: trusting_signatures (takes the host's signature of a game
-or the result without checking it, and countersigns all the same); or
-version_2_only, no flaw: a client that offers version 2 alone, as the
-protocol allows (5.2), which the checker must not fail.
+or the result without checking it, and countersigns all the same);
+no_open_again (after a resume, sends again every answer but its `open`
+steps of the hidden deal, against 5.8 rule 6); or version_2_only, no flaw:
+a client that offers version 2 alone, as the protocol allows (5.2), which
+the checker must not fail.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import sys
 
 from basra_net.cli import main
+from basra_net.protocol.connection import ClientConnection
+from basra_net.protocol.messages import Open
 from basra_net.protocol.record import ChannelRecord, RecordError
 
 flaw = sys.argv.pop(1)
@@ -26,6 +30,14 @@ if flaw == "trusting_signatures":
             self._countersign, self._owed = self._owed, None  # as if it had verified
 
     ChannelRecord._host_sig = trusting
+elif flaw == "no_open_again":
+    honest_resend = ClientConnection.resend
+
+    def forgetful(self):
+        self.unconfirmed_steps = [step for step in self.unconfirmed_steps if not isinstance(step, Open)]
+        return honest_resend(self)
+
+    ClientConnection.resend = forgetful
 elif flaw == "version_2_only":
     from basra_net.client import session
 

@@ -106,7 +106,7 @@ def play_when_asked(terminal: Terminal) -> str | None:
     text = terminal.screen()
     if EXIT_MARK in text:
         return None
-    if "YOUR TURN" in text or "can take (Enter" in text or "Enter: next game" in text or "Press Enter to close" in text:
+    if any(asked in text for asked in ("YOUR TURN", "can take (Enter", "Enter: next game", "Enter: close", "Press Enter to close")):
         terminal.keys("Enter")
     return text
 

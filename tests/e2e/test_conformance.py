@@ -74,6 +74,7 @@ COMMIT_REVEAL_CUTS = [
 HIDDEN_CUTS = [
     *(f"hidden hands: cut after the host's {kind}, and the resume" for kind in relayed_table.HIDDEN_CUTS),
     *(f"hidden hands: cut after the client's {kind}, and the resume" for kind in relayed_table.HIDDEN_CLIENT_CUTS),
+    *(f"hidden hands: the client's {kind} lost in a cut, and sent again" for kind in relayed_table.LOST_CLIENT_STEPS),
 ]
 RELAYED = [
     "version 2, commit-reveal deal: the signed match runs to its end",
@@ -84,10 +85,11 @@ RELAYED = [
     "a host sig of a game that never comes: the client stops",
     "version 2, commit-reveal deal: a match cut after each kind of message runs to its end",
     "version 2, hidden hands: a match cut after each step of the deal runs to its end",
+    "version 2, hidden hands: a match whose client steps are each lost once in a cut runs to its end",
     *COMMIT_REVEAL_CUTS,
     *HIDDEN_CUTS,
 ]
-HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], *HIDDEN_CUTS]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[8], *HIDDEN_CUTS]
 
 
 def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
@@ -153,6 +155,18 @@ def test_a_client_that_countersigns_an_unchecked_host_signature_fails_that_case(
     assert len(failed) == 1 and "a host sig that does not verify" in failed[0] and "countersigned game 1" in failed[0], result.stdout
 
 
+def test_a_client_that_does_not_send_its_unmasking_again_after_a_resume_fails_the_match_that_loses_it(basra_env):
+    """Its `open` lost in the cut, the host waits for it in vain, and the match ends as withheld (15.15): 40 s a match."""
+    join = f"{sys.executable} {HERE / 'broken_join.py'} no_open_again join 127.0.0.1:{{port}} --auto greedy --plain"
+    result = check_client(basra_env, join, plain=True)
+    failed = verdicts(result.stdout)["FAIL"]
+    assert result.returncode == 1, result.stdout
+    assert any("client steps are each lost once in a cut" in line and "did not run to its end" in line for line in failed), result.stdout
+    # Any other failure is a match with hidden hands cut while the client's `open` (unmaskings or reveals) was on its way.
+    for line in failed:
+        assert "hidden hands" in line and "cut" in line, line
+
+
 @pytest.mark.parametrize(
     "flaw, failing",
     [
@@ -183,10 +197,11 @@ VERSION_2 = [
     "a locked list with an entry that is no point of the group: bad_deal",
     "an unmasking whose proof does not verify: bad_deal",
     "an unmasking carrying the proof of another position: bad_deal",
+    "a party whose step is lost in a cut, or cut off right after it, resumes and sends it again",
     "a seat that never countersigns: the match ends abandoned, the account ending unsigned",
     "a party that withholds a step of the deal: the match ends abandoned, the account ending withheld",
 ]
-HIDDEN_ONLY = VERSION_2[3:8]
+HIDDEN_ONLY = VERSION_2[3:9]
 
 
 def check_host_command(env: dict, port: int, *extra: str) -> subprocess.CompletedProcess:

@@ -1,7 +1,8 @@
 """A joining player killed with SIGKILL, then the same `basra join` run again, gets its seat back.
 
 README's default road first: `basra host --name Sam` with its join code,
-TLS and hidden hands, and `basra join ADDRESS --code CODE`; then the same at
+TLS and hidden hands, and `basra join ADDRESS --code CODE` (at the full
+screen, whose terminal is closed; and headless, killed); then the same at
 `basra serve` with a code (at either seat), and the variants (`--open`, the
 commit-reveal deal).  Both sides are headless (`--auto`), so that nothing
 but the kill interrupts them.  The joining player reaches the host through
@@ -31,7 +32,8 @@ from basra_net.protocol.messages import Message
 
 from ..resilience.test_interruptions import Run, listening, start
 from .lagging_relay import LaggingRelay
-from .processes import basra_command, free_port
+from .processes import basra_command, finish, free_port, start_basra, wait_for_line
+from .terminals import Terminal, needs_tmux, terminal_env
 
 pytestmark = pytest.mark.slow
 
@@ -212,3 +214,31 @@ async def test_a_player_killed_at_basra_serve_with_a_code_returns_to_its_own_tab
     _resumed(ended, other_ended, tmp_path / "killed.basra", tmp_path / "other.basra", env=killed_env)
     assert f"Amr resumed seat {seat}" in server_out and "[table 2]" not in server_out, server_out
     assert _plays(tmp_path / "killed.basra") == _plays(tmp_path / "other.basra")
+
+
+@needs_tmux
+def test_a_full_screen_join_whose_terminal_is_closed_runs_again_and_resumes(basra_env, tmp_path):
+    """The person at the full screen closes its terminal (tmux goes, the process gets SIGHUP) mid-game; the same join
+    run again, headless here so that it plays the match out, is back in it."""
+    port = free_port()
+    host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
+    host = start_basra(basra_env, "host", "--name", "Sam", "--auto", "greedy", "--code", CODE, "--bind", "127.0.0.1", "--port", str(port),
+                       "--grace", GRACE, "--target", "1", "--transcript", str(host_file), "--no-announce")
+    try:
+        wait_for_line(host, "Waiting for the second player")
+        join_args = ["join", f"127.0.0.1:{port}", "--code", CODE, "--name", "Omar", "--transcript", str(guest_file)]
+        terminal = Terminal(join_args, terminal_env(basra_env), tmp_path, size=(100, 30))
+        try:
+            terminal.wait_for("hand 1/6")
+            terminal.no_traceback()
+        finally:
+            terminal.close()
+        wait_for_line(host, "Omar lost the connection")
+        code, out = finish(start_basra(basra_env, *join_args, "--auto", "greedy"), CELL_DEADLINE)
+        host_code, host_out = finish(host, CELL_DEADLINE)
+    finally:
+        host.kill()
+    assert code == 0 and "back in the match where this seat's transcript ends" in out, out
+    assert host_code == 0 and "Omar resumed seat 1" in host_out, host_out
+    for path in (host_file, guest_file):
+        _verified(basra_env, path)

@@ -45,6 +45,8 @@ def test_a_whole_game_against_the_bot_on_a_full_screen(basra_env, tmp_path):
         terminal.close()
     assert seen_result, "the game's score was never explained on screen"
     assert "basra host: the match is over" in final and "EXITED WITH 0" in final
+    assert re.search(r"basra host: match over: (you won \d+ to \d+ against Bot|Bot won, \d+ to \d+) \(first to 1, 1 game\)", final)
+    assert f"transcript saved to {transcript}" in final.replace("\n", "")
     assert transcript.exists()
 
 

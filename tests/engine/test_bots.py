@@ -7,9 +7,9 @@ import random
 import pytest
 
 from basra_net.engine import BASRA, JACK_BASRA, Match, seat_view
-from basra_net.engine.bots import greedy_move, random_move
+from basra_net.engine.bots import beginner_move, greedy_move, random_move
 
-from .helpers import make_game, match_at, names
+from .helpers import cards, make_game, match_at, names
 
 MATCHES = 100
 
@@ -76,3 +76,12 @@ def test_random_chooses_among_the_listed_moves_only():
     rng = random.Random(7)
     picked = {random_move(view, rng) for _ in range(200)}
     assert picked == set(view.legal_moves)
+
+
+def test_the_beginner_never_passes_up_a_basra_and_takes_something_when_it_can():
+    rng = random.Random(0)
+    # 5 takes A+4 and 2+3: the whole table.
+    assert beginner_move(view_of("KH QD 9C 5S", "AH 4D 2S 3D"), rng).kind == BASRA
+    # Only the 9 and the Jack take anything here; neither a Queen nor a King is put down.
+    for _ in range(20):
+        assert beginner_move(view_of("KH QD 9C JS", "AH 8D 2S"), rng).card in cards("9C JS")

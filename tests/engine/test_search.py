@@ -13,7 +13,7 @@ import pytest
 from basra_net.engine import Match, seat_view
 from basra_net.engine.bots import LEVELS, greedy_move, level_move
 from basra_net.engine.endgame import solve_last_hand
-from basra_net.engine.search import distinct_moves, match_utility, sample_world, search_move
+from basra_net.engine.search import contenders, distinct_moves, match_utility, sample_world, search_move
 
 from .helpers import cards, make_game, match_at
 
@@ -173,3 +173,12 @@ def test_every_level_plays_listed_moves_and_repeats_itself(seed):
                 match.play(match.turn, move)
             games.append(moves)
         assert games[0] == games[1]
+
+
+def test_a_candidate_clearly_behind_on_shared_worlds_is_dropped_and_a_close_one_kept():
+    leader = [10.0, -20.0, 35.0, 0.0, 12.0, -8.0, 40.0, 5.0]
+    close = [x + (1.0 if i % 2 else -1.5) for i, x in enumerate(leader)]  # a little behind, within the noise
+    behind = [x - 10.0 + (i % 3) for i, x in enumerate(leader)]  # behind in every world
+    assert contenders([0, 1, 2], [leader, close, behind]) == [0, 1]
+    # What counts is the difference world by world, not the spread of the outcomes themselves.
+    assert contenders([0, 1], [leader, [x - 3.0 for x in leader]]) == [0]

@@ -430,6 +430,26 @@ def test_what_a_resume_sends_again_is_what_section_5_8_rule_6_lists_in_its_order
     assert "drops silently, with no error and no effect, an exact repeat" in rule
 
 
+def test_the_resume_checklist_of_5_8_names_every_message_once_and_what_a_resume_does_with_it():
+    rule = section("5").split("14. **The checklist.**")[1].split("\n## ")[0]
+    rows = [line.strip() for line in rule.splitlines() if line.strip().startswith("| `")]
+    seen: dict[str, tuple[str, str]] = {}
+    for row in rows:
+        names, host_cell, client_cell = (cell.strip() for cell in row.strip("|").split("|"))
+        for name in re.findall(r"`(\w+)`", names):
+            assert name not in seen, f"{name} has two rows"
+            seen[name] = host_cell, client_cell
+    kinds = {kind.message.TYPE: kind for kind in messages.CATALOGUE}
+    assert set(seen) == set(kinds)
+    again = {kind.TYPE for kind in SENT_AGAIN}
+    for name, (host_cell, client_cell) in seen.items():
+        kind = kinds[name]
+        assert (host_cell == "—") == (messages.HOST not in kind.sent_by), name
+        assert host_cell.startswith("replayed") == (messages.HOST in kind.sent_by and kind.stream), name
+        assert (client_cell == "—") == (messages.CLIENT not in kind.sent_by), name
+        assert client_cell.startswith("sent again") == (name in again), name
+
+
 def test_printable_is_the_unicode_version_and_the_categories_section_6_1_names():
     text = flat(catalogue_part_6_1())
     version = re.search(r"Unicode Character Database version (\d+\.\d+\.\d+) or a later version", text).group(1)
