@@ -133,9 +133,13 @@ def take_turn(terminal: Terminal, timeout: float = SCREEN_TIMEOUT) -> None:
     """
     held = cards_in_hand(terminal.wait_for("YOUR TURN", timeout=timeout))
     terminal.keys("Enter")  # shows what the selected card takes
+    answered: set[str] = set()  # each step's Enter once: one more, drawn late, could close the game's score
     deadline = time.monotonic() + timeout
     while ("YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text) and cards_in_hand(text) == held:
-        if "can take (Enter" in text or "plays it." in text or "to choose." in text:
+        prompt = " ".join(text.split())  # the prompt's words, wherever the screen wrapped its lines
+        step = "choice" if "can take (Enter" in prompt else "preview" if "plays it." in prompt or "to choose." in prompt else None
+        if step is not None and step not in answered:
+            answered.add(step)
             terminal.keys("Enter")
         assert time.monotonic() < deadline, f"the play did not register:\n{text}"
         time.sleep(0.1)
