@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "(PROTOCOL.md 14.8: 30, and 15.15: 40); 0 leaves those cases out")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play, score and signature of a transcript, and say what it proves. Exit status: 0 proven, 1 not proven or cut short, 2 not a readable transcript, 3 a cheat proven.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)", "basra verify --partial 20261130-162032-d2a3079e059e-guest.basra   (a record cut short: what holds up to the cut)"), formatter_class=argparse.RawDescriptionHelpFormatter)
-    verify.add_argument("file", type=Path, metavar="FILE")
+    _past_match_arguments(verify)
     verify.add_argument("--verbose", "-v", action="store_true", help="print the intermediate values of every shuffle")
     verify.add_argument("--partial", action="store_true", help="for a record cut short: report what is proven up to its last host signature")
     replay = commands.add_parser(
@@ -224,8 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Step through a transcript as its seat saw it: forward and back, game by game, every hand once a game is over.",
         epilog=_examples("basra replay 20261130-162032-d2a3079e059e-guest.basra"), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    replay.add_argument("file", type=Path, metavar="FILE")
+    _past_match_arguments(replay)
+    history = commands.add_parser(
+        "history", help="list the matches played, newest first",
+        description="List the matches whose transcripts are in the data directory, newest first: date, opponent, "
+        "result, deal and basra verify's verdict. `basra verify N` and `basra replay N` open the one numbered N.",
+        epilog=_examples("basra history", "basra replay --last", "basra verify 3"), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    history.add_argument("--json", action="store_true", help="print a JSON array, for scripts")
     return parser
+
+
+def _past_match_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("file", type=Path, nargs="?", metavar="FILE", help="a transcript, or a match's number in `basra history`")
+    command.add_argument("--last", action="store_true", help="the match played last (number 1 in `basra history`)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,14 +296,23 @@ def _quiet_exit_for_a_closed_stdout() -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.command == "replay":
-        from .client.replay import replay_file
+    if args.command == "history":
+        from .client.history import show_history
 
-        return replay_file(args.file)
-    if args.command == "verify":
+        return show_history(args.json)
+    if args.command in ("replay", "verify"):
+        from .client.history import named_transcript
+
+        path = named_transcript(args.file, args.last, args.command)
+        if path is None:
+            return EXIT_USAGE
+        if args.command == "replay":
+            from .client.replay import replay_file
+
+            return replay_file(path)
         from .client.verify_file import verify_file
 
-        return verify_file(args.file, verbose=args.verbose, partial=args.partial)
+        return verify_file(path, verbose=args.verbose, partial=args.partial)
     if args.command == "list" or (args.command == "join" and args.address is None):
         from .client.discovery import join_announced_table, list_tables
 
