@@ -86,10 +86,14 @@ RELAYED = [
     "version 2, commit-reveal deal: a match cut after each kind of message runs to its end",
     "version 2, hidden hands: a match cut after each step of the deal runs to its end",
     "version 2, hidden hands: a match whose client steps are each lost once in a cut runs to its end",
+    "version 2, commit-reveal deal: a ping from the host is answered",
+    "version 2, commit-reveal deal: away, back and a chat from seat 0 change nothing",
+    "version 2, hidden hands: a ping from the host is answered",
+    "version 2, hidden hands: away, back and a chat from seat 0 change nothing",
     *COMMIT_REVEAL_CUTS,
     *HIDDEN_CUTS,
 ]
-HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[8], *HIDDEN_CUTS]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[8], RELAYED[11], RELAYED[12], *HIDDEN_CUTS]
 
 
 def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
