@@ -87,7 +87,7 @@ from .wire import Ended, Wire
 
 SIGN_WAIT = 40.0  # PROTOCOL.md 14.8: how long a host waits for a countersignature while the seat is connected
 STEP_WAIT = 40.0  # PROTOCOL.md 15.15: how long it waits for a step of the hidden deal (past the liveness deadline)
-START_TIMEOUT = 20.0  # seconds a host run by --exec has to accept connections
+START_TIMEOUT = 60.0  # seconds a host run by --exec has to accept connections: a start can take 20 on a busy machine
 MATCH_TIMEOUT = 600.0  # seconds a match of the checker may take in all
 STOP_TIMEOUT = 5.0  # seconds a host run by --exec has to exit once told to
 NOT_A_POINT = (2).to_bytes(32, "little")  # y = 2: no point of the prime-order group (15.2)
@@ -158,6 +158,11 @@ class SignedSeat:
     tamper: Tamper | None = None  # what this seat gets wrong, once
     countersigns: bool = True
     withholds: bool = False  # a party that sends none of the steps of the deal it owes
+    # Kinds of step whose first is lost in a cut (never reaches the host), and after a later one of which the
+    # connection is cut (the host has it); either way the seat resumes and sends again what 5.8's rule 6 says.
+    lose: list[str] = field(default_factory=list)
+    cut_after: list[str] = field(default_factory=list)
+    cuts_made: list[str] = field(default_factory=list)
     stopped_at: float | None = None  # when it stopped countersigning, or withheld its first step
     wire: Wire | None = None
     connection: ClientConnection = field(default_factory=ClientConnection)
@@ -192,7 +197,15 @@ class SignedSeat:
             self.record.guest_seed(message.game, message.seed)
         elif self.record is not None and isinstance(message, Sig):
             self.record.guest_sig(to_wire(message))
-        await self.wire.send_raw(data)
+        final = isinstance(message, Sig) and message.of == "result"  # after match_end a seat does not resume (5.8, rule 10)
+        lost = message.TYPE in self.lose and not final
+        cut = not lost and message.TYPE in self.cut_after and not final
+        if not lost:
+            await self.wire.send_raw(data)
+        if cut or lost:
+            (self.cut_after if cut else self.lose).remove(message.TYPE)
+            self.cuts_made.append(f"{'lost' if lost else 'cut after'} its {message.TYPE}")
+            await self.resume()
 
     async def send_wrong(self, message: Message) -> None:
         """A message made wrong on purpose: sent as built, past the seat's own state machine and record."""
@@ -459,6 +472,7 @@ class Version2Checks:
         await self._match(*HIDDEN_MATCH, self._hidden_match, hidden=True)
         for section, name, tamper, code in HIDDEN_FAULTS:
             await self._match(section, name, lambda table, t=tamper, c=code: self._hidden_fault(table, t, c), hidden=True)
+        await self._match(*STEPS_AGAIN, self._steps_again, hidden=True)
         for case, event, hidden in ((UNSIGNED, "unsigned", False), (WITHHELD, "withheld", True)):
             if self.sign_wait <= 0:
                 self.report.skipped(*case, "--sign-wait 0: the cases that wait out the host's 40 s are left out")
@@ -573,6 +587,24 @@ class Version2Checks:
             f"{end.reason}, totals {end.totals[0]}-{end.totals[1]}"
         )
 
+    async def _steps_again(self, table: SignedTable) -> str:
+        """The first of each step the seat sends lost in a cut, and the seat cut off right after a later one."""
+        await table.started()
+        seat = table.faulty
+        seat.cut_after, seat.lose = list(RESUMED_STEP_KINDS), list(RESUMED_STEP_KINDS)
+        ends: dict[int, MatchEnd] = {}
+
+        async def out(index: int) -> None:
+            ends[index] = await table.seats[index].play_out()
+
+        await _all(*(lambda i=i: out(i) for i in range(len(table.seats))))
+        whole = self._whole(table, [ends[i] for i in range(len(table.seats))])
+        if seat.lose:
+            raise CaseFailed(f"the match ended before the seat sent a {seat.lose[0]}")
+        if ends[0].reason == "abandoned":
+            raise CaseFailed(f"the match ended abandoned after {', '.join(seat.cuts_made)}: a step sent again was not taken")
+        return f"{', '.join(seat.cuts_made)}, each resumed; {whole}"
+
     async def _hidden_fault(self, table: SignedTable, tamper: Tamper, code: str) -> str:
         await table.started()
         seat = table.faulty
@@ -672,6 +704,12 @@ HIDDEN_FAULTS = (
     ("15.6, 15.11", "an unmasking whose proof does not verify: bad_deal", _first_unmasking_with_a_bad_proof, errors.BAD_DEAL),
     ("15.6, 15.15", "an unmasking carrying the proof of another position: bad_deal", _first_unmaskings_swapped, errors.BAD_DEAL),
 )
+RESUMED_STEP_KINDS = ("lock", "open", "hidden_play", "audit", "sig")
+STEPS_AGAIN = (
+    "5.8, 15.15",
+    "a party whose step is lost in a cut, or cut off right after it, resumes and sends it again: "
+    "the host takes each once and the match runs to its end",
+)
 UNSIGNED = ("14.8, 14.6", "a seat that never countersigns: the match ends abandoned, the account ending unsigned")
 WITHHELD = ("15.15, 14.6", "a party that withholds a step of the deal: the match ends abandoned, the account ending withheld")
-ALL_CASES = (WELCOMED, FORGED, COMMIT_MATCH, NOT_DEALT, HIDDEN_MATCH, *((s, n) for s, n, _, _ in HIDDEN_FAULTS), UNSIGNED, WITHHELD)
+ALL_CASES = (WELCOMED, FORGED, COMMIT_MATCH, NOT_DEALT, HIDDEN_MATCH, *((s, n) for s, n, _, _ in HIDDEN_FAULTS), STEPS_AGAIN, UNSIGNED, WITHHELD)

@@ -23,14 +23,14 @@ from typing import Iterator
 import pytest
 import trio
 
-from ..resilience.cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, CuttingProxy, Mark
+from ..resilience.cutting_proxy import TO_HOST, TO_PLAYER, CuttingProxy, Mark
 from ..resilience.test_interruptions import OUTCOMES, transcripts_checked
 from .processes import basra_command, free_port, start_basra, wait_for_line
 from .processes import finish as finish_process
 from .terminals import CARD, EXIT_MARK, Terminal, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
 
 pytestmark = needs_tmux
-DEADLINE = 30
+DEADLINE = 60  # seconds for a process to end or a screen to come, on two cores busy with several test runs
 
 
 def finish(process: subprocess.Popen) -> tuple[int, str]:
@@ -238,20 +238,24 @@ def in_thread(function, *args, **kwargs):
     return trio.to_thread.run_sync(lambda: function(*args, **kwargs), abandon_on_cancel=True)
 
 
+# Seconds at most the link stays frozen at the moment (past the wait for the person's `basra` to exit): the test
+# releases it once that process has exited.
+FROZEN_HOLD = 2 * DEADLINE
+
 # (moment, the side a person plays at, the proxy's mark for the moment, the match's target, README's outcome)
 FROZEN_CELLS = [
     # The guest's request has reached it; its answer waits in the frozen link.
-    ("own turn", "host", lambda: Mark(TO_PLAYER, "hidden_turn", hold=KEYS_HOLD), "1", "host left"),
+    ("own turn", "host", lambda: Mark(TO_PLAYER, "hidden_turn", hold=FROZEN_HOLD), "1", "host left"),
     # The guest's play has reached the host; the host's answer waits in the frozen link.
-    ("opponent's turn", "join", lambda: Mark(TO_HOST, "hidden_play", hold=KEYS_HOLD), "1", "joiner left"),
+    ("opponent's turn", "join", lambda: Mark(TO_HOST, "hidden_play", hold=FROZEN_HOLD), "1", "joiner left"),
     # Game 2's shuffle has reached the guest, its dealer; its lock waits in the frozen link.  Leaving there is an
     # absence, not a withheld step (PROTOCOL.md 15.16): both transcripts verify and name no one.
-    ("between games", "join", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
-    ("between games", "host", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=KEYS_HOLD), "151", "host left"),
+    ("between games", "join", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=FROZEN_HOLD), "151", "joiner left"),
+    ("between games", "host", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=FROZEN_HOLD), "151", "host left"),
     # The same in the commit-reveal deal: game 2's commitment has reached the guest; its seed waits in the frozen link.
-    ("between games, commit-reveal", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
+    ("between games, commit-reveal", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=FROZEN_HOLD), "151", "joiner left"),
     # The host leaves with the guest's seed in flight: README's paragraph after the table.
-    ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "host left after its commitment"),
+    ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=FROZEN_HOLD), "151", "host left after its commitment"),
 ]
 
 
@@ -280,8 +284,9 @@ async def test_q_at_a_moment_held_by_the_frozen_link_leaves_and_the_other_side_i
                     person = Terminal(join_args, terminal_env(basra_env), tmp_path)
                 await in_thread(play_until_reached, person, mark)
                 await in_thread(leave_with_q, person)
-                assert proxy.holding(), "the link thawed before the person had left"
                 person_code, person_out = await in_thread(ended, person)
+                assert proxy.holding(), "the link thawed before the person had left"
+                proxy.release()
                 headless_code, headless_out = await in_thread(finish, headless)
                 nursery.cancel_scope.cancel()
     finally:
