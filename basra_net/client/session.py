@@ -42,7 +42,6 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
-    DEAL_MODES,
     DEAL_NAMES,
     END_HOLD,
     HIDDEN_DEAL,
@@ -80,6 +79,7 @@ from ..protocol.messages import (
     Welcome,
     YourTurn,
     from_wire,
+    in_preference,
     kind_of,
     offered_deals,
     to_wire,
@@ -858,7 +858,7 @@ class ClientSession:
             raise PeerGone(text, resumable=False)
         if isinstance(message, MatchStart) and (message.deal or COMMIT_DEAL) not in self._offered_deals:
             # A host that ignored this seat's offer (PROTOCOL.md 15.15): refused before any card is dealt.
-            offered = " or ".join(DEAL_NAMES[mode] for mode in DEAL_MODES if mode in self._offered_deals)
+            offered = " or ".join(DEAL_NAMES[mode] for mode in in_preference(self._offered_deals))
             raise ProtocolError(DEAL_MISMATCH, f"this seat offered {offered}, not {DEAL_NAMES[message.deal or COMMIT_DEAL]}")
         if self.connection.hidden:
             message = await self._take_hidden(message)

@@ -217,7 +217,7 @@ class LeaveScreen(Dialog[str]):
 
 
 class CodeScreen(Dialog[str | None]):
-    """The join code asked for; None when the person leaves instead (Esc, Ctrl-C, or no code given)."""
+    """The join code asked for; None when the person leaves instead (Esc, Ctrl-C)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__()
@@ -229,7 +229,8 @@ class CodeScreen(Dialog[str | None]):
             yield Input(id="code-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        if event.value.strip():  # Enter on an empty line is no answer: only Esc or Ctrl-C leaves
+            self.dismiss(event.value.strip())
 
     def on_key(self, event: events.Key) -> None:
         if event.key == "escape":

@@ -50,8 +50,8 @@ def test_ctrl_c_or_escape_at_the_join_code_question_answers_that_the_person_left
     assert app.result is None and app.failure is None
 
 
-def test_a_code_typed_at_the_question_is_the_answer():
-    assert answered(ask_code, CodeScreen, *"K7M-2QX", "enter").result == "K7M-2QX"
+def test_a_code_typed_at_the_question_is_the_answer_and_an_empty_line_none():
+    assert answered(ask_code, CodeScreen, "enter", *"K7M-2QX", "enter").result == "K7M-2QX"
 
 
 @pytest.mark.parametrize("key", LEAVING_KEYS)
