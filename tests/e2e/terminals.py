@@ -29,6 +29,8 @@ def terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
     """A person's terminal: colour and UTF-8."""
     env = dict(basra_env, TERM="xterm-256color", LANG="C.UTF-8")
     env.pop("NO_COLOR")
+    for size in ("COLUMNS", "LINES"):  # set under pytest; the tmux server would hand them on, and Textual obeys them
+        env.pop(size, None)
     return env
 
 
