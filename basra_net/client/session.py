@@ -19,6 +19,7 @@ import contextlib
 import math
 import os
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -1055,6 +1056,8 @@ def _broken_link(err: Exception) -> str:
     if isinstance(err, trio.ClosedResourceError):
         return "the connection was closed"
     cause = err.__cause__ if isinstance(err, trio.BrokenResourceError) else err  # trio keeps the system's error there
+    if isinstance(cause, ssl.SSLError):  # its words are the TLS library's: "[SSL: UNEXPECTED_EOF_WHILE_READING] ..."
+        return "the connection was cut"
     if isinstance(cause, OSError) and cause.strerror:
         return cause.strerror.lower()
     return "the host closed or reset it"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import pexpect
 import pytest
 import trio
 
@@ -402,18 +403,13 @@ def test_ctrl_c_or_esc_at_the_first_contact_fingerprint_question_leaves_at_once_
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("key", ["\x03", "\x04"], ids=["ctrl-c", "ctrl-d"])
-@pytest.mark.parametrize("host_args,question", [(["--code", CODE], "Join code"), (["--open"], "[y/N]")], ids=["code", "fingerprint"])
-def test_ctrl_c_or_ctrl_d_at_a_line_prompt_question_exits_130_at_once(basra_env, tmp_path, host_args, question, key):
-    """The line prompt (input a terminal, output a file): the question is asked with input() in a thread that
-    Ctrl-C abandons, which must neither hold the join up nor abort the interpreter's exit."""
-    import pexpect
-
+def left_at_a_line_prompt(basra_env, tmp_path, host_args: list[str], join_args: list[str], question: str, key: str) -> tuple[pexpect.spawn, str, subprocess.Popen]:
+    """A person runs `basra join` on the line prompt (input a terminal, output a file) against a headless host and
+    presses ``key`` once the output asks ``question``: the ended join, what it said, and the host, still running or not."""
     port = str(free_port())
     host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", port, "--no-announce", *host_args)
     said = tmp_path / "join.out"
-    command = shlex.join(basra_command("join", f"127.0.0.1:{port}"))
+    command = shlex.join(basra_command("join", f"127.0.0.1:{port}", *join_args))
     child = None
     try:
         wait_for_line(host, "Waiting for the second player")
@@ -425,10 +421,37 @@ def test_ctrl_c_or_ctrl_d_at_a_line_prompt_question_exits_130_at_once(basra_env,
         child.send(key)
         child.expect(pexpect.EOF)
         child.close()
+    except BaseException:
+        stopped(host)
+        raise
     finally:
         if child is not None:
             child.close(force=True)
-        stopped(host)
     out = said.read_text()
-    assert child.exitstatus == 130 and "Traceback" not in out and "Fatal Python error" not in out, (child.exitstatus, child.signalstatus, out)
+    assert "Traceback" not in out and "Fatal Python error" not in out, (child.exitstatus, child.signalstatus, out)
+    return child, out, host
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["\x03", "\x04"], ids=["ctrl-c", "ctrl-d"])
+@pytest.mark.parametrize("host_args,question", [(["--code", CODE], "Join code"), (["--open"], "[y/N]")], ids=["code", "fingerprint"])
+def test_ctrl_c_or_ctrl_d_at_a_line_prompt_question_exits_130_at_once(basra_env, tmp_path, host_args, question, key):
+    """The line prompt's questions before a seat are read in a thread that Ctrl-C abandons, which must neither
+    hold the join up nor abort the interpreter's exit."""
+    child, out, host = left_at_a_line_prompt(basra_env, tmp_path, host_args, [], question, key)
+    stopped(host)
+    assert child.exitstatus == 130, (child.exitstatus, child.signalstatus, out)
     assert out.rstrip().endswith(("basra join: you left before taking a seat", "basra join: you left the match")), out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key,reason", [("\x03", "you left the match"), ("\x04", "standard input closed while waiting for a move")],
+                         ids=["ctrl-c", "ctrl-d"])
+@pytest.mark.parametrize("table", [pytest.param([], id="coded-tls-hidden")])
+def test_ctrl_c_or_ctrl_d_at_the_line_prompts_move_question_exits_130_and_the_host_is_told(basra_env, tmp_path, table, key, reason):
+    """"Your move" on the line prompt is read in a thread that Ctrl-C abandons, as the questions before a seat are:
+    leaving there exits 130 at once, without the interpreter's "could not acquire lock for stdin" abort (exit 134)."""
+    child, out, host = left_at_a_line_prompt(basra_env, tmp_path, ["--code", CODE, *table], ["--code", CODE, *joining_like(table)], "Your move", key)
+    host_code, host_out = finish(host)
+    assert child.exitstatus == 130 and f"basra join: {reason}" in out, (child.exitstatus, child.signalstatus, out)
+    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
