@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "without it, a host that plays one match is checked in version 1 only")
     as_client.add_argument("--sign-wait", type=float, default=None, metavar="SECONDS",
                            help="how long the host waits for a countersignature or a step of the hidden deal "
-                           "(PROTOCOL.md 14.8: 30, and 15.15: 40); 0 leaves those cases out")
+                           "(PROTOCOL.md 14.8 and 15.15: 40); 0 leaves those cases out")
 
     verify = commands.add_parser("verify", help="re-check a saved transcript offline", description="Re-check every deal, play, score and signature of a transcript, and say what it proves. Exit status: 0 proven, 1 not proven or cut short, 2 not a readable transcript, 3 a cheat proven.", epilog=_examples("basra verify 20261130-162032-d2a3079e059e-guest.basra   (the file a match ended by naming)", "basra verify --partial 20261130-162032-d2a3079e059e-guest.basra   (a record cut short: what holds up to the cut)"), formatter_class=argparse.RawDescriptionHelpFormatter)
     _past_match_arguments(verify)

@@ -29,7 +29,8 @@ host idle before the attack.
 
 With --guessing, the attack is on the join code instead: a `basra host --auto
 greedy --code CODE` (TLS, its default) is guessed at from --addresses loopback
-addresses (6,000 unless told), each connecting again and again with a
+addresses (6,000 unless told, at most 256 of them guessing at once, so that this
+process's own TLS handshakes do not starve it), each connecting again and again with a
 version-2 hello whose code exchange holds a wrong code, and leaving once the
 host's answer shows the guess wrong.  Each address waits what a patient
 attacker must: the lockout its wrong codes earned (1 s doubling to 60 s), the
@@ -258,8 +259,11 @@ class GuessingFlood:
     code exchange holds a wrong code, and leaves once the host's answer shows the guess wrong (the host then
     counts a wrong code); then it waits what the host's answer makes it wait, and guesses again."""
 
-    def __init__(self, port: int, addresses: int, tls: bool = True) -> None:
+    def __init__(self, port: int, addresses: int, tls: bool = True, in_flight: int = 256) -> None:
         self.port, self.addresses = port, addresses
+        # Guesses under way at once: more only thrash this process (each TLS handshake is its CPU too), and the
+        # host's handshake limits (1024 at once) would drop the surplus anyway.
+        self._in_flight = trio.CapacityLimiter(in_flight)
         self.tls = client_tls_context() if tls else None
         nonce = os.urandom(32)
         exchange = GuestCodeExchange("AAA-AAA", guest_key=GUEST_KEY, guest_nonce=nonce, host_key=GUEST_KEY)  # any key: the guess is wrong
@@ -277,7 +281,8 @@ class GuessingFlood:
     async def _guess_from(self, source: str) -> None:
         wrong, busy = WRONG_GUESS_WAITS[0], BUSY_WAITS[0]
         while True:
-            answer = await self._guess_once(source)
+            async with self._in_flight:
+                answer = await self._guess_once(source)
             self.answers[answer] += 1
             if answer == "guessed":
                 await trio.sleep(wrong)

@@ -7,7 +7,6 @@ coroutine, so that on a terminal the first screen is drawn while they load.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
@@ -102,19 +101,11 @@ def say_result(result: SessionResult | None, prefix: str) -> None:
 
 
 def _typed_line(prompt: str) -> str | None:
-    """A line typed at the terminal, without its end; None when input ended first.
+    """A line typed at the terminal after ``prompt``, without its end; None when input ended first."""
+    from .terminal import typed_line
 
-    Read from the descriptor, not through sys.stdin: Ctrl-C abandons the thread
-    this blocks in, and a sys.stdin lock it held would abort the interpreter's exit.
-    """
     print(prompt, end="", flush=True)
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = os.read(sys.stdin.fileno(), 1024)
-        if not chunk:
-            return line.decode(errors="replace") or None
-        line += chunk
-    return line.decode(errors="replace").rstrip("\n")
+    return typed_line(sys.stdin)
 
 
 async def ask_join_code(reason: str) -> str | None:

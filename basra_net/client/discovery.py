@@ -30,7 +30,7 @@ import trio
 from ..files import data_dir
 from ..match_files import RESUME_FILE, ResumeTickets
 from ..protocol.dnssd import SERVICE_TYPE, Announcement, parse_txt
-from ..protocol.messages import PROTOCOL_VERSIONS
+from ..protocol.messages import COMMIT_DEAL, HIDDEN_DEAL, PROTOCOL_VERSIONS
 from ..options import DEFAULT_PORT
 from .address import pin_name
 from .session import EXIT_FAILURE, EXIT_LEFT, EXIT_OK
@@ -135,7 +135,16 @@ def describe(table: FoundTable) -> str:
         seats += f", {a.tables} table{'s' if a.tables != 1 else ''} open"
     security = f"host key fingerprint {a.fingerprint}" if a.tls else "plain TCP, no encryption"
     code = ", join code needed" if a.code else ""
-    return f"{table.instance} at {table.join_argument} ({security}{code}; {seats})"
+    return f"{table.instance} at {table.join_argument} ({security}{code}{_deals(a.deals)}; {seats})"
+
+
+def _deals(deals: tuple[str, ...] | None) -> str:
+    """What a table deals, as `basra list` says it; nothing when its announcement does not say (an older host)."""
+    if deals is None:
+        return ""
+    if HIDDEN_DEAL not in deals:
+        return "; commit-reveal deal only (`basra join --deal commit-reveal`)"
+    return "; hidden hands" if COMMIT_DEAL not in deals else "; hidden hands, or the commit-reveal deal for who asks"
 
 
 def parse_choice(answer: str, count: int) -> int | None:
@@ -167,6 +176,7 @@ def as_json(tables: list[FoundTable]) -> str:
                 "tls": t.announcement.tls,
                 "seats": t.announcement.seats,
                 "tables": t.announcement.tables,
+                "deals": None if t.announcement.deals is None else list(t.announcement.deals),
             }
             for t in tables
         ],

@@ -17,12 +17,13 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from ..exits import EXIT_OK
 from ..files import LocalFileError, data_dir, write_private
-from ..protocol import transcript
-from ..protocol.fingerprint import key_fingerprint
-from ..protocol.messages import HIDDEN_DEAL, MatchEnd, MatchStart, Welcome
-from .verify_file import read_transcript, verdict_in_words
+
+if TYPE_CHECKING:
+    from ..protocol.messages import MatchEnd
 
 TRANSCRIPTS = "transcripts"
 CACHE_FILE = "history.json"
@@ -51,6 +52,11 @@ class PastMatch:
 
 def describe_transcript(path: Path) -> PastMatch:
     """What the history shows of one transcript; OSError or TranscriptError when it cannot be read."""
+    # The verifier is imported only for a transcript not yet in the cache: a listing from the cache needs none of it.
+    from ..protocol.fingerprint import key_fingerprint
+    from ..protocol.messages import HIDDEN_DEAL, MatchEnd, MatchStart, Welcome
+    from .verify_file import read_transcript, verdict_in_words
+
     parsed = read_transcript(path)
     verdict, ok, _ = verdict_in_words(parsed)
     viewer = 0 if parsed.role == "host" else 1
@@ -100,9 +106,11 @@ def past_matches(folder: Path | None = None) -> list[PastMatch]:
         entry = cached.get(path.name)
         match = _cached_match(entry) if isinstance(entry, dict) and entry.get("stamp") == stamp else False
         if match is False:
+            from ..protocol.transcript import TranscriptError
+
             try:
                 match = describe_transcript(path)
-            except (OSError, transcript.TranscriptError):
+            except (OSError, TranscriptError):
                 match = None  # not a transcript: skipped until it changes
         fresh[path.name] = {"stamp": stamp, "match": asdict(match) if match is not None else None}
         if match is not None:

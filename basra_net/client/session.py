@@ -19,6 +19,7 @@ import contextlib
 import math
 import os
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,6 @@ from ..protocol.hidden_deal import decode_scalar
 from ..protocol.hidden_game import KeptLock, PartyGame
 from ..protocol.messages import (
     COMMIT_DEAL,
-    DEAL_MODES,
     DEAL_NAMES,
     END_HOLD,
     HIDDEN_DEAL,
@@ -80,6 +80,7 @@ from ..protocol.messages import (
     Welcome,
     YourTurn,
     from_wire,
+    in_preference,
     kind_of,
     offered_deals,
     to_wire,
@@ -858,7 +859,7 @@ class ClientSession:
             raise PeerGone(text, resumable=False)
         if isinstance(message, MatchStart) and (message.deal or COMMIT_DEAL) not in self._offered_deals:
             # A host that ignored this seat's offer (PROTOCOL.md 15.15): refused before any card is dealt.
-            offered = " or ".join(DEAL_NAMES[mode] for mode in DEAL_MODES if mode in self._offered_deals)
+            offered = " or ".join(DEAL_NAMES[mode] for mode in in_preference(self._offered_deals))
             raise ProtocolError(DEAL_MISMATCH, f"this seat offered {offered}, not {DEAL_NAMES[message.deal or COMMIT_DEAL]}")
         if self.connection.hidden:
             message = await self._take_hidden(message)
@@ -1055,6 +1056,8 @@ def _broken_link(err: Exception) -> str:
     if isinstance(err, trio.ClosedResourceError):
         return "the connection was closed"
     cause = err.__cause__ if isinstance(err, trio.BrokenResourceError) else err  # trio keeps the system's error there
+    if isinstance(cause, ssl.SSLError):  # its words are the TLS library's: "[SSL: UNEXPECTED_EOF_WHILE_READING] ..."
+        return "the connection was cut"
     if isinstance(cause, OSError) and cause.strerror:
         return cause.strerror.lower()
     return "the host closed or reset it"

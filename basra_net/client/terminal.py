@@ -9,6 +9,8 @@ the other player; what the other player says shows in the log.
 
 from __future__ import annotations
 
+import io
+import os
 import string
 import sys
 from typing import TextIO
@@ -130,10 +132,10 @@ class TerminalPlayer:
         """One stripped line from the input, read in a thread so the event loop keeps running."""
         self._write(prompt)
         try:
-            line = await trio.to_thread.run_sync(self._inp.readline, abandon_on_cancel=True)
+            line = await trio.to_thread.run_sync(typed_line, self._inp, abandon_on_cancel=True)
         except UnicodeDecodeError:  # bytes that are not text in the terminal's encoding: just bad input
             return UNREADABLE
-        if not line:
+        if line is None:
             raise InputClosed("standard input closed while waiting for a move")
         answer = line.strip()
         if answer.lower() in QUIT_WORDS:
@@ -159,6 +161,30 @@ class TerminalPlayer:
             text = text.encode(encoding, "replace").decode(encoding)
         self._out.write(text)
         self._out.flush()
+
+
+def typed_line(inp: TextIO) -> str | None:
+    """A line typed at ``inp``, without its end; None when input ended first.
+
+    Read from the descriptor, not through the stream: Ctrl-C abandons the thread
+    this blocks in, and a stream lock it held (sys.stdin's) would abort the
+    interpreter's exit.  One byte at a time, so the next question's line is left
+    where its reader finds it.  A stream with no descriptor (text in memory) is read as a stream.
+    """
+    try:
+        descriptor = inp.fileno()
+    except (AttributeError, io.UnsupportedOperation):
+        line = inp.readline()
+        return line.rstrip("\n") if line else None
+    typed = bytearray()
+    while not typed.endswith(b"\n"):
+        byte = os.read(descriptor, 1)
+        if not byte:
+            break
+        typed += byte
+    if not typed:
+        return None
+    return typed.decode(getattr(inp, "encoding", None) or "utf-8", errors="replace").rstrip("\n")
 
 
 def letter_labels(count: int) -> list[str]:

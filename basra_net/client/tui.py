@@ -217,7 +217,7 @@ class LeaveScreen(Dialog[str]):
 
 
 class CodeScreen(Dialog[str | None]):
-    """The join code asked for; None when the person leaves instead (Esc, Ctrl-C, or no code given)."""
+    """The join code asked for; None when the person leaves instead (Esc, Ctrl-C)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__()
@@ -229,7 +229,8 @@ class CodeScreen(Dialog[str | None]):
             yield Input(id="code-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        if event.value.strip():  # Enter on an empty line is no answer: only Esc or Ctrl-C leaves
+            self.dismiss(event.value.strip())
 
     def on_key(self, event: events.Key) -> None:
         if event.key == "escape":
@@ -334,14 +335,19 @@ class TableView(App):
         yield Horizontal(id="hand")
         yield Static(id="prompt")
         with Horizontal(id="middle"):
-            yield RichLog(id="log", wrap=True, markup=False, max_lines=KEEP_LOG)
-            yield RichLog(id="chat", wrap=True, markup=False, max_lines=KEEP_LOG)
+            for name in ("log", "chat"):
+                log = RichLog(id=name, wrap=True, markup=False, max_lines=KEEP_LOG)
+                if not self.style.symbols:
+                    log.styles.scrollbar_size_vertical = 0  # a scrollbar is drawn in block characters
+                yield log
         # Disabled while closed, so that it never takes the focus, nor the keys that pick cards.
         yield Input(id="chat-input", max_length=MAX_CHAT, placeholder="say something; Enter sends, Esc drops it", disabled=True)
         yield Static(id="status")
 
     def on_resize(self, event: events.Resize) -> None:
         self.query_one("#table").styles.grid_size_columns = max(1, (event.size.width - 2) // TILE_CELLS)
+        self._draw_title()  # both lines are laid out for the width
+        self._draw_status()
 
     def _my_turn(self, event: events.Event | None = None) -> bool:
         return False

@@ -26,9 +26,11 @@ signature countersigned.  In one more, with hidden hands, each step the
 client sends (its lock, an unmasking, a play, its audit, its
 countersignature) is lost once in a cut, kept from the host: the match runs
 to its end only if the client sends each again after the resume's welcome
-(5.8, rule 6), and the checker sees it come again, unchanged.  Into each honest match the checker puts a `chat`
-from seat 0 before the client's first request, which must change nothing
-(6.24).  A client that offers version 1 only, or no hidden hands, has the
+(5.8, rule 6), and the checker sees it come again, unchanged.  Into the
+honest match of each deal mode the checker puts, before the client's first
+request, a `ping`, which the client must answer, and an `away` and a `back`
+for seat 0 and a `chat` from it, which must change nothing (5.7, 6.19,
+6.20, 6.24).  A client that offers version 1 only, or no hidden hands, has the
 cases it cannot be in reported as not applicable.
 """
 
@@ -49,12 +51,16 @@ from ..protocol.framing import decode_body, encode_frame
 from ..protocol.messages import (
     COMMIT_DEAL,
     HIDDEN_DEAL,
+    Away,
+    Back,
     Chat,
     GameEnd,
     HiddenTurn,
     Hello,
     Message,
     Opened,
+    Ping,
+    Pong,
     Sig,
     YourTurn,
     from_wire,
@@ -71,6 +77,7 @@ STOP_TIMEOUT = 15.0  # seconds a client has to close its connection once it shou
 # A host sig withheld shows only when the host's wait for the countersignature runs out (14.8: 40 s).
 MISSING_SIG_STOP_TIMEOUT = 40.0 + STOP_TIMEOUT
 CHAT_LINE = "A line from the conformance checker"
+PING_ID = 31337  # the id of the checker's ping, which the client's pong must carry (6.18)
 V2_TARGET = 30  # a short match: the cases are about signatures and proofs, not situations of play
 
 Change = Callable[[Message], Message | None]  # the host's message as the cheat sends it; None: unchanged
@@ -146,14 +153,14 @@ class WatchedStream(trio.abc.Stream):
     ``change`` alters the first host message it applies to, once (or drops it,
     when it returns DROPPED); what follows from the client is kept in
     ``after_change``.  ``cuts`` cut the connection as a network would;
-    ``chat`` puts a line from seat 0 before the first request to the client.
+    ``notices`` puts a chat line, an away and a back for seat 0 and a ping before the first request to the client.
     """
 
-    def __init__(self, stream: trio.abc.Stream, change: Change | None, cuts: Cuts | None = None, chat: bool = False) -> None:
+    def __init__(self, stream: trio.abc.Stream, change: Change | None, cuts: Cuts | None = None, notices: bool = False) -> None:
         self.stream = stream
         self.change = change
         self.cuts = cuts or Cuts()
-        self.chat = chat
+        self.notices = notices
         self.changed: Message | None = None
         self.hello: Hello | None = None
         self.from_client: list[Message] = []
@@ -174,16 +181,17 @@ class WatchedStream(trio.abc.Stream):
         frames = []
         for frame in _frames(self._out):
             watching = self.change is not None and self.changed is None
-            message = _message(frame) if watching or self.chat or self.cuts.after_host else None
+            message = _message(frame) if watching or self.notices or self.cuts.after_host else None
             altered = self.change(message) if watching and message is not None else None
             if altered is not None:
                 self.changed = message if altered is DROPPED else altered
                 if altered is DROPPED:
                     continue
                 frame = encode_frame(to_wire(altered))
-            if self.chat and isinstance(message, (YourTurn, HiddenTurn)) and self.hello is not None and 2 in self.hello.versions:
-                self.chat = False
-                frames.append(encode_frame(to_wire(Chat(text=CHAT_LINE))))
+            if self.notices and isinstance(message, (YourTurn, HiddenTurn)) and self.hello is not None and 2 in self.hello.versions:
+                self.notices = False
+                for notice in (Chat(text=CHAT_LINE), Away(0, 120), Back(0), Ping(PING_ID)):
+                    frames.append(encode_frame(to_wire(notice)))
             frames.append(frame)
             if message is not None and self.cuts.take(self.cuts.after_host, message.TYPE):
                 await self.stream.send_all(b"".join(frames))
@@ -221,7 +229,7 @@ class WatchedStream(trio.abc.Stream):
         start = -held  # where the next frame starts in data
         for frame in _frames(self._in):
             message = _message(frame)
-            if message is not None and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
+            if message is not None and not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
                 # The host gets what came before the message and none of it (or only the part it already has).
                 self.lost.append(message)
                 self._in.clear()
@@ -238,7 +246,8 @@ class WatchedStream(trio.abc.Stream):
             self.from_client.append(message)
             if self.changed is not None:
                 self.after_change.append(message)
-            if self._cut_pending is None and self.cuts.take(self.cuts.after_client, message.TYPE):
+            # Not while the connection is being cut (the host's own cut awaits its close): the kind stays for a later one.
+            if not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.after_client, message.TYPE):
                 self._cut_pending = message.TYPE
         return data
 
@@ -258,6 +267,7 @@ class RelayedMatch:
     cuts_after_client: tuple[str, ...] = ()  # kinds of client message after which it is cut, once the host has it
     lost_client: tuple[str, ...] = ()  # kinds of client message a cut keeps from the host, once each
     stop_timeout: float = STOP_TIMEOUT
+    notices: bool = False  # a ping, an away and a back, and a chat, put before the client's first request
 
     @property
     def honest(self) -> bool:
@@ -278,7 +288,16 @@ class RelayedMatch:
         cut_cases = [self.cut_case(kind, by_host=True) for kind in self.cuts_after_host]
         cut_cases += [self.cut_case(kind, by_host=False) for kind in self.cuts_after_client]
         cut_cases += [self.lost_case(kind) for kind in self.lost_client]
-        return [(self.section, self.name), *cut_cases]
+        return [(self.section, self.name), *self.notice_cases(), *cut_cases]
+
+    def notice_cases(self) -> list[tuple[str, str]]:
+        if not self.notices:
+            return []
+        deal = "hidden hands" if self.hidden else "commit-reveal deal"
+        return [
+            ("5.7, 6.17", f"version 2, {deal}: a ping from the host is answered"),
+            ("6.19, 6.20, 6.24", f"version 2, {deal}: away, back and a chat from seat 0 change nothing"),
+        ]
 
 
 # Every kind of stream message the host sends in each deal mode, and every step the client sends.
@@ -290,8 +309,14 @@ LOST_CLIENT_STEPS = HIDDEN_CLIENT_CUTS  # each a step rule 6 of 5.8 has the clie
 
 
 RELAYED_MATCHES = (
-    RelayedMatch("14.5, 14.6, 9.10", "version 2, commit-reveal deal: the signed match runs to its end, every host signature countersigned", False, None),
-    RelayedMatch("15.15, 15.16, 14.4", "version 2, hidden hands: the signed match runs to its end, every step taken and checked", True, None),
+    RelayedMatch(
+        "14.5, 14.6, 9.10", "version 2, commit-reveal deal: the signed match runs to its end, every host signature countersigned",
+        False, notices=True,
+    ),
+    RelayedMatch(
+        "15.15, 15.16, 14.4", "version 2, hidden hands: the signed match runs to its end, every step taken and checked",
+        True, notices=True,
+    ),
     RelayedMatch("6.23, 14.8", "a host sig that does not verify: the client stops, and countersigns nothing", False, _flip_signature),
     RelayedMatch("9.10, 14.11", "a game_end whose totals are not the play's: the client stops", False, _false_totals),
     RelayedMatch("15.11, 15.15", "an opened whose unmasking proof does not verify: the client stops", True, _false_unmasking),
@@ -367,7 +392,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
                     stream = await next_stream()
                 except CaseFailed:
                     continue  # a TLS handshake that failed: the next connection may be the client's
-                watched = WatchedStream(stream, match.change, cuts, chat=match.honest and not connections)
+                watched = WatchedStream(stream, match.change, cuts, notices=match.notices and not connections)
                 connections.append(watched)
                 nursery.start_soon(serve_connection, watched, table)
 
@@ -438,6 +463,8 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
         return
     if match.cuts_after_host or match.cuts_after_client or match.lost_client:
         _judge_cuts(report, match, outcome)
+    if match.notices:
+        _judge_notices(report, match, outcome)
     if client is None:
         report.passed(section, name, f"{wire}; what the client told its player is not on the wire (--exec)")
     elif client.result is None:
@@ -471,6 +498,17 @@ def _cuts_made(outcome: RelayedOutcome) -> str:
     if not made:
         return ""
     return "; cut after: " + ", ".join(f"the {'host' if by_host else 'client'}'s {kind}" for by_host, kind in made)
+
+
+def _judge_notices(report: Report, match: RelayedMatch, outcome: RelayedOutcome) -> None:
+    """The ping answered with its id; the away, back and chat changed nothing, since the match ended countersigned."""
+    (ping_section, ping_name), (notice_section, notice_name) = match.notice_cases()
+    sent = [m for c in outcome.connections or () for m in c.from_client]
+    if any(isinstance(m, Pong) and m.id == PING_ID for m in sent):
+        report.passed(ping_section, ping_name, f"scripted: pong {PING_ID}")
+    else:
+        report.failed(ping_section, ping_name, f"no pong with the ping's id {PING_ID}")
+    report.passed(notice_section, notice_name, "scripted: the match ran to its end countersigned after them")
 
 
 def _judge_cuts(report: Report, match: RelayedMatch, outcome: RelayedOutcome) -> None:

@@ -87,7 +87,7 @@ from .wire import Ended, Wire
 
 SIGN_WAIT = 40.0  # PROTOCOL.md 14.8: how long a host waits for a countersignature while the seat is connected
 STEP_WAIT = 40.0  # PROTOCOL.md 15.15: how long it waits for a step of the hidden deal (past the liveness deadline)
-START_TIMEOUT = 20.0  # seconds a host run by --exec has to accept connections
+START_TIMEOUT = 60.0  # seconds a host run by --exec has to accept connections: a start can take 20 on a busy machine
 MATCH_TIMEOUT = 600.0  # seconds a match of the checker may take in all
 STOP_TIMEOUT = 5.0  # seconds a host run by --exec has to exit once told to
 NOT_A_POINT = (2).to_bytes(32, "little")  # y = 2: no point of the prime-order group (15.2)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from ..protocol.dnssd import SERVICE_TYPE, Announcement, txt_properties
-from ..protocol.messages import PROTOCOL_VERSIONS
+from ..protocol.messages import PROTOCOL_VERSIONS, in_preference
 
 if TYPE_CHECKING:
     from .lobby import Lobby
@@ -219,7 +219,9 @@ async def announce_host_table(
 
     Withdrawn when the match is over, or when ``scope`` is cancelled (the host's own player has left).
     """
-    announcement = Announcement("host", name, machine_name(), PROTOCOL_VERSIONS, fingerprint, code, tls, seats=1, tables=None)
+    announcement = Announcement(
+        "host", name, machine_name(), PROTOCOL_VERSIONS, fingerprint, code, tls, seats=1, tables=None, deals=in_preference(table.deals_offered)
+    )
 
     def current(announced: Announcement) -> Announcement:
         return replace(announced, seats=min(table.open_seats, 1))  # the host's own seat is never offered
@@ -232,7 +234,9 @@ async def announce_lobby(
     lobby: Lobby, fingerprint: str, *, code: bool, tls: bool, listeners: list[trio.SocketListener], say: Callable[[str], None]
 ) -> None:
     """`basra serve`: the seats free at tables not yet started and at tables it may still open, and how many are open."""
-    announcement = Announcement("serve", "basra serve", machine_name(), PROTOCOL_VERSIONS, fingerprint, code, tls, seats=2, tables=0)
+    announcement = Announcement(
+        "serve", "basra serve", machine_name(), PROTOCOL_VERSIONS, fingerprint, code, tls, seats=2, tables=0, deals=in_preference(lobby.deals_offered)
+    )
 
     def current(announced: Announcement) -> Announcement:
         playing = [table for table in lobby.tables.values() if table.result is None]

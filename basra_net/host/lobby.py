@@ -28,7 +28,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..match_files import TranscriptFile, default_transcript_path
-from ..protocol.messages import Hello
+from ..protocol.messages import COMMIT_DEAL, DEAL_MODES, Hello
 from ..options import GRACE
 from .clock import TableClock
 from .identity import public_key_bytes
@@ -60,6 +60,7 @@ class Lobby:
         self._log = log
         self._journal = journal
         self._offers_hidden_hands = offers_hidden_hands  # `basra serve --deal`
+        self.deals_offered = frozenset(DEAL_MODES if offers_hidden_hands else (COMMIT_DEAL,))  # to its players, and announced
         self.tables: dict[str, Table] = {}  # open tables by name, in opening order
         self._named: set[str] = set()  # tables opened by a player naming them: reserved for those who name them
         # Tables whose match is over, still open for a seat to resume and take the end: their names are free again.

@@ -77,6 +77,7 @@ from ..protocol.messages import (
     Welcome,
     YourTurn,
     hidden_turn_wire,
+    in_preference,
     kind_of,
     offered_deals,
     shared_deal,
@@ -259,8 +260,8 @@ class Table:
     def deal_mismatch_reason(self, hello: Hello) -> str:
         """What a player refused for want of a deal in common is told (the deal_mismatch error's message)."""
         possible = frozenset(DEAL_MODES).intersection(*self._offers())
-        table = " or ".join(DEAL_NAMES[mode] for mode in DEAL_MODES if mode in possible) or "no deal at all"
-        wanted = " or ".join(DEAL_NAMES[mode] for mode in DEAL_MODES if mode in offered_deals(hello)) or "no deal this host knows"
+        table = " or ".join(DEAL_NAMES[mode] for mode in in_preference(possible)) or "no deal at all"
+        wanted = " or ".join(DEAL_NAMES[mode] for mode in in_preference(offered_deals(hello))) or "no deal this host knows"
         return f"this table deals only {table}, and this player asks for {wanted}"
 
     def full_reason(self, hello: Hello) -> str:

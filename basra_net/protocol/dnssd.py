@@ -22,6 +22,7 @@ MAX_NAME = 32  # characters of a table or host name kept from a record
 _FINGERPRINT_HEX = re.compile(r"[0-9a-f]{16}")
 _COUNT = re.compile(r"[0-9]{1,4}")
 _VERSIONS = re.compile(r"[0-9]{1,3}(,[0-9]{1,3}){0,15}")
+_DEALS = re.compile(r"[a-z]{1,32}(,[a-z]{1,32}){0,7}")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Announcement:
     tls: bool  # False for a host started with --plain
     seats: int  # seats free right now
     tables: int | None  # for `basra serve`: tables open now
+    deals: tuple[str, ...] | None = None  # the deal modes the table offers, the preferred first; None: not said (an older host)
 
 
 def txt_properties(announcement: Announcement) -> dict[str, str]:
@@ -52,6 +54,8 @@ def txt_properties(announcement: Announcement) -> dict[str, str]:
     }
     if announcement.tables is not None:
         properties["tables"] = str(announcement.tables)
+    if announcement.deals is not None:
+        properties["deal"] = ",".join(announcement.deals)
     return properties
 
 
@@ -69,6 +73,9 @@ def parse_txt(properties: dict[bytes, bytes | None]) -> Announcement | None:
         return None
     if tables is not None and not _COUNT.fullmatch(tables):
         return None
+    deals = text.get("deal")
+    if deals is not None and not _DEALS.fullmatch(deals):
+        return None
     if text.get("code") not in ("0", "1") or text.get("tls") not in ("0", "1"):
         return None
     return Announcement(
@@ -81,6 +88,7 @@ def parse_txt(properties: dict[bytes, bytes | None]) -> Announcement | None:
         tls=text["tls"] == "1",
         seats=int(seats),
         tables=None if tables is None else int(tables),
+        deals=None if deals is None else tuple(deals.split(",")),
     )
 
 

@@ -211,22 +211,23 @@ class HiddenGameReplay:
         if played.position is None or game is None:
             self._fail(f"play by seat {played.seat}", "its deck position", "none", "the host")
             return
+        # The play is replayed as the host's stream shows it; this seat's own choice (unsigned) is only held
+        # against what the host announced of it.
+        kind = kind_of_card(played.card)
+        options = self.referee.options()[kind]
+        captures = tuple(sorted(played.captures))
+        option = next((i for i, o in enumerate(options) if o.captures == captures and o.kind == played.kind), None)
+        if option is None:
+            self._fail(f"play by seat {played.seat}", "a legal move",
+                       f"{card_name(played.card)} taking {' '.join(map(card_name, captures)) or 'nothing'}", "the host")
+            return
+        play = HiddenPlay(0, kind, option, played.position, played.reveal)
         if played.seat == self.seat and self._own_play is not None:
-            play, self._own_play = self._own_play, None  # what this seat chose: the host must have announced it
-            if (play.position, play.reveal) != (played.position, played.reveal):
-                self._fail(f"play by seat {played.seat}", f"position {play.position} as this seat played it",
-                           f"position {played.position}", "the host", of_the_deal=True)
+            own, self._own_play = self._own_play, None  # what this seat chose: the host must have announced it
+            if (own.position, own.reveal, own.kind, own.option) != (play.position, play.reveal, play.kind, play.option):
+                self._fail(f"play by seat {played.seat}", f"{_choice(own)} as this seat played it", _choice(play), "the host",
+                           of_the_deal=True)
                 return
-        else:
-            kind = kind_of_card(played.card)
-            options = self.referee.options()[kind]
-            captures = tuple(sorted(played.captures))
-            option = next((i for i, o in enumerate(options) if o.captures == captures and o.kind == played.kind), None)
-            if option is None:
-                self._fail(f"play by seat {played.seat}", "a legal move",
-                           f"{card_name(played.card)} taking {' '.join(map(card_name, captures)) or 'nothing'}", "the host")
-                return
-            play = HiddenPlay(0, kind, option, played.position, played.reveal)
         if play.reveal is not None:
             self.result.proofs += 1
             # The proof first: a reveal that fails is its party's fault, whatever the play claims.
@@ -283,6 +284,10 @@ class HiddenGameReplay:
             self._fail("the deal", "a card at every position", f"{self.referee.corrupted}; the record holds no audit to say whose", None,
                        of_the_deal=True)
         return self.result
+
+
+def _choice(play: HiddenPlay) -> str:
+    return f"position {play.position}, option {play.option} of kind {play.kind}"
 
 
 def _as_party_step(relayed: Locked | Opened | Audited) -> Lock | Open | Audit:

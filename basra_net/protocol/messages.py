@@ -417,6 +417,11 @@ def offered_deals(hello: Hello) -> frozenset[str]:
     return frozenset(hello.deals) & frozenset(DEAL_MODES)
 
 
+def in_preference(modes: frozenset[str]) -> tuple[str, ...]:
+    """These deal modes, the preferred first (hidden hands)."""
+    return tuple(mode for mode in DEAL_MODES if mode in modes)
+
+
 def shared_deal(*offers: frozenset[str]) -> str | None:
     """The deal of a match whose parties (the host and the seats) offer these modes: hidden hands when every
     one offers them, else the commit-reveal deal when every one offers it, else None: no deal in common."""

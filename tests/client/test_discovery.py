@@ -21,8 +21,8 @@ from basra_net.protocol.dnssd import Announcement
 from basra_net.protocol.messages import PROTOCOL_VERSIONS
 
 
-def _table(name: str, *, seats: int = 1, versions=PROTOCOL_VERSIONS, port: int = 5252, addresses=("10.0.0.5",), code=False) -> FoundTable:
-    announcement = Announcement("host", name, "pc", tuple(versions), "3f2a 9c01 77be 04d1", code, True, seats, None)
+def _table(name: str, *, seats: int = 1, versions=PROTOCOL_VERSIONS, port: int = 5252, addresses=("10.0.0.5",), code=False, deals=None) -> FoundTable:
+    announcement = Announcement("host", name, "pc", tuple(versions), "3f2a 9c01 77be 04d1", code, True, seats, None, deals)
     return FoundTable(f"{name} on pc", announcement, tuple(addresses), port)
 
 
@@ -79,6 +79,13 @@ def test_the_join_argument_brackets_ipv6_and_names_a_port_other_than_the_default
 def test_a_table_is_described_with_its_fingerprint_and_whether_a_code_is_needed():
     line = describe(_table("Hoda", code=True))
     assert "Hoda on pc" in line and "3f2a 9c01 77be 04d1" in line and "join code needed" in line and "1 seat free" in line
+
+
+def test_a_table_is_described_with_the_deal_it_offers_when_its_announcement_says():
+    assert "hidden hands, or the commit-reveal deal for who asks" in describe(_table("Hoda", deals=("hidden", "commit")))
+    assert "; hidden hands;" in describe(_table("Hoda", deals=("hidden",)))
+    assert "commit-reveal deal only (`basra join --deal commit-reveal`)" in describe(_table("Hoda", deals=("commit",)))
+    assert "deal" not in describe(_table("Hoda"))  # an older host's announcement says nothing of it
 
 
 def test_basra_list_shows_a_full_table_as_full_without_a_join_command(monkeypatch, capsys):

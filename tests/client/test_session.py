@@ -12,11 +12,13 @@ import trio
 import trio.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from basra_net.client.pinning import client_tls_context
 from basra_net.client.players import BotPlayer, Controls
-from basra_net.client.session import ClientSession
+from basra_net.client.session import ClientSession, PeerGone
 from basra_net.client.state import ClientState
 from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE
-from basra_net.host.identity import public_key_bytes
+from basra_net.host.certificate import server_tls_context
+from basra_net.host.identity import load_or_create_identity, public_key_bytes
 from basra_net.host.seat_link import serve_connection
 from basra_net.host.table import Table
 from basra_net.options import GRACE
@@ -244,3 +246,44 @@ def test_a_headless_seat_logs_the_match_end_with_the_winners_total_first(seat, w
     totals = (0, 60) if winner == 1 else (30, 10)
     BotPlayer("greedy", log=lines.append).show(state, MatchEnd(winner=winner, totals=totals, reason="target"))
     assert lines == [f"match over (target): {said}"]
+
+
+class NoticedBot(BotPlayer):
+    """The bot, keeping the notices its seat would put on screen."""
+
+    def __init__(self) -> None:
+        super().__init__("greedy")
+        self.notices: list[str] = []
+
+    def notice(self, state: ClientState, text: str) -> None:
+        self.notices.append(text)
+
+
+@pytest.mark.parametrize("resuming", [True, False], ids=["reconnect-notice", "closing-reason"])
+async def test_a_tls_connection_cut_is_told_in_plain_words_not_in_the_tls_librarys(tmp_path, resuming):
+    """The host's socket closed under TLS with no close_notify: the TLS library calls it
+    "[SSL: UNEXPECTED_EOF_WHILE_READING] EOF occurred in violation of protocol"; the player reads that the connection was cut."""
+    host_sock, guest_sock = trio.socket.socketpair()
+    host_stream = trio.SSLStream(trio.SocketStream(host_sock), server_tls_context(load_or_create_identity(tmp_path), tmp_path), server_side=True)
+    guest_stream = trio.SSLStream(trio.SocketStream(guest_sock), client_tls_context())
+
+    async def not_there() -> trio.abc.Stream:
+        raise PeerGone("the host is not there", refusal="gone")
+
+    player = NoticedBot()
+    session = ClientSession(guest_stream, "Guest", player, reconnect=not_there if resuming else None)
+    async with trio.open_nursery() as nursery:
+
+        async def seat_then_cut() -> None:
+            await ScriptedHost(host_stream).seat_guest()
+            host_sock.close()  # the transport, under the TLS layer
+
+        nursery.start_soon(seat_then_cut)
+        with trio.fail_after(10):
+            result = await session.run()
+    said = [*player.notices, result.reason]
+    assert not any("ssl" in line.lower() or "eof" in line.lower() for line in said), said
+    if resuming:
+        assert "lost the connection to the host (the connection was cut); reconnecting..." in player.notices, player.notices
+    else:
+        assert result.reason == "connection lost: the connection was cut", result.reason

@@ -11,7 +11,7 @@ import trio
 
 from basra_net.client.screen import CardStyle
 from basra_net.client.state import ClientState
-from basra_net.client.terminal import CLEAR_SCREEN, InputClosed, PlayerQuit, TerminalPlayer, letter_labels
+from basra_net.client.terminal import CLEAR_SCREEN, InputClosed, PlayerQuit, TerminalPlayer, letter_labels, typed_line
 from basra_net.engine import Move
 from basra_net.engine.cards import parse_card
 from basra_net.engine.scoring import GameScore
@@ -177,6 +177,16 @@ async def test_waiting_for_input_leaves_the_event_loop_free():
         rescue.cancel()
         os.close(write_end)
         inp.close()
+
+
+def test_a_line_read_from_a_descriptor_leaves_the_next_line_for_the_next_reader():
+    """Read from the descriptor (as a terminal's is, so an abandoned read holds no lock of sys.stdin's): a pipe
+    that holds several lines gives them one question at a time, a last line without its end, then None."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, "1\n/salut à vous\n\xff\n".encode() + b"\xff\nq")
+    os.close(write_end)
+    with os.fdopen(read_end, "r", encoding="utf-8") as inp:
+        assert [typed_line(inp) for _ in range(6)] == ["1", "/salut à vous", "\xff", "\ufffd", "q", None]
 
 
 async def test_choose_can_be_cancelled_while_waiting_for_input():

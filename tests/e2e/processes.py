@@ -65,7 +65,12 @@ def finish(process: subprocess.Popen, deadline: float) -> tuple[int, str]:
     return process.returncode, out
 
 
-def wait_for_line(process: subprocess.Popen, needle: str, timeout: float = 20.0) -> list[str]:
+# Seconds a process is given to say what a test waits for, its start included: generous, for a start of `basra`
+# takes over 10 s on two cores busy with several test runs.
+LINE_TIMEOUT = 60.0
+
+
+def wait_for_line(process: subprocess.Popen, needle: str, timeout: float = LINE_TIMEOUT) -> list[str]:
     """Read the process's stdout until a line contains needle; return the lines read."""
     lines: list[str] = []
     deadline = time.monotonic() + timeout

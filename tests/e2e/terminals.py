@@ -8,9 +8,12 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from basra_net.engine.match import match_winner
 
 from .processes import basra_command
 
@@ -18,7 +21,7 @@ TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: no real terminal to read the screen from")
 EXIT_MARK = "EXITED WITH "
 MATCH_TIMEOUT = 240
-SETTLE = 0.5  # seconds for messages sent together to be drawn together
+SCREEN_TIMEOUT = 60.0  # seconds a screen is given to show what a test waits for, on two cores busy with several test runs
 CARD = re.compile(r"(?:10|[2-9AJQK])[♣♦♥♠]")  # a card as the screen names it
 
 
@@ -26,6 +29,8 @@ def terminal_env(basra_env: dict[str, str]) -> dict[str, str]:
     """A person's terminal: colour and UTF-8."""
     env = dict(basra_env, TERM="xterm-256color", LANG="C.UTF-8")
     env.pop("NO_COLOR")
+    for size in ("COLUMNS", "LINES"):  # set under pytest; the tmux server would hand them on, and Textual obeys them
+        env.pop(size, None)
     return env
 
 
@@ -70,15 +75,19 @@ class Terminal:
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", *keys)
 
-    def wait_for(self, *needles: str, timeout: float = 30.0) -> str:
+    def wait_for(self, *needles: str, timeout: float = SCREEN_TIMEOUT) -> str:
         """The screen once it shows one of the needles."""
+        return self.wait_until(lambda text: any(n in text for n in needles), f"one of {needles}", timeout)
+
+    def wait_until(self, shows: Callable[[str], bool], what: str, timeout: float = SCREEN_TIMEOUT) -> str:
+        """The screen once ``shows`` holds for it; AssertionError naming ``what`` when it does not within timeout."""
         deadline = time.monotonic() + timeout
         while True:
             text = self.screen()
-            if any(n in text for n in needles):
+            if shows(text):
                 return text
             if time.monotonic() > deadline:
-                raise AssertionError(f"none of {needles} on screen within {timeout} s; it shows:\n{text}")
+                raise AssertionError(f"{what} not on screen within {timeout} s; it shows:\n{text}")
             time.sleep(0.1)
 
     def exit_code(self) -> int | None:
@@ -117,7 +126,7 @@ def cards_in_hand(screen: str) -> int | None:
     return int(row.group(1)) if row else None
 
 
-def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
+def take_turn(terminal: Terminal, timeout: float = SCREEN_TIMEOUT) -> None:
     """Wait for this player's turn, play the selected card (Enter shows what it takes, the next plays it; the first
     capture if asked), and see the play register.
 
@@ -126,9 +135,13 @@ def take_turn(terminal: Terminal, timeout: float = 30.0) -> None:
     """
     held = cards_in_hand(terminal.wait_for("YOUR TURN", timeout=timeout))
     terminal.keys("Enter")  # shows what the selected card takes
+    answered: set[str] = set()  # each step's Enter once: one more, drawn late, could close the game's score
     deadline = time.monotonic() + timeout
     while ("YOUR TURN" in (text := terminal.screen()) or "can take (Enter" in text) and cards_in_hand(text) == held:
-        if "can take (Enter" in text or "plays it." in text or "to choose." in text:
+        prompt = " ".join(text.split())  # the prompt's words, wherever the screen wrapped its lines
+        step = "choice" if "can take (Enter" in prompt else "preview" if "plays it." in prompt or "to choose." in prompt else None
+        if step is not None and step not in answered:
+            answered.add(step)
             terminal.keys("Enter")
         assert time.monotonic() < deadline, f"the play did not register:\n{text}"
         time.sleep(0.1)
@@ -140,7 +153,7 @@ def decides_the_match(screen: str) -> bool:
     if row is None:
         return False
     mine, theirs, target = map(int, row.groups())
-    return max(mine, theirs) >= target and mine != theirs
+    return match_winner((mine, theirs), target) is not None
 
 
 def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) -> str:
@@ -148,14 +161,10 @@ def play_until(terminal: Terminal, needle: str, timeout: float = MATCH_TIMEOUT) 
     deadline = time.monotonic() + timeout
     while needle not in (text := terminal.screen()):
         assert EXIT_MARK not in text and time.monotonic() < deadline, f"{needle!r} never came on screen:\n{text}"
-        if "Enter: next game" in text:
-            # A game's score, over the next game.  The match's end follows a last game's score at once, and
-            # would be the screen an Enter closes: a score that decides the match is left for the end to cover,
-            # and any other is read again once an end could have come.
-            if not decides_the_match(text):
-                time.sleep(SETTLE)
-                if needle not in terminal.screen():
-                    terminal.keys("Enter")
+        if "Enter: next game" in text and not decides_the_match(text):
+            # A game's score, over the next game.  After the one that decides the match its end comes, and
+            # an Enter pressed meanwhile could close that end's screen: that score is left for the end to replace.
+            terminal.keys("Enter")
         elif "YOUR TURN" in text:
             take_turn(terminal)
         time.sleep(0.1)

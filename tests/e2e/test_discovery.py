@@ -138,6 +138,7 @@ def test_a_host_and_a_server_are_both_listed_and_a_quiet_host_never_is(ipv6_on_t
     assert hoda["fingerprint"] == _fingerprint(host_lines) and hoda["code"] is True and hoda["seats"] == 1
     assert serve["kind"] == "serve" and serve["tables"] == 0 and serve["seats"] == 6 and serve["code"] is False
     assert serve["join"] == f"basra join {host_addr}:5253"
+    assert hoda["deals"] == serve["deals"] == ["hidden", "commit"]  # each table's deal, as `basra join` will meet it
 
 
 def test_the_announcement_is_withdrawn_when_the_host_exits(two_hosts, basra_env):
@@ -215,7 +216,8 @@ def test_at_a_terminal_one_table_is_offered_and_several_are_listed_to_choose(two
     try:
         fingerprint = _fingerprint(wait_for_line(hoda, ANNOUNCED))
         one = _spawn(join_ns, join_env, "join")
-        one.expect(rf"found Hoda on \S+ at {re.escape(host_addr)} \(host key fingerprint {fingerprint}; 1 seat free\)")
+        one.expect(rf"found Hoda on \S+ at {re.escape(host_addr)} \(host key fingerprint {fingerprint}; hidden hands, or the commit-reveal"
+                   rf" deal for who asks; 1 seat free\)")
         one.expect_exact("Join it? [Y/n] ")
         one.sendline("n")
         one.expect_exact("not joined")

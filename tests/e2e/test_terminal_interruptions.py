@@ -20,17 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import pexpect
 import pytest
 import trio
 
-from ..resilience.cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, CuttingProxy, Mark
+from ..resilience.cutting_proxy import TO_HOST, TO_PLAYER, CuttingProxy, Mark
 from ..resilience.test_interruptions import OUTCOMES, transcripts_checked
 from .processes import basra_command, free_port, start_basra, wait_for_line
 from .processes import finish as finish_process
 from .terminals import CARD, EXIT_MARK, Terminal, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
 
 pytestmark = needs_tmux
-DEADLINE = 30
+DEADLINE = 60  # seconds for a process to end or a screen to come, on two cores busy with several test runs
 
 
 def finish(process: subprocess.Popen) -> tuple[int, str]:
@@ -238,20 +239,24 @@ def in_thread(function, *args, **kwargs):
     return trio.to_thread.run_sync(lambda: function(*args, **kwargs), abandon_on_cancel=True)
 
 
+# Seconds at most the link stays frozen at the moment (past the wait for the person's `basra` to exit): the test
+# releases it once that process has exited.
+FROZEN_HOLD = 2 * DEADLINE
+
 # (moment, the side a person plays at, the proxy's mark for the moment, the match's target, README's outcome)
 FROZEN_CELLS = [
     # The guest's request has reached it; its answer waits in the frozen link.
-    ("own turn", "host", lambda: Mark(TO_PLAYER, "hidden_turn", hold=KEYS_HOLD), "1", "host left"),
+    ("own turn", "host", lambda: Mark(TO_PLAYER, "hidden_turn", hold=FROZEN_HOLD), "1", "host left"),
     # The guest's play has reached the host; the host's answer waits in the frozen link.
-    ("opponent's turn", "join", lambda: Mark(TO_HOST, "hidden_play", hold=KEYS_HOLD), "1", "joiner left"),
+    ("opponent's turn", "join", lambda: Mark(TO_HOST, "hidden_play", hold=FROZEN_HOLD), "1", "joiner left"),
     # Game 2's shuffle has reached the guest, its dealer; its lock waits in the frozen link.  Leaving there is an
     # absence, not a withheld step (PROTOCOL.md 15.16): both transcripts verify and name no one.
-    ("between games", "join", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
-    ("between games", "host", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=KEYS_HOLD), "151", "host left"),
+    ("between games", "join", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=FROZEN_HOLD), "151", "joiner left"),
+    ("between games", "host", lambda: Mark(TO_PLAYER, "shuffle", nth=2, hold=FROZEN_HOLD), "151", "host left"),
     # The same in the commit-reveal deal: game 2's commitment has reached the guest; its seed waits in the frozen link.
-    ("between games, commit-reveal", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "joiner left"),
+    ("between games, commit-reveal", "join", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=FROZEN_HOLD), "151", "joiner left"),
     # The host leaves with the guest's seed in flight: README's paragraph after the table.
-    ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=KEYS_HOLD), "151", "host left after its commitment"),
+    ("between games, commit-reveal", "host", lambda: Mark(TO_PLAYER, "commit", nth=2, hold=FROZEN_HOLD), "151", "host left after its commitment"),
 ]
 
 
@@ -280,8 +285,9 @@ async def test_q_at_a_moment_held_by_the_frozen_link_leaves_and_the_other_side_i
                     person = Terminal(join_args, terminal_env(basra_env), tmp_path)
                 await in_thread(play_until_reached, person, mark)
                 await in_thread(leave_with_q, person)
-                assert proxy.holding(), "the link thawed before the person had left"
                 person_code, person_out = await in_thread(ended, person)
+                assert proxy.holding(), "the link thawed before the person had left"
+                proxy.release()
                 headless_code, headless_out = await in_thread(finish, headless)
                 nursery.cancel_scope.cancel()
     finally:
@@ -397,18 +403,13 @@ def test_ctrl_c_or_esc_at_the_first_contact_fingerprint_question_leaves_at_once_
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("key", ["\x03", "\x04"], ids=["ctrl-c", "ctrl-d"])
-@pytest.mark.parametrize("host_args,question", [(["--code", CODE], "Join code"), (["--open"], "[y/N]")], ids=["code", "fingerprint"])
-def test_ctrl_c_or_ctrl_d_at_a_line_prompt_question_exits_130_at_once(basra_env, tmp_path, host_args, question, key):
-    """The line prompt (input a terminal, output a file): the question is asked with input() in a thread that
-    Ctrl-C abandons, which must neither hold the join up nor abort the interpreter's exit."""
-    import pexpect
-
+def left_at_a_line_prompt(basra_env, tmp_path, host_args: list[str], join_args: list[str], question: str, key: str) -> tuple[pexpect.spawn, str, subprocess.Popen]:
+    """A person runs `basra join` on the line prompt (input a terminal, output a file) against a headless host and
+    presses ``key`` once the output asks ``question``: the ended join, what it said, and the host, still running or not."""
     port = str(free_port())
     host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", port, "--no-announce", *host_args)
     said = tmp_path / "join.out"
-    command = shlex.join(basra_command("join", f"127.0.0.1:{port}"))
+    command = shlex.join(basra_command("join", f"127.0.0.1:{port}", *join_args))
     child = None
     try:
         wait_for_line(host, "Waiting for the second player")
@@ -420,10 +421,37 @@ def test_ctrl_c_or_ctrl_d_at_a_line_prompt_question_exits_130_at_once(basra_env,
         child.send(key)
         child.expect(pexpect.EOF)
         child.close()
+    except BaseException:
+        stopped(host)
+        raise
     finally:
         if child is not None:
             child.close(force=True)
-        stopped(host)
     out = said.read_text()
-    assert child.exitstatus == 130 and "Traceback" not in out and "Fatal Python error" not in out, (child.exitstatus, child.signalstatus, out)
+    assert "Traceback" not in out and "Fatal Python error" not in out, (child.exitstatus, child.signalstatus, out)
+    return child, out, host
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["\x03", "\x04"], ids=["ctrl-c", "ctrl-d"])
+@pytest.mark.parametrize("host_args,question", [(["--code", CODE], "Join code"), (["--open"], "[y/N]")], ids=["code", "fingerprint"])
+def test_ctrl_c_or_ctrl_d_at_a_line_prompt_question_exits_130_at_once(basra_env, tmp_path, host_args, question, key):
+    """The line prompt's questions before a seat are read in a thread that Ctrl-C abandons, which must neither
+    hold the join up nor abort the interpreter's exit."""
+    child, out, host = left_at_a_line_prompt(basra_env, tmp_path, host_args, [], question, key)
+    stopped(host)
+    assert child.exitstatus == 130, (child.exitstatus, child.signalstatus, out)
     assert out.rstrip().endswith(("basra join: you left before taking a seat", "basra join: you left the match")), out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key,reason", [("\x03", "you left the match"), ("\x04", "standard input closed while waiting for a move")],
+                         ids=["ctrl-c", "ctrl-d"])
+@pytest.mark.parametrize("table", [pytest.param([], id="coded-tls-hidden")])
+def test_ctrl_c_or_ctrl_d_at_the_line_prompts_move_question_exits_130_and_the_host_is_told(basra_env, tmp_path, table, key, reason):
+    """"Your move" on the line prompt is read in a thread that Ctrl-C abandons, as the questions before a seat are:
+    leaving there exits 130 at once, without the interpreter's "could not acquire lock for stdin" abort (exit 134)."""
+    child, out, host = left_at_a_line_prompt(basra_env, tmp_path, ["--code", CODE, *table], ["--code", CODE, *joining_like(table)], "Your move", key)
+    host_code, host_out = finish(host)
+    assert child.exitstatus == 130 and f"basra join: {reason}" in out, (child.exitstatus, child.signalstatus, out)
+    assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out

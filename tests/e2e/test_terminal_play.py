@@ -59,8 +59,7 @@ def test_q_asks_before_leaving_and_the_shell_gets_its_screen_back(basra_env, tmp
         terminal.keys("q")
         assert "Leave the match?" in terminal.wait_for("Leave the match?")
         terminal.keys("n")
-        time.sleep(0.3)
-        assert "Leave the match?" not in terminal.wait_for("YOUR TURN")
+        terminal.wait_until(lambda text: "Leave the match?" not in text and "YOUR TURN" in text, "the question gone, the turn still open")
         terminal.keys("q")
         terminal.wait_for("Leave the match?")
         terminal.keys("y")
@@ -254,3 +253,25 @@ def test_input_that_is_not_a_terminal_gets_the_line_prompt(basra_env, tmp_path):
     assert "basra host: the match is over" in done.stdout, done.stdout[-2000:] + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert done.returncode == 0
+
+
+@needs_tmux
+def test_a_terminal_without_utf_8_gets_ascii_cards_and_dialogs_that_fit_at_60x20(basra_env, tmp_path):
+    env = dict(terminal_env(basra_env), PYTHONIOENCODING="latin-1")  # an encoding without box drawing or suits
+    terminal = Terminal(["host", "--bot", "random", "--name", "Tess"], env, tmp_path, size=(60, 20))
+    try:
+        turn = terminal.wait_for("YOUR TURN")
+        terminal.keys("?")
+        helped = terminal.wait_for("Basra in short")
+        terminal.keys("Escape")  # alone: an Escape and a key at once are read as Alt and that key
+        terminal.wait_for("YOUR TURN")
+        terminal.keys("q")
+        asked = terminal.wait_for("Leave the match?")
+        terminal.keys("n")
+        terminal.no_traceback()
+    finally:
+        terminal.close()
+    for screen in (turn, helped, asked):
+        assert "+-" in screen and "\\u" not in screen and screen.isascii(), screen
+    assert "up/down scroll, Esc closes" in helped
+    assert "y leave" in asked and "n stay" in asked

@@ -14,7 +14,7 @@ import trio
 from basra_net.client.players import Controls, PlayerLeft
 from basra_net.client.tui import CodeScreen, FingerprintScreen, LeaveScreen, ResultScreen
 from basra_net.client.state import ClientState
-from basra_net.protocol.messages import MatchEnd
+from basra_net.protocol.messages import Away, MatchEnd
 
 from .harness import run_app, until
 from .test_screens import game_end_state
@@ -50,8 +50,8 @@ def test_ctrl_c_or_escape_at_the_join_code_question_answers_that_the_person_left
     assert app.result is None and app.failure is None
 
 
-def test_a_code_typed_at_the_question_is_the_answer():
-    assert answered(ask_code, CodeScreen, *"K7M-2QX", "enter").result == "K7M-2QX"
+def test_a_code_typed_at_the_question_is_the_answer_and_an_empty_line_none():
+    assert answered(ask_code, CodeScreen, "enter", *"K7M-2QX", "enter").result == "K7M-2QX"
 
 
 @pytest.mark.parametrize("key", LEAVING_KEYS)
@@ -92,8 +92,7 @@ def signing_off_after(state: ClientState, messages: list, released: list[bool], 
 
 @pytest.mark.parametrize("key", ["q", "ctrl+c"])
 def test_q_or_ctrl_c_at_the_match_end_closes_without_asking_once_the_session_has_signed_off(key):
-    state, messages = game_end_state()
-    state.apply(messages[0])
+    state, _ = game_end_state()
     released, actions = [False], []
     end = MatchEnd(winner=0, totals=(101, 30), reason="the match is over")
 
@@ -109,3 +108,13 @@ def test_q_or_ctrl_c_at_the_match_end_closes_without_asking_once_the_session_has
     app = run_app(scenario, main=signing_off_after(state, [end], released, actions))
     assert app.result == "signed off" and actions == [], actions
     assert app.state.request is None and not app.state.away
+
+
+def test_a_match_that_ends_while_the_other_seat_is_away_asks_nothing_and_waits_for_no_one():
+    """The guest's grace ran out at the host's turn: the end closes the turn and the countdown, so the screen
+    no longer asks for a card from an empty hand with the guest 'away: waiting 0 s more'."""
+    state, _ = game_end_state()  # the next game's first turn open, at the host's seat
+    state.note_presence(Away(seat=1, grace=120))
+    assert state.request is not None and state.away
+    state.apply(MatchEnd(winner=0, totals=(40, 30), reason="abandoned"))
+    assert state.request is None and state.moves == () and state.away == {}

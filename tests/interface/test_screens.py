@@ -453,10 +453,12 @@ def test_help_and_the_leave_question_fit_at_60x20_and_the_help_scrolls_to_its_en
     async def scenario(app, pilot):
         await my_turn(app, pilot)
         await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help to open")
         await pilot.pause()
         seen["help_top"] = screen_text(app)
         await pilot.press("end")
-        await pilot.pause()
+        # The scroll to the end is animated: the text is read once the help's last line is in view.
+        await until(pilot, lambda: "closes it" in screen_text(app), "the help to scroll to its end")
         seen["help_end"] = screen_text(app)
         await pilot.press("question_mark")
         assert not isinstance(app.screen, HelpScreen), "? closes the help it opened"

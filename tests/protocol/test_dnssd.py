@@ -21,6 +21,13 @@ def test_an_announcement_survives_the_txt_record():
     assert parse_txt(_wire(txt_properties(HOST))) == HOST
     serve = Announcement("serve", "basra serve", "box", (1, 2), HOST.fingerprint, code=False, tls=False, seats=7, tables=3)
     assert parse_txt(_wire(txt_properties(serve))) == serve
+    for deals in (("hidden", "commit"), ("commit",)):
+        dealing = Announcement("host", "Hoda", "pc", (1, 2), HOST.fingerprint, code=True, tls=True, seats=1, tables=None, deals=deals)
+        assert txt_properties(dealing)["deal"] == ",".join(deals) and parse_txt(_wire(txt_properties(dealing))) == dealing
+
+
+def test_a_record_without_deal_is_an_older_hosts_and_says_nothing_of_its_deal():
+    assert "deal" not in txt_properties(HOST) and parse_txt(_wire(txt_properties(HOST))).deals is None
 
 
 def test_the_fingerprint_travels_without_spaces_and_is_shown_with_them():
@@ -44,6 +51,10 @@ def test_the_fingerprint_travels_without_spaces_and_is_shown_with_them():
         {"code": "yes"},
         {"tls": ""},
         {"tables": "x"},
+        {"deal": ""},
+        {"deal": "Hidden"},
+        {"deal": "hidden;commit"},
+        {"deal": ",".join(["commit"] * 9)},
     ],
 )
 def test_a_record_that_does_not_parse_is_ignored_whole(change):

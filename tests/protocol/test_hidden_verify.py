@@ -32,6 +32,7 @@ from basra_net.protocol.messages import (
     Deal,
     GameEnd,
     Hello,
+    HiddenPlay,
     HiddenTurn,
     Leave,
     Lock,
@@ -329,3 +330,27 @@ def test_a_deal_before_the_steps_are_in_is_the_hosts_fault(tmp_path):
     first_open = next(i for i, (s, m) in enumerate(records) if isinstance(m, (Open, Opened)))
     deal = next(r for r in records if isinstance(r[1], Deal))
     assert found([*records[:first_open], deal], tmp_path, "a deal while seat") == "the host"
+
+
+def test_this_seats_own_choice_changed_after_the_fact_rests_on_its_unsigned_step(tmp_path):
+    """The seat's own `hidden_play` is signed by no one: a choice among its card's options changed in its record makes
+    the host's `played` differ from it, and the replay lays that at the host's door only as resting on this seat's
+    own steps (a signed record names no one for it: PROTOCOL.md 14.11).  The play replayed is the host's."""
+    for seed in range(1, 60):
+        records = HiddenMatch(seed=seed, target=1).play()
+        turn = None
+        for at, (sender, message) in enumerate(records):
+            if isinstance(message, HiddenTurn):
+                turn = message
+            elif sender == "guest" and isinstance(message, HiddenPlay) and len(turn.options[message.kind]) > 1:
+                break
+        else:
+            continue
+        break
+    else:
+        pytest.fail("no seed gave the guest a card with two options")
+    sender, play = records[at]
+    records[at] = (sender, replace(play, option=1 - min(play.option, 1)))
+    first = transcript.verify(parse(save(records, tmp_path / "changed.basra").read_bytes())).problems[0]
+    assert first.culprit == "the host" and "as this seat played it" in first.expected, first
+    assert first.unsigned == "it rests on seat 1's own steps of the deal, which no signature covers", first

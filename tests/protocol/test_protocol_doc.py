@@ -331,7 +331,7 @@ def test_example_transcript_verifies():
 def test_the_dns_sd_txt_keys_are_those_section_16_lists():
     from basra_net.protocol.dnssd import SERVICE_TYPE, Announcement, txt_properties
 
-    serve = Announcement("serve", "basra serve", "box", (1,), "3f2a 9c01 77be 04d1", False, True, 2, 0)
+    serve = Announcement("serve", "basra serve", "box", (1,), "3f2a 9c01 77be 04d1", False, True, 2, 0, ("hidden", "commit"))
     assert set(table_rows(section("16"))) == set(txt_properties(serve))
     assert f"`{SERVICE_TYPE.removesuffix('.local.')}`" in section("16")
 

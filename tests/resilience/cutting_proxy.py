@@ -4,9 +4,11 @@ It forwards frames whole in both directions and reads each one's type, so a
 test can cut the player off just before (or in the middle of) the n-th
 message of a kind, in either direction, as a dropped Wi-Fi link would.  A
 Mark instead tells the test when the n-th message of a kind has gone
-through, and can hold the traffic after it for a moment, so that a test
-acts on the processes at a chosen moment of the match; cut_now() drops the
-link at once, for as long as the test says.
+through, and can hold the traffic after it, so that a test acts on the
+processes at a chosen moment of the match: for at most the hold's seconds,
+or until the test calls release() once what it did has taken effect (a
+process it signalled has exited), which a loaded machine cannot outrun.
+cut_now() drops the link at once, for as long as the test says.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ class Mark:
     direction: str
     kind: str
     nth: int = 1
-    hold: float = 0.0  # seconds during which nothing more is forwarded, either way
+    hold: float = 0.0  # seconds during which nothing more is forwarded, either way, unless released sooner
     reached: trio.Event = field(default_factory=trio.Event)
 
 
@@ -94,6 +96,7 @@ class CuttingProxy:
 
     def __post_init__(self) -> None:
         self._links: set[trio.Event] = set()
+        self._released = trio.Event()  # set by release(): the hold is over before its time
         self.chosen_seen: dict[int, int] = {}  # frames each cut with a ``when`` has accepted so far
 
     def cut_now(self, blackout: float) -> None:
@@ -105,7 +108,15 @@ class CuttingProxy:
 
     def holding(self) -> bool:
         """Whether a mark's hold is still keeping the traffic back."""
-        return trio.current_time() < self._held_until
+        return trio.current_time() < self._held_until and not self._released.is_set()
+
+    def release(self) -> None:
+        """End a mark's hold now: what the test did at the marked moment has taken effect."""
+        self._released.set()
+
+    async def _until_released(self) -> None:
+        with trio.move_on_at(self._held_until):
+            await self._released.wait()
 
     def _due(self, cut: Cut, direction: str, message: dict) -> bool:
         if (cut.direction, cut.kind) != (direction, message.get("type")):
@@ -143,12 +154,13 @@ class CuttingProxy:
                             await sink.send_all(frame[: len(frame) // 2])
                         cut.set()
                         return
-                    await trio.sleep_until(self._held_until)
+                    await self._until_released()
                     await sink.send_all(frame)
                     mark = next((m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])), None)
                     if mark is not None:
                         self.marks.remove(mark)
                         self._held_until = trio.current_time() + mark.hold
+                        self._released = trio.Event()
                         mark.reached.set()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             cut.set()

@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
+import pytest
 import trio
 
 from basra_net.host.server import open_files_limit
@@ -73,3 +75,19 @@ async def test_a_seated_guest_cut_off_while_the_door_is_attacked_gets_back_in_an
     assert saved, outcome.join.output
     verified = subprocess.run(basra_command("verify", saved.group(1)), capture_output=True, text=True, timeout=60)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+GUESSERS = 1000  # loopback addresses guessing the join code (the benchmark's default is 6,000)
+
+
+@pytest.mark.slow
+def test_the_player_with_the_code_is_seated_while_a_crowd_guesses_it(tmp_path):
+    """Default first: a coded TLS `basra host`, guessed at from a thousand addresses until its budget is down to the
+    reserve (it has answered busy); `basra join --code` is seated all the same and plays its match out, and the
+    code the host printed never changed.  Not timed: benchmarks/admission_attack.py --guessing measures it."""
+    from admission_attack import GUESSING_CODE, guessing_round
+
+    outcome = trio.run(partial(guessing_round, str(tmp_path), addresses=GUESSERS, ramp=RAMP))
+    assert outcome.join.exit_code == 0 and outcome.join.seated_after is not None, outcome.join.output
+    assert outcome.answers_before_join["busy"] > 0, outcome.flood.line()  # the crowd had spent what it may take
+    assert f"Join code: {GUESSING_CODE}" in outcome.host_output and "changed" not in outcome.host_output

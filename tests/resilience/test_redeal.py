@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from basra_net.client.join import JoinSession
 from basra_net.client.players import BotPlayer
+from basra_net.client.session import COMMIT_REVEAL_ONLY
 from basra_net.exits import EXIT_CHEAT
 from basra_net.host.identity import public_key_bytes
 from basra_net.protocol import shuffle, transcript
@@ -76,7 +77,9 @@ async def test_a_fresh_commitment_for_a_fixed_deal_is_refused_and_recorded(tmp_p
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             port = await nursery.start(host.serve)
-            join = JoinSession("127.0.0.1", port, "Omar", BotPlayer("greedy"), tmp_path / "guest.basra", plain=True)
+            # The double deals commit-reveal, as a version-1 host does: the player asks for that deal.
+            join = JoinSession("127.0.0.1", port, "Omar", BotPlayer("greedy"), tmp_path / "guest.basra", plain=True,
+                               deal_modes=COMMIT_REVEAL_ONLY)
             result = await join.run()
             nursery.cancel_scope.cancel()
     # It did resume (token and count) before the host showed its hand.
