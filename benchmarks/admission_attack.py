@@ -401,7 +401,7 @@ class JoinOutcome:
     @property
     def back_after(self) -> float | None:
         """Seconds from noticing the lost connection to the resumed seat."""
-        lost, back = self.first("lost the connection"), self.first("resumed the match")
+        lost, back = self.first("lost the connection"), self.first("back in the match:")
         return None if lost is None or back is None else back - lost
 
 
