@@ -346,8 +346,9 @@ class TableView(App):
 
     def on_resize(self, event: events.Resize) -> None:
         self.query_one("#table").styles.grid_size_columns = max(1, (event.size.width - 2) // TILE_CELLS)
-        self._draw_title()  # both lines are laid out for the width
-        self._draw_status()
+        # Both lines are laid out for the new width, which the app's own size may not show yet while it is resized.
+        self._draw_title(event.size.width)
+        self._draw_status(event.size.width)
 
     def _my_turn(self, event: events.Event | None = None) -> bool:
         return False
@@ -372,15 +373,16 @@ class TableView(App):
         # The log's height changes with the table's: keep its newest lines in view once laid out again.
         self.call_after_refresh(self.query_one("#log", RichLog).scroll_end, animate=False)
 
-    def _draw_title(self) -> None:
+    def _draw_title(self, columns: int | None = None) -> None:
+        columns = columns or self.size.width
         state = self.state
         left = "BASRA"
         if state.game:
             left += f"  game {state.game}, hand {state.hand_no}/6"
-        width = self.size.width - 2
+        width = columns - 2
         right = title_right(state, self.show_fingerprint, width - len(left) - 2)
         gap = max(2, width - len(left) - len(right))
-        self.query_one("#title", Static).update(Text(f" {left}{' ' * gap}{right}"[: self.size.width]))
+        self.query_one("#title", Static).update(Text(f" {left}{' ' * gap}{right}"[:columns]))
 
     def _draw_board(self) -> None:
         state = self.state
@@ -453,7 +455,8 @@ class TableView(App):
             text = f"typed: {self.typed}   {text}"
         prompt.update(Text(text))
 
-    def _draw_status(self) -> None:
+    def _draw_status(self, columns: int | None = None) -> None:
+        width = columns or self.size.width
         state = self.state
         now = time.monotonic()
         parts = []
@@ -469,11 +472,11 @@ class TableView(App):
             totals = f"match: you {state.totals[state.seat]}, {state.opponent_name} {state.totals[state.opponent]}"
         text = "   ".join(parts)
         keys = "/ chat  ? help  q leave"
-        right = f"{totals}   {keys}" if len(totals) + len(keys) + 5 <= self.size.width - 2 - len(text) else keys
-        room = self.size.width - 4 - len(right)  # the keys always show; what happened is cut to fit beside them
+        right = f"{totals}   {keys}" if len(totals) + len(keys) + 5 <= width - 2 - len(text) else keys
+        room = width - 4 - len(right)  # the keys always show; what happened is cut to fit beside them
         if len(text) > room:
             text = text[: max(0, room - 3)] + "..."
-        gap = max(2, self.size.width - 2 - len(text) - len(right))
+        gap = max(2, width - 2 - len(text) - len(right))
         self.query_one("#status", Static).update(Text(f"{text}{' ' * gap}{right}"))
 
 
@@ -890,13 +893,13 @@ class ReplayApp(TableView):
         text.append("\nEnter: back", style="dim")
         self.push_screen(ResultScreen(text))
 
-    def _draw_title(self) -> None:
+    def _draw_title(self, columns: int | None = None) -> None:
         state = self.state
         left = f"REPLAY {self.file_name}"
         if state.game:
             left += f"  game {state.game}, hand {state.hand_no}/6"
         verdict = self.replay.verdict
-        width = self.size.width - 2
+        width = (columns or self.size.width) - 2
         title = Text(f" {left}  ")
         title.append(verdict[: max(8, width - len(left) - 2)], style="bold green" if self.replay.ok else "bold red")
         self.query_one("#title", Static).update(title)
@@ -910,7 +913,7 @@ class ReplayApp(TableView):
             text += f"   {self.hint}"
         self.query_one("#prompt", Static).update(Text(text))
 
-    def _draw_status(self) -> None:
+    def _draw_status(self, columns: int | None = None) -> None:
         keys = "left/right step  n/p game  digits+Enter jump  h every hand  q quit"
         self.query_one("#status", Static).update(Text(keys))
 
