@@ -936,18 +936,22 @@ class ClientSession:
         ticket and every step the transcript holds; its hand is as it was, and a step it owed goes after the welcome."""
         self._verifying = False  # no commitments to check: the party checks each step
         kept, welcome = self._kept_lock, self.connection.welcome
-        if kept is None or welcome is None:
+        shuffled = [i for i, (sender, m) in enumerate(records) if isinstance(m, Shuffle)]
+        if welcome is None or not shuffled:
             return
-        shuffled = [i for i, (sender, m) in enumerate(records) if isinstance(m, Shuffle) and m.game == kept.game]
-        if not shuffled:
-            return
-        steps = tuple(m for sender, m in records if sender == GUEST and isinstance(m, (Lock, Open, Audit)) and m.game == kept.game)
-        self._kept_lock = KeptLock(kept.game, kept.scalar, steps)
+        shuffle = records[shuffled[-1]][1]  # the game in progress: the last one begun
+        steps = tuple(m for sender, m in records if sender == GUEST and isinstance(m, (Lock, Open, Audit)) and m.game == shuffle.game)
+        if kept is not None and kept.game == shuffle.game:
+            self._kept_lock = KeptLock(kept.game, kept.scalar, steps)
+        elif steps:
+            return  # steps of the game were sent under a lock the ticket does not hold: there is no party to take up
+        # Otherwise the program stopped after the game's shuffle but before it kept the game's lock, so before any
+        # step of it was sent: the party begins the game afresh, as it would have.
         try:
-            self._party = self._party_for(records[shuffled[0]][1], welcome)
+            self._party = self._party_for(shuffle, welcome)
             assert self._party is not None
             owed = self._party.begin()
-            for sender, message in records[shuffled[0] + 1 :]:
+            for sender, message in records[shuffled[-1] + 1 :]:
                 if sender == HOST and isinstance(message, (Locked, Opened, Played, GameEnd, Audited)):
                     owed += self._party.take(message)
         except HiddenDealError as err:

@@ -125,3 +125,29 @@ async def test_a_join_run_again_after_it_stopped_on_the_match_end_takes_the_end_
     assert took < END_LINGER, "it waited for the host to give up on it"
     assert outcome[0].table.completed
     assert transcript.verify(transcript.parse(guest_file.read_bytes())).ok
+
+
+async def test_a_hidden_hands_join_stopped_after_a_games_shuffle_and_before_its_lock_begins_that_game_when_run_again(tmp_path):
+    # The first join stops on its way to sending game 2's lock, before the lock reached its transcript or its ticket
+    # (a `basra join` killed between reading the shuffle and keeping the game's lock).  Run again, it has no party
+    # of game 2 to take up: it begins the game afresh and sends its lock, instead of waiting on a step it owes.
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=151, transcript=tmp_path / "host.basra", tls=False, grace=20)
+    guest_file = tmp_path / "guest.basra"
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            outcome, proxy, proxy_port = await host_behind_proxy(nursery, settings, [Cut(TO_HOST, "lock", nth=2)])
+            first = JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), guest_file, plain=True, resumable=False)
+            stopped = await first.run()
+            assert proxy.cuts_made == 1 and not stopped.done, stopped.reason
+            assert drop_last_answer(guest_file) == "lock"
+            shuffles = [m.game for _, m in transcript.parse(guest_file.read_bytes()).records if m.TYPE == "shuffle"]
+            assert shuffles[-1] == 2, shuffles
+            again = await JoinSession("127.0.0.1", proxy_port, "Omar", BotPlayer("greedy"), None, plain=True).run()
+            while not outcome:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert again.exit_code == EXIT_OK, again.reason
+    assert outcome[0].table.completed, outcome[0].table.reason
+    for path in (tmp_path / "host.basra", guest_file):
+        report = transcript.verify(transcript.parse(path.read_bytes()))
+        assert report.ok, report.problems
