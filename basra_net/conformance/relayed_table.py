@@ -489,7 +489,9 @@ def _honest_on_the_wire(outcome: RelayedOutcome, match: RelayedMatch) -> str:
         raise CaseFailed("the client's channel is not signed: its hello of version 2 carried no key")
     if record.result is None or record.result.guest is not Status.VALID or not record.countersigned:
         ended = "" if table.result.completed else f" (the match ended: {table.result.reason})"
-        raise CaseFailed(f"the client did not countersign every game and the result the host signed{ended}")
+        statuses = ", ".join(f"game {n}: {g.guest.name}" for n, g in enumerate(record.games, 1))
+        result = record.result.guest.name if record.result is not None else "no result"
+        raise CaseFailed(f"the client did not countersign every game and the result the host signed{ended} ({statuses}; result: {result})")
     return f"{len(record.games)} games and the result, each countersigned; totals {table.result.totals[0]}-{table.result.totals[1]}"
 
 
