@@ -68,6 +68,7 @@ from ..protocol.messages import (
     to_wire,
 )
 from ..protocol.record import Status
+from .signed_match import SIGN_WAIT
 from .report import CaseFailed, Report
 
 MATCH_TIMEOUT = 300.0  # seconds a match of version 2 may take in all
@@ -433,6 +434,13 @@ async def _until_decided(outcome: RelayedOutcome, match: RelayedMatch, offered: 
             waiting.start_soon(_cancel_when_set, table.finished, waiting.cancel_scope)
             if client is not None:
                 waiting.start_soon(_cancel_when_set, client.exited, waiting.cancel_scope)
+        # The table ends with its match_end, which a version-2 client answers after its countersignature of the
+        # result (6.14); after a cut that countersignature comes on the resumed connection, maybe after the end.
+        # The host waits for it (14.8), and so does the verdict, up to the host's own wait.
+        if match.honest and offered.not_applicable(match) is None and offered.version_2:
+            with trio.move_on_after(SIGN_WAIT):
+                while not _countersigned(table):
+                    await trio.sleep(0.05)
         return
     while watched.changed is None and not table.finished.is_set():
         await trio.sleep(0.05)
@@ -474,6 +482,13 @@ def judge_relayed(report: Report, match: RelayedMatch, outcome: RelayedOutcome, 
     else:
         expected = "exit status 0" if match.honest else "a non-zero exit status"
         report.failed(section, name, f"{wire}, but expected {expected}, got {client.told()}")
+
+
+def _countersigned(table: Table) -> bool:
+    """Whether the host's record of seat 1 holds the client's countersignature of every game and of the result."""
+    entry = table.seats[1]
+    record = entry.record if entry is not None else None
+    return record is not None and record.result is not None and record.countersigned
 
 
 def _honest_on_the_wire(outcome: RelayedOutcome, match: RelayedMatch) -> str:
