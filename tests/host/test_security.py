@@ -73,13 +73,20 @@ async def test_a_stranger_without_the_code_is_refused_while_the_real_player_sits
     assert outcomes[0].table.completed
 
 
-async def test_an_interactive_joiner_is_asked_for_the_code_and_gets_in():
-    code = make_join_code()
+def _asker_of(code: str):
+    """A person asked for the join code, who answers it: each question's reason is kept."""
     asked: list[str] = []
 
     async def ask(reason: str) -> str:
         asked.append(reason)
         return code
+
+    return asked, ask
+
+
+async def test_an_interactive_joiner_is_asked_for_the_code_and_gets_in():
+    code = make_join_code()
+    asked, ask = _asker_of(code)
 
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
@@ -92,11 +99,7 @@ async def test_an_interactive_joiner_is_asked_for_the_code_and_gets_in():
 
 async def test_a_table_known_to_need_a_code_has_it_asked_for_before_anything_is_connected():
     code = make_join_code()
-    asked: list[str] = []
-
-    async def ask(reason: str) -> str:
-        asked.append(reason)
-        return code
+    asked, ask = _asker_of(code)
 
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
