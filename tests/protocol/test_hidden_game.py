@@ -23,9 +23,10 @@ from basra_net.protocol.hidden_deal import (
     WrongUnmasking,
 )
 from basra_net.protocol.hidden_game import PartyGame, kind_of_card
+from basra_net.protocol.shuffle import sign
 from basra_net.protocol.messages import Audit, Deal, Lock, Locked, Open, Opened
 
-from .hidden_table import MATCH_ID, HiddenTable
+from .hidden_table import KEYS, MATCH_ID, SEAT_KEYS, HiddenTable
 
 
 class Table(HiddenTable):
@@ -38,7 +39,7 @@ class Table(HiddenTable):
         self.sent_by_referee: list[tuple[int, object]] = []
 
     def sent(self, seat, message):
-        return self.tamper(seat, message)
+        return self.signed_as_sent(seat, message, self.tamper(seat, message))
 
     def told(self, seat, message) -> None:
         self.sent_by_referee.append((seat, message))
@@ -139,7 +140,8 @@ def test_an_unmasking_not_owed_is_refused():
     table.new_game()
     non_dealer = 1 - table.referee.dealer
     with pytest.raises(OutOfTurn):
-        table.referee.take(non_dealer, Open(table.referee.game, ((0, bytes(96)),), ()))
+        unowed = Open(table.referee.game, ((0, bytes(96)),), (), 0, b"")
+        table.referee.take(non_dealer, table.parties[non_dealer].ledger.signed(SEAT_KEYS[non_dealer], non_dealer, unowed))
 
 
 def test_a_reveal_replayed_from_another_position_is_refused():
@@ -191,11 +193,12 @@ def test_a_party_refuses_a_relayed_unmasking_that_does_not_verify():
     table.new_game()
     dealer = table.referee.dealer
     relayed = next(m for seat, m in table.sent_by_referee if isinstance(m, Opened) and m.seat == dealer and m.unmaskings)
-    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, table.rng.randbytes)
+    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, SEAT_KEYS[1 - dealer], KEYS, table.rng.randbytes)
     locks = [m for seat, m in table.sent_by_referee if isinstance(m, Locked)]
     fresh.take(locks[0])
     (p, step), *rest = relayed.unmaskings
     forged = replace(relayed, unmaskings=((p, step[:64] + bytes(32)), *rest))
+    forged = replace(forged, sig=sign(SEAT_KEYS[dealer], fresh.ledger.statement(dealer, forged)))  # the dealer's own cheat
     with pytest.raises(Exception) as caught:
         fresh.take(forged)
     assert caught.type.__name__ in ("WrongUnmasking", "MalformedScalar")
