@@ -138,11 +138,11 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
             # Under its party's own valid signature of the step, over every step it could read (15.17).
             relayed = "" if problem.signed_by == context.guest_seat else " (the host relayed it, where an honest host refuses it: 15.15)"
             cheats.append(f"seat {problem.signed_by} signed it: {plain}{relayed}")
-        elif problem.signed_by is not None:
-            unproven.append(f"{plain} (this names no one: the key that signed it is not vouched for by a valid signature)")
         elif not covered:
             if not (partial and cut_short):
                 unproven.append(f"{plain} (under no valid host signature: this names no one)")
+        elif problem.signed_by is not None:
+            unproven.append(f"{plain} (this names no one: match_start names another key for seat {problem.signed_by} than its hello's)")
         elif problem.unsigned is not None or problem.culprit == f"seat {context.guest_seat}":
             why = problem.unsigned or f"it rests on seat {context.guest_seat}'s own steps of the deal, which no signature covers"
             unproven.append(f"{plain} (this names no one: {why})")
