@@ -801,3 +801,24 @@ def test_2_6_sends_again_what_5_8_rule_6_says_in_its_order():
     step_4 = checklist[checklist.index("4. Send again") : checklist.index("5. Take the replay")]
     named = [re.search(rf"`{kind.TYPE}`", step_4).start() for kind in SENT_AGAIN]
     assert named == sorted(named), "2.6 lists the answers in the order the client sends them again"
+
+
+def test_9_11s_worked_example_is_the_counting_bytes_case_of_the_vectors():
+    case = next(c for c in json.loads((VECTORS / "fair_deal.json").read_text())["cases"] if c["name"] == "counting-bytes")
+    body = sections("###", section("9"))["9.11"][1]
+    rows = {cells[0]: cells[1] for cells in ([c.strip() for c in line.strip("|").split("|")] for line in body.splitlines() if line.startswith("| "))}
+    counting = {"client_nonce": 0x20, "host_seed": 0x40, "client_seed": 0x60}
+    assert rows["match_id"] == f"`{case['inputs']['match_id']}`" and case["inputs"]["game"] == 1
+    for name, first in counting.items():
+        assert rows[name] == f"32 bytes `{first:02x}` to `{first + 31:02x}`" and case["inputs"][name] == bytes(range(first, first + 32)).hex()
+    assert rows["commitment (9.4; its input is 119 bytes)"] == f"`{case['commitment']}`"
+    assert rows["K (9.5; its input is 121 bytes)"] == f"`{case['deck_key']}`"
+    words = re.findall(r"`([0-9a-f]{8})`", rows["the first words of the stream (9.6)"])
+    assert words == [f"{w:08x}" for w in case["stream_words"][: len(words)]]
+    draws = case["draws"][:6]
+    assert [d["masked"] for d in draws] == [39, 48, 32, 44, 51, 24] and [d["accepted"] for d in draws] == [True] * 4 + [False, True]
+    assert [d["n"] for d in draws] == [52, 51, 50, 49, 48, 48]
+    rejected = sum(not d["accepted"] for d in case["draws"])
+    assert rows["words the shuffle takes"] == f"{case['words_consumed']}, {rejected} of them rejected"
+    deck = re.search(r"The deck order, top first:\n\n((?:    .+\n)+)", body).group(1).split()
+    assert deck == case["deck"]
