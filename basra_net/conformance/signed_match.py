@@ -725,8 +725,8 @@ class OneSeatMatch:
             if not await run_case(self.report, section, name, case):
                 raise Reported()
         end = await seat.play_out()
-        if end.reason != "target":
-            raise CaseFailed(f"the match ended {end.reason}, not at the target")
+        if end.termination.abandoned:
+            raise CaseFailed(f"the match ended {end.termination}, not at the target")
         return _whole_of([seat], [end])
 
     async def until_answer(self, sent: str, done: Callable[[Message], bool]) -> Message:
