@@ -42,6 +42,7 @@ from ..protocol.hidden_game import PartyGame
 from ..protocol.hidden_verify import replay_games
 from ..protocol.messages import (
     COMMIT_DEAL,
+    MAX_MOVES,
     HIDDEN_DEAL,
     Audited,
     Deal,
@@ -827,8 +828,14 @@ class OneSeatMatch:
             what = f"card {card} capturing a card the request does not list with it"
         else:
             assert isinstance(honest, HiddenPlay)
-            wrong = HiddenPlay(turn.request, honest.kind, len(turn.options[honest.kind]), honest.position, honest.reveal)
-            what = f"option {wrong.option} of kind {honest.kind}, which lists {len(turn.options[honest.kind])}"
+            listed = len(turn.options[honest.kind])
+            if listed < MAX_MOVES:
+                wrong = HiddenPlay(turn.request, honest.kind, listed, honest.position, honest.reveal)
+                what = f"option {listed} of kind {honest.kind}, which lists {listed}"
+            else:  # every option number a hidden_play can carry is listed: the card is named as of another kind
+                kind = (honest.kind + 1) % len(turn.options)
+                wrong = HiddenPlay(turn.request, kind, 0, honest.position, honest.reveal)
+                what = f"the card at position {honest.position} named as of kind {kind}, not its own"
         again = await self.refused_turn(wrong, errors.ILLEGAL_MOVE, turn)
         assert again is not None
         self.turn = again
