@@ -26,7 +26,7 @@ until the average is back below (each commit timed where it runs: the
 disk's time, not the loop's delay in taking up a commit made in the worker
 thread); so does rotation, which copies every open table's records.  That
 thread is the journal's own, started at its first such commit and kept for
-its life (``_CommitThread``): trio's ``to_thread`` spent twice the CPU of
+its life (``CommitThread``): trio's ``to_thread`` spent twice the CPU of
 that hand-off on each commit, for its thread cache, capacity limiter and
 cancel scope.  A record's position
 in the log orders it; whatever a table sends after writing a record waits
@@ -100,7 +100,7 @@ class ServeJournal:
         self.failure: str | None = None
         self.on_failure: Callable[[str], None] = lambda message: None
         self.fsyncs = 0  # batches committed
-        self._thread: _CommitThread | None = None  # made at the first commit that leaves the loop
+        self._thread: CommitThread | None = None  # made at the first commit that leaves the loop
 
     @classmethod
     def create(cls, path: Path, header: dict, **options) -> ServeJournal:
@@ -191,7 +191,7 @@ class ServeJournal:
                     took = self._timed_write(clock, batch, None)
                 else:
                     if self._thread is None:
-                        self._thread = _CommitThread()
+                        self._thread = CommitThread()
                     took = await self._thread.run(self._timed_write, clock, batch, snapshot)
             except JournalError as err:
                 self._fail(str(err))
@@ -318,7 +318,7 @@ class ServeJournal:
                 pass  # an unwritable folder: the journal stays, and --resume finds its players gone
 
 
-class _CommitThread:
+class CommitThread:
     """One long-lived thread that runs the journal's slow commits, one at a time, and wakes the loop when each is done."""
 
     def __init__(self) -> None:
