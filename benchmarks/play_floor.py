@@ -76,7 +76,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey 
 from basra_net.engine import Match, Move  # noqa: E402
 from basra_net.host.identity import public_key_bytes  # noqa: E402
 from basra_net.host.journal import JournalWriter, nested_record_encoder  # noqa: E402
-from basra_net.host.serve_journal import CommitThread  # noqa: E402
 from basra_net.protocol.announce import announcement_wires  # noqa: E402
 from basra_net.protocol.framing import FrameDecoder, encode_frame  # noqa: E402
 from basra_net.protocol.frequent import decode_frequent  # noqa: E402
@@ -201,6 +200,8 @@ async def serve_floor_in_trio(listener: socket.socket, tables: int, journal_path
     ``commit_thread`` each commit's write and fsync go to the thread `basra serve` hands them to on a disk
     whose syncs take over SLOW_SYNC on average, and the tables go on meanwhile.
     """
+    from basra_net.host.serve_journal import CommitThread  # here: a checkout timed before it had one runs the other ways
+
     owner: dict[int, tuple[FloorTable, int]] = {}
     out: dict[int, list[bytes]] = {}
     pending: list[bytes] = []
