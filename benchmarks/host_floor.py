@@ -48,12 +48,16 @@ def measure_round(tables: int, args: argparse.Namespace, frames: list[bytes]) ->
     """Each way's server CPU per play (us) and plays/s, measured one after another."""
     figures = {}
     host = load.measure_host(tables, "flat", False, True, args)
-    figures["host"] = (host.server_cpu / host.plays * 1e6 if host.plays else float("nan"), host.rate)
+    figures["host"] = (_per_play(host), host.rate)
     figures["floor"] = play_floor.measure("floor", tables, args.warmup, args.seconds, frames, 0.0)
     with tempfile.TemporaryDirectory(prefix="basra-floor-") as folder:
         relay = load.measure_relay(tables, "flat", False, args, frames, journal=Path(folder, "relay.journal"))
-    figures["durable relay"] = (relay.server_cpu / relay.plays * 1e6 if relay.plays else float("nan"), relay.rate)
+    figures["durable relay"] = (_per_play(relay), relay.rate)
     return figures
+
+
+def _per_play(result: load.Result) -> float:
+    return result.server_cpu / result.plays * 1e6 if result.plays else float("nan")
 
 
 def main() -> int:

@@ -154,17 +154,25 @@ class FloorTable:
             self._ask()
 
 
-def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None, commit_every: float) -> None:
-    """The floor's server; with no journal_path, as `basra serve --no-journal`: no records, no commits."""
+def seat_tables(
+    listener: socket.socket, tables: int, journal: list[bytes] | None
+) -> tuple[list[tuple[socket.socket, socket.socket]], dict[int, tuple[FloorTable, int]], dict[int, list[bytes]]]:
+    """Every table's connections, the table and seat of each descriptor, and each descriptor's frames to write."""
     owner: dict[int, tuple[FloorTable, int]] = {}
     out: dict[int, list[bytes]] = {}
-    pending: list[bytes] = []
     pairs = accept_pairs(listener, tables)
     for number, (first, second) in enumerate(pairs, start=1):
         fds = [first.fileno(), second.fileno()]
         out[fds[0]], out[fds[1]] = [], []
-        table = FloorTable(number, fds, pending if journal_path is not None else None, out)
+        table = FloorTable(number, fds, journal, out)
         owner[fds[0]], owner[fds[1]] = (table, 0), (table, 1)
+    return pairs, owner, out
+
+
+def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None, commit_every: float) -> None:
+    """The floor's server; with no journal_path, as `basra serve --no-journal`: no records, no commits."""
+    pending: list[bytes] = []
+    pairs, owner, out = seat_tables(listener, tables, pending if journal_path is not None else None)
     poller, decoders = _poll_all(pairs)
     journal = JournalWriter.create(journal_path, {"type": "header"}) if journal_path is not None else None
     _flush(journal, pending, out)
@@ -202,15 +210,8 @@ async def serve_floor_in_trio(listener: socket.socket, tables: int, journal_path
     """
     from basra_net.host.serve_journal import CommitThread  # here: a checkout timed before it had one runs the other ways
 
-    owner: dict[int, tuple[FloorTable, int]] = {}
-    out: dict[int, list[bytes]] = {}
     pending: list[bytes] = []
-    pairs = accept_pairs(listener, tables)
-    for number, (first, second) in enumerate(pairs, start=1):
-        fds = [first.fileno(), second.fileno()]
-        out[fds[0]], out[fds[1]] = [], []
-        table = FloorTable(number, fds, pending, out)
-        owner[fds[0]], owner[fds[1]] = (table, 0), (table, 1)
+    pairs, owner, out = seat_tables(listener, tables, pending)
     journal = JournalWriter.create(journal_path, {"type": "header"})
     work = trio.Event()
 
