@@ -11,7 +11,10 @@ time (time.process_time) is charged to whoever does it:
                      (at `basra host` the host's player is the referee: seat 0's figure)
 
 The rules engine's own time is not counted.  Then the cost of each group
-operation, and the bytes the deal adds to a game.  Reproduce with:
+operation; the referee's floor, the group operations it makes in a game
+(counted by wrapping libsodium's bindings) each at that cost, which every
+referee of this deal must make, and the referee's ratio to it; and the
+bytes the deal adds to a game.  Reproduce with:
 
     python benchmarks/hidden_deal.py --games 20
 """
@@ -91,6 +94,14 @@ class CountingTally(CpuTally):
             setattr(sodium, name, getattr(sodium, name).original)
 
 
+# The cost operation_costs() measures for each operation counted.
+OPERATION_COSTS = {
+    "multiplications": "scalar multiplication (noclamp, checks its point)",
+    "base multiplications": "base-point multiplication",
+    "point validations": "point validation (is_valid_point)",
+}
+
+
 def per_call_us(call, repeat: int) -> float:
     start = time.process_time()
     for _ in range(repeat):
@@ -148,8 +159,13 @@ def main() -> None:
         print(f"  {who:8} " + ", ".join(f"{n} {label}" for label, n in counter.calls[who].items()))
 
     print(f"\nGroup operations, µs each [CPU check: {cpu_check():,.0f} engine plays/s]:")
-    for name, us in operation_costs(300).items():
+    costs = operation_costs(300)
+    for name, us in costs.items():
         print(f"  {name:52} {us:7.1f}")
+    floor = sum(n * costs[OPERATION_COSTS[label]] for label, n in counter.calls["referee"].items()) / 1000
+    referee = statistics.median(per_game["referee"])
+    print(f"\nThe referee's floor: its group operations alone, each counted above at its cost, {floor:.1f} ms a game;"
+          f" the referee's CPU per game {referee:.1f} ms, {referee / floor:.2f} times it (target at most 1.5)")
 
     step = POINT_SIZE + PROOF_SIZE
     per_game_bytes = 2 * POINT_SIZE + 2 * DECK_SIZE * POINT_SIZE + 2 * DECK_SIZE * step + 2 * SCALAR_SIZE
