@@ -183,7 +183,7 @@ class SignedSeat:
 
     @property
     def hidden(self) -> bool:
-        return self.connection.hidden
+        return self.connection.match.hidden
 
     # --- the wire -------------------------------------------------------------------------
 
@@ -318,7 +318,7 @@ class SignedSeat:
     async def answer(self, message: Message) -> None:
         if isinstance(message, MatchEnd):
             self.end = message
-        elif (reply := honest_answer(message, self.connection.open_request)) is not None:
+        elif (reply := honest_answer(message, self.connection.match.open_request)) is not None:
             await self.send(reply)
         elif isinstance(message, Sig):
             if self.countersigns:
@@ -344,7 +344,7 @@ class SignedSeat:
                 self.party.deal(message)
                 return
             elif isinstance(message, HiddenTurn):
-                if self.connection.open_request == message.request:
+                if self.connection.match.open_request == message.request:
                     move = self.party.turn(message)[0]
                     await self._step(self.party.play(message.request, message.options, move))
                 return
@@ -554,7 +554,7 @@ class Version2Checks:
         seat = table.faulty
 
         async def not_dealt() -> str:
-            turn = await seat.play_until(lambda m: isinstance(m, HiddenTurn) and seat.connection.open_request == m.request)
+            turn = await seat.play_until(lambda m: isinstance(m, HiddenTurn) and seat.connection.match.open_request == m.request)
             assert isinstance(turn, HiddenTurn) and seat.party is not None
             party = seat.party
             order = party.checker.order

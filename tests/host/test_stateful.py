@@ -259,13 +259,13 @@ class HostConnectionMachine(RuleBasedStateMachine):
         connection = self.connection
         while not self.ended:
             before = self.match.to_dict()
-            state = (connection.hello, connection.seat, connection.awaiting_seed, connection.open_request)
+            state = (connection.hello, connection.seat, connection.match.awaiting_seed, connection.match.open_request)
             try:
                 event = connection.next_event()
             except ProtocolError as err:
                 outcomes.append(err.code)
                 assert self.match.to_dict() == before
-                assert (connection.hello, connection.seat, connection.awaiting_seed, connection.open_request) == state, (
+                assert (connection.hello, connection.seat, connection.match.awaiting_seed, connection.match.open_request) == state, (
                     f"a refusal ({err.code}) changed the connection's state"
                 )
                 if err.fatal:
@@ -458,8 +458,8 @@ class HostConnectionMachine(RuleBasedStateMachine):
     @invariant()
     def the_connection_holds_what_the_host_asked(self):
         if self.alive:
-            assert self.connection.open_request == self.open_request
-            assert self.connection.awaiting_seed == self.awaiting_seed
+            assert self.connection.match.open_request == self.open_request
+            assert self.connection.match.awaiting_seed == self.awaiting_seed
             assert self.open_request is None or self.awaiting_seed is None
 
     @invariant()
