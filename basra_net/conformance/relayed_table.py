@@ -136,6 +136,15 @@ class Cuts:
     and the connection is cut as soon as the host reads on or sends again;
     one of a kind in ``lost_client`` never reaches the host: the connection is
     cut before the host reads any of it.
+
+    A cut after the client's message gives the host that message and nothing
+    after it: what the client sent after it is lost in the cut, as on a
+    network, and the client sends it again after the resume (5.8, rule 6).
+    So each kind is cut after the first time the host has one, never after
+    a step sent again: once the host has signed the result, the client's
+    answers (its countersignature, its `leave`) are the last it sends, and a
+    cut after a step sent again with them would lose what no rule has it send
+    again (6.14).
     """
 
     def __init__(self, after_host: tuple[str, ...] = (), after_client: tuple[str, ...] = (), lost_client: tuple[str, ...] = ()) -> None:
@@ -225,12 +234,14 @@ class WatchedStream(trio.abc.Stream):
             raise
         if not data and not self.cut:
             self.closed_by_client.set()
+        if self.cut:  # the host cut the connection while this was read: it is lost in the cut
+            raise trio.BrokenResourceError("cut by the conformance checker")
         held = len(self._in)  # the start of a frame begun in an earlier read, which the host already has
         self._in += data
         start = -held  # where the next frame starts in data
         for frame in _frames(self._in):
             message = _message(frame)
-            if message is not None and not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
+            if message is not None and self.cuts.take(self.cuts.lost_client, message.TYPE):
                 # The host gets what came before the message and none of it (or only the part it already has).
                 self.lost.append(message)
                 self._in.clear()
@@ -247,9 +258,10 @@ class WatchedStream(trio.abc.Stream):
             self.from_client.append(message)
             if self.changed is not None:
                 self.after_change.append(message)
-            # Not while the connection is being cut (the host's own cut awaits its close): the kind stays for a later one.
-            if not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.after_client, message.TYPE):
+            if self.cuts.take(self.cuts.after_client, message.TYPE):
                 self._cut_pending = message.TYPE
+                self._in.clear()
+                return data[:start]
         return data
 
     async def aclose(self) -> None:
