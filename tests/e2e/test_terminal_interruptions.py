@@ -28,7 +28,7 @@ from ..resilience.cutting_proxy import TO_HOST, TO_PLAYER, CuttingProxy, Mark
 from ..resilience.test_interruptions import OUTCOMES, transcripts_checked
 from .processes import basra_command, free_port, start_basra, wait_for_line
 from .processes import finish as finish_process
-from .terminals import CARD, EXIT_MARK, Terminal, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
+from .terminals import CARD, EXIT_MARK, Terminal, decides_the_match, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
 
 pytestmark = needs_tmux
 DEADLINE = 60  # seconds for a process to end or a screen to come, on two cores busy with several test runs
@@ -224,6 +224,18 @@ def test_at_the_match_end_screen_q_or_ctrl_c_closes_it_and_the_match_stays_over_
     other = "host" if side == "join" else "join"
     assert headless_code == 0 and f"basra {other}: the match is over" in headless_out, headless_out
     verified(basra_env, seats.host_file, seats.guest_file)
+
+
+@pytest.mark.quick
+def test_a_score_that_decides_the_match_is_read_as_such_through_the_game_shown_behind_it():
+    """play_until leaves the deciding game's score for MATCH OVER to replace: an Enter pressed there closed the
+    match's end instead, once a loaded screen drew MATCH OVER before it read the key.  The score is a dialog over
+    the game's log, whose letters show at its left."""
+    snapshot = (Path(__file__).parents[1] / "interface" / "snapshots" / "game_end.txt").read_text()
+    assert " G│ Match            40              30  first to 101 wins" in snapshot
+    assert not decides_the_match(snapshot)  # 40 and 30, first to 101: the match plays on
+    assert decides_the_match(snapshot.replace("first to 101", "first to 40"))
+    assert not decides_the_match(snapshot.replace("40              30", "40              40").replace("first to 101", "first to 40"))
 
 
 def play_until_reached(terminal: Terminal, mark: Mark, timeout: float = 90.0) -> None:
