@@ -13,6 +13,7 @@ cut_now() drops the link at once, for as long as the test says.
 
 from __future__ import annotations
 
+import math
 import socket
 import struct
 from dataclasses import dataclass, field
@@ -129,38 +130,58 @@ class CuttingProxy:
         return cut.nth == self.chosen_seen[id(cut)]
 
     async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, cut: trio.Event) -> None:
-        buffer = b""
-        try:
-            while True:
-                data = await source.receive_some(65536)
-                if not data:
-                    cut.set()
-                    return
-                buffer += data
-                while len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
-                    size = 4 + int.from_bytes(buffer[:4], "big")
-                    frame, buffer = buffer[:size], buffer[size:]
-                    message = msgpack.unpackb(frame[4:], raw=False)
-                    kind = message.get("type")
-                    key = (direction, kind)
-                    self.seen[key] = self.seen.get(key, 0) + 1
-                    chosen = next((c for c in self.cuts if self._due(c, direction, message)), None)
-                    if chosen is not None:
-                        self.cuts.remove(chosen)
-                        self.cuts_made += 1
-                        self._reset_next = chosen.reset
-                        self._dark_until = trio.current_time() + chosen.blackout
-                        if chosen.half:
-                            await sink.send_all(frame[: len(frame) // 2])
-                        cut.set()
+        """Forward one direction's frames whole.  What the source sends is read as it comes, held or not, and
+        forwarded before its end cuts the link: a peer that sends its last frames during a hold and exits (a host
+        that reveals its game as it leaves) has them delivered, as a network would, and a reset its exit sends
+        cannot throw them away unread."""
+        frames_in, frames = trio.open_memory_channel[bytes](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read_frames, source, frames_in)
+            try:
+                async for frame in frames:
+                    if not await self._forward(frame, sink, direction, cut):
                         return
-                    await self._until_released()
-                    await sink.send_all(frame)
-                    mark = next((m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])), None)
-                    if mark is not None:
-                        self.marks.remove(mark)
-                        self._held_until = trio.current_time() + mark.hold
-                        self._released = trio.Event()
-                        mark.reached.set()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # the sink is gone: its own direction's end cuts the link, once what it sent is through
+            else:
+                cut.set()  # the source ended, and all it sent is through
+
+    @staticmethod
+    async def _read_frames(source: trio.SocketStream, frames: trio.MemorySendChannel[bytes]) -> None:
+        buffer = b""
+        async with frames:
+            try:
+                while data := await source.receive_some(65536):
+                    buffer += data
+                    while len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
+                        size = 4 + int.from_bytes(buffer[:4], "big")
+                        frame, buffer = buffer[:size], buffer[size:]
+                        frames.send_nowait(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # a reset: what was read before it still goes through
+
+    async def _forward(self, frame: bytes, sink: trio.SocketStream, direction: str, cut: trio.Event) -> bool:
+        """Send one frame on, after any hold; False where a cut falls on it instead."""
+        message = msgpack.unpackb(frame[4:], raw=False)
+        kind = message.get("type")
+        key = (direction, kind)
+        self.seen[key] = self.seen.get(key, 0) + 1
+        chosen = next((c for c in self.cuts if self._due(c, direction, message)), None)
+        if chosen is not None:
+            self.cuts.remove(chosen)
+            self.cuts_made += 1
+            self._reset_next = chosen.reset
+            self._dark_until = trio.current_time() + chosen.blackout
+            if chosen.half:
+                await sink.send_all(frame[: len(frame) // 2])
             cut.set()
+            return False
+        await self._until_released()
+        await sink.send_all(frame)
+        mark = next((m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])), None)
+        if mark is not None:
+            self.marks.remove(mark)
+            self._held_until = trio.current_time() + mark.hold
+            self._released = trio.Event()
+            mark.reached.set()
+        return True
