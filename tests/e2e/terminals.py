@@ -110,6 +110,13 @@ class Terminal:
         assert not shown, shown[0]
 
 
+def port_on_screen(screen: str) -> int:
+    """The port in the `basra join` command a host's screen gives (a host given ``--port 0``, see port_said)."""
+    found = re.search(r"basra join [^\s:]+:(\d+)", screen)
+    assert found, f"no join command on screen:\n{screen}"
+    return int(found.group(1))
+
+
 def play_when_asked(terminal: Terminal) -> str | None:
     """Answer whatever the screen asks for, as a player pressing Enter would; the screen, or None when it is over."""
     text = terminal.screen()
