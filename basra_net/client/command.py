@@ -107,8 +107,10 @@ def say_result(result: SessionResult | None, prefix: str) -> None:
         print(f"{prefix}: {summary}", flush=True)
 
 
-def _typed_line(prompt: str) -> str | None:
-    """A line typed at the terminal after ``prompt``, without its end; None when input ended first."""
+def typed_answer(prompt: str) -> str | None:
+    """A line typed at the terminal after ``prompt``, without its end; None when input ended first.
+
+    Every question before the match reads this way, so that one question's reading never takes the next one's line."""
     from .terminal import typed_line
 
     print(prompt, end="", flush=True)
@@ -120,7 +122,7 @@ async def ask_join_code(reason: str) -> str | None:
 
     def ask() -> str | None:
         print(f"basra join: {reason}", flush=True)
-        return (_typed_line("Join code (as shown on the host's screen): ") or "").strip() or None
+        return (typed_answer("Join code (as shown on the host's screen): ") or "").strip() or None
 
     return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
@@ -136,7 +138,7 @@ async def confirm_host_fingerprint(fingerprint: str) -> bool:
             "The host's screen shows its own fingerprint: if the two differ, someone is between you.",
             flush=True,
         )
-        return _typed_line("Does the host's screen show the same fingerprint? [y/N] ")
+        return typed_answer("Does the host's screen show the same fingerprint? [y/N] ")
 
     answer = await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
     if answer is None:

@@ -87,7 +87,7 @@ def _result(end: MatchEnd | None, viewer: int) -> str:
         return "unfinished"
     score = f"{end.totals[viewer]}-{end.totals[1 - viewer]}"
     outcome = "no winner" if end.winner is None else "won" if end.winner == viewer else "lost"
-    return f"{outcome} {score}" + (" (abandoned)" if end.reason == "abandoned" else "")
+    return f"{outcome} {score}" + (" (abandoned)" if end.termination.abandoned else "")
 
 
 def past_matches(folder: Path | None = None) -> list[PastMatch]:

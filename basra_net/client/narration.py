@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..engine.cards import Card, is_numeral, rank, value
 from ..protocol.messages import Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Reveal, Welcome
 from ..protocol.text import displayable
-from .screen import ANNOUNCEMENT, CardStyle, abandonment
+from .screen import ANNOUNCEMENT, CardStyle, how_it_ended
 from .state import ClientState
 
 
@@ -117,8 +117,8 @@ def describe(state: ClientState, message: Message, style: CardStyle) -> list[str
         return [chat_line(state, said[0] if said else them, message)]
     if isinstance(message, MatchEnd):
         score = f"{message.totals[you]} to {message.totals[them]}"
-        if message.reason == "abandoned":
-            return [f"Match abandoned at {score}: {abandonment(state)}"]
+        if message.termination.abandoned:
+            return [f"Match abandoned at {score}: {how_it_ended(state)}"]
         if message.winner is None:
             return [f"Match over: no winner, {score}"]
         if message.winner == you:

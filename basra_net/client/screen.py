@@ -20,6 +20,7 @@ from rich.text import Text
 
 from ..engine.cards import Card, card_name, suit
 from ..protocol.fingerprint import key_fingerprint
+from ..protocol.termination import Termination
 from .state import ClientState, GameSummary
 
 WIDTH = 80
@@ -103,7 +104,7 @@ def render(
     top = [_title(state, fingerprint), _rule()]
     if game_over is not None:
         body = _game_over(state, game_over)
-    elif state.end_reason is not None:
+    elif state.termination is not None:
         body = _match_over(state)
     elif state.game == 0:
         body = _waiting(state)
@@ -298,10 +299,10 @@ def _match_over(state: ClientState) -> list[Text]:
         outcome = "no winner"
     else:
         outcome = "YOU WIN!" if state.winner == you else f"{opponent} wins"
-    headline = "MATCH ABANDONED" if state.end_reason == "abandoned" else "MATCH OVER"
+    why = how_it_ended(state)
     lines = [
-        Text(f" {headline}: {outcome}", style="bold"),
-        *([Text(f" {abandonment(state)}.")] if state.end_reason == "abandoned" else []),
+        Text(f" {match_headline(state)}: {outcome}", style="bold"),
+        *([Text(f" {why}.")] if why else []),
         Text(f" Final totals: you {state.totals[you]}, {opponent} {state.totals[them]} (first to {state.target})"),
     ]
     if state.results:
@@ -309,27 +310,36 @@ def _match_over(state: ClientState) -> list[Text]:
     return lines
 
 
-# Why an abandoned match ended, by the last event of the host's account (PROTOCOL.md 14.6); {who} is the seat out.
-ABANDONMENT_CAUSES = {
-    "left": "{who} left the match",
-    "grace_over": "{who} lost the connection and did not come back in time",
-    "unsigned": "{who} did not countersign the record in time",
-    "withheld": "{who} held back a step of the hidden deal",
-    "bad_deal": "a step of the hidden deal from {who} failed its check",
+# How a match ended, in the screens' words (PROTOCOL.md 6.14, 14.6); {who} is the seat the end goes against.
+# A match played to its target needs no word of why.
+ENDINGS = {
+    Termination.TARGET: "",
+    Termination.ABANDONED: "{who} dropped out of the match",
+    Termination.LEFT: "{who} left the match",
+    Termination.GRACE_OVER: "{who} lost the connection and did not come back in time",
+    Termination.UNSIGNED: "{who} did not countersign the record in time",
+    Termination.WITHHELD: "{who} held back a step of the hidden deal",
+    Termination.BAD_DEAL: "a step of the hidden deal from {who} failed its check",
 }
 
 
-def abandonment(state: ClientState) -> str:
-    """Why the match was abandoned, in words: who dropped out and how, as far as the host's account says."""
+def match_headline(state: ClientState) -> str:
+    """The result screen's first words: whether the match was played out or abandoned."""
+    return "MATCH ABANDONED" if state.termination is not None and state.termination.abandoned else "MATCH OVER"
+
+
+def how_it_ended(state: ClientState) -> str:
+    """Why the match ended, in a sentence: who dropped out and how, as far as the host's account says; empty for
+    a match played to its target, or one still on."""
     out = None if state.winner is None else 1 - state.winner
     who = "a player" if out is None else "you" if out == state.seat else state.names[out] or "your opponent"
-    words = ABANDONMENT_CAUSES.get(state.end_cause or "", "{who} dropped out of the match").format(who=who)
+    words = ENDINGS[state.termination].format(who=who) if state.termination is not None else ""
     return words[:1].upper() + words[1:]
 
 
 def match_summary(state: ClientState) -> str | None:
     """The match's result in one line, for the terminal to keep once the screen is gone; None before its end."""
-    if state.end_reason is None or state.seat is None:
+    if state.termination is None or state.seat is None:
         return None
     you, them = _you_and_them(state)
     score, opponent = f"{state.totals[you]} to {state.totals[them]}", state.opponent_name
@@ -341,14 +351,15 @@ def match_summary(state: ClientState) -> str | None:
         outcome = f"{opponent} won, {state.totals[them]} to {state.totals[you]}"
     games = len(state.results)
     text = f"{outcome} (first to {state.target}, {_count(games, 'game')})"
-    if state.end_reason == "abandoned":
-        return f"match abandoned: {text}; {abandonment(state)[:1].lower()}{abandonment(state)[1:]}"
+    why = how_it_ended(state)
+    if why:
+        return f"{match_headline(state).lower()}: {text}; {why[:1].lower()}{why[1:]}"
     return f"match over: {text}"
 
 
 def _status(state: ClientState) -> Text:
     you, them = _you_and_them(state)
-    if state.end_reason is not None:
+    if state.termination is not None:
         return Text(" Match over.", style="bold")
     if _game_just_ended(state):
         return Text(f" Game {state.game} over.", style="bold")

@@ -35,6 +35,7 @@ from ..protocol.framing import encode_frame
 from ..protocol.errors import BAD_FRAME, BAD_MESSAGE, CHAT_DROPPED, DEAL_MISMATCH, TRY_AGAIN_CODES, WRONG_CODE, ProtocolError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, disputed_abandonment
 from ..protocol.signed_verify import DISPUTED_ABANDONMENT
+from ..protocol.termination import Termination
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..identity import public_key_bytes
@@ -99,8 +100,15 @@ RECONNECT_FOR = 180.0  # seconds to keep trying to reach the host again (its gra
 RECONNECT_FIRST_DELAY = 0.25  # seconds; doubled after each failed try, up to RECONNECT_MAX_DELAY
 RECONNECT_MAX_DELAY = 5.0
 RESUME_TIMEOUT = 10.0  # seconds a new connection has to bring the welcome to a resume
-# How the other seat abandoned the match, by the last event of the host's account (PROTOCOL.md 14.6); an absence is "left".
-OTHER_ABANDONED_AS = {"withheld": "withheld a step of the deal", "bad_deal": "sent a step of the deal that failed its check"}
+# The exit's words for an abandoned match, by how it ended (PROTOCOL.md 14.6): what the other seat did, what this seat did.
+ABANDONED_AS = {
+    Termination.ABANDONED: ("left", "this seat was away longer than the host would wait"),
+    Termination.LEFT: ("left", "this seat left the match"),
+    Termination.GRACE_OVER: ("lost the connection and did not come back in time", "this seat was away longer than the host would wait"),
+    Termination.UNSIGNED: ("did not countersign a game in time", "this seat did not countersign a game in time"),
+    Termination.WITHHELD: ("withheld a step of the deal", "this seat did not send a step of the deal in time"),
+    Termination.BAD_DEAL: ("sent a step of the deal that failed its check", "this seat sent a step of the deal that failed its check"),
+}
 HELLOS_AGAIN = 3  # times a session cut off before any welcome tries its hello again
 # Seconds a seat that caught a cheat at a game's checkpoint waits for the host's signature of that game, which
 # follows at once from an honest program: with it the transcript proves the cheat (PROTOCOL.md 14.11).
@@ -225,7 +233,6 @@ class ClientSession:
         # seat a network player takes at `basra host`.
         self._countersigns = countersigns
         self.record: ChannelRecord | None = None
-        self._abandoned_as: str | None = None  # how the host's account of an abandonment ends (PROTOCOL.md 14.6)
         self._exchange: GuestCodeExchange | None = None
         self._hello: Hello | None = None  # sent again, as it was, by a session cut off before its welcome
         self._hellos_again = 0
@@ -443,15 +450,11 @@ class ClientSession:
             await trio.aclose_forcefully(self.stream)
         if self.deal_failures:
             return self._result(EXIT_CHEAT, f"{reason}, but a deal check FAILED: {self.deal_failures[0]}")
-        if self.state.end_reason == "abandoned":
+        if self.state.termination is not None and self.state.termination.abandoned:
+            other_did, this_did = ABANDONED_AS[self.state.termination]
             if self.state.winner == self.state.seat:
-                how = OTHER_ABANDONED_AS.get(self._abandoned_as, "left")
-                return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} {how}")
-            if self._abandoned_as == "unsigned":
-                return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not countersign a game in time")
-            if self._abandoned_as == "withheld":
-                return self._result(EXIT_FAILURE, "the match was abandoned: this seat did not send a step of the deal in time")
-            return self._result(EXIT_FAILURE, "the match was abandoned: this seat was away longer than the host would wait")
+                return self._result(EXIT_FAILURE, f"the match was abandoned: {self.state.opponent_name} {other_did}")
+            return self._result(EXIT_FAILURE, f"the match was abandoned: {this_did}")
         return self._result(EXIT_OK, reason)
 
     async def leave(self, reason: str) -> None:
@@ -996,10 +999,8 @@ class ClientSession:
 
     def _check_abandonment(self, end: MatchEnd) -> None:
         """A seat told it abandoned that knows otherwise disputes it, and stops (PROTOCOL.md 14.6)."""
-        if end.evidence is not None:
-            self._abandoned_as = end.evidence.events[-1][0]
         record = self.record
-        if record is None or end.reason != "abandoned" or end.winner == self.state.seat or record.result is None:
+        if record is None or not end.termination.abandoned or end.winner == self.state.seat or record.result is None:
             return
         account = record.result.account
         assert account is not None  # the record refuses an abandonment without its signed account

@@ -15,6 +15,7 @@ from ..engine.game import HAND_SIZE
 from ..engine.match import match_winner
 from ..engine.scoring import GameScore
 from ..protocol.messages import HIDDEN_DEAL, Away, Back, Chat, Deal, GameEnd, MatchEnd, MatchStart, Message, Played, Welcome, YourTurn
+from ..protocol.termination import Termination
 
 
 KEEP_CHAT = 50  # chat lines kept; a screen shows the last few
@@ -59,11 +60,15 @@ class ClientState:
     last_play: Played | None = None
     results: list[GameSummary] = field(default_factory=list)
     winner: int | None = None
-    end_reason: str | None = None
-    end_cause: str | None = None  # an abandoned match: the last event of the host's signed account (PROTOCOL.md 14.6)
+    termination: Termination | None = None  # how the match ended; None while it is on
     away: dict[int, float] = field(default_factory=dict)  # seat -> when (time.monotonic) the host stops waiting
     reconnecting_until: float | None = None  # this seat's own connection is being sought again until then
     chat: deque[tuple[int, Chat]] = field(default_factory=lambda: deque(maxlen=KEEP_CHAT))  # (who said it, what), oldest first
+
+    @property
+    def end_reason(self) -> Termination | None:
+        """The reason of the match's `match_end` (PROTOCOL.md 6.14); None while the match is on."""
+        return None if self.termination is None else self.termination.reason
 
     @property
     def decided_winner(self) -> int | None:
@@ -121,8 +126,7 @@ class ClientState:
             self.table, self.turn, self.totals = (), None, message.totals
             self.results.append(GameSummary(message.game, message.scores, message.totals))
         elif isinstance(message, MatchEnd):
-            self.winner, self.totals, self.end_reason, self.turn = message.winner, message.totals, message.reason, None
-            self.end_cause = message.evidence.events[-1][0] if message.evidence is not None else None
+            self.winner, self.totals, self.termination, self.turn = message.winner, message.totals, message.termination, None
             self.request, self.moves = None, ()  # nothing is asked, nor waited for, once the match is over
             self.away.clear()
         elif isinstance(message, Chat):

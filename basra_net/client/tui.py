@@ -38,7 +38,7 @@ from ..engine.scoring import PRESETS
 from ..protocol.messages import MAX_CHAT, REACTIONS, Chat, Commit, GameEnd, MatchEnd, Message, YourTurn
 from .narration import REACTION_WORDS, describe
 from .players import Controls, PlayerLeft
-from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, abandonment, can_encode, title_right
+from .screen import ANNOUNCEMENT, SUIT_SYMBOLS, CardStyle, can_encode, how_it_ended, match_headline, title_right
 from .state import ClientState, GameSummary
 
 if TYPE_CHECKING:
@@ -399,7 +399,7 @@ class TableView(App):
 
     def _draw_cards(self) -> None:
         state = self.state
-        playing = state.game > 0 and state.end_reason is None
+        playing = state.game > 0 and state.termination is None
         for part in ("#table-label", "#table", "#hand-label", "#hand"):
             self.query_one(part).display = playing
         if not playing:
@@ -449,7 +449,7 @@ class TableView(App):
         elif not text and self._my_turn():
             places = "1" if len(state.hand) == 1 else f"1-{len(state.hand)}"
             text = f"Pick a card (left/right, {places} or its name) to see what it takes.  ? help"
-        elif not text and state.game and state.turn is not None and state.end_reason is None:
+        elif not text and state.game and state.turn is not None and state.termination is None:
             text = f"waiting for {state.opponent_name} to come back..." if state.opponent in state.away else f"{state.opponent_name} is thinking..."
         if self.typed:
             text = f"typed: {self.typed}   {text}"
@@ -548,7 +548,7 @@ class BasraApp(TableView, Generic[T]):
             self.result = outcome.unwrap()
         except BaseException as err:  # re-raised by run_on_screen, once the terminal is given back
             self.failure = err
-        if self.state.end_reason is None or self.failure is not None or self.closing:
+        if self.state.termination is None or self.failure is not None or self.closing:
             self.exit()
             return
         self.hint = "The match is over.  Press Enter to close."
@@ -624,7 +624,7 @@ class BasraApp(TableView, Generic[T]):
             return
         if self.done and key in ("enter", "q"):
             self.exit()
-        elif self.state.end_reason is not None and key == "q":
+        elif self.state.termination is not None and key == "q":
             self._close_once_done()
         elif key == "q":
             self.action_leave()
@@ -786,7 +786,7 @@ class BasraApp(TableView, Generic[T]):
     def action_leave(self) -> None:
         if self.done:
             self.exit()
-        elif self.state.end_reason is not None:
+        elif self.state.termination is not None:
             self._close_once_done()
         else:
             self.push_screen(LeaveScreen(), self._leave_answered)
@@ -814,7 +814,7 @@ class BasraApp(TableView, Generic[T]):
             self.exit()
         elif isinstance(self.screen, (CodeScreen, FingerprintScreen)):
             self.screen.dismiss(None)  # the question holds up the join, so leaving is its answer
-        elif self.state.end_reason is not None:
+        elif self.state.termination is not None:
             self._close_once_done()
         elif self.token is not None:
             if self.controls is not None:
@@ -999,10 +999,10 @@ def match_result(state: ClientState, style: CardStyle) -> Text:
         outcome = "no winner"
     else:
         outcome = "YOU WIN!" if state.winner == you else f"{state.opponent_name} wins"
-    headline = "MATCH ABANDONED" if state.end_reason == "abandoned" else "MATCH OVER"
-    text = Text(f"{headline}: {outcome}\n", style="bold")
-    if state.end_reason == "abandoned":
-        text.append(f"{abandonment(state)}.\n")
+    text = Text(f"{match_headline(state)}: {outcome}\n", style="bold")
+    why = how_it_ended(state)
+    if why:
+        text.append(f"{why}.\n")
     text.append(f"Final totals: you {state.totals[you]}, {state.opponent_name} {state.totals[them]} (first to {state.target})\n")
     if state.results:
         text.append("\n")

@@ -15,6 +15,7 @@ from ..protocol.fingerprint import key_fingerprint
 from ..protocol.hidden_verify import ABANDONED_DEAL
 from ..protocol.record import Status
 from ..protocol.signed_verify import SignedReport, Verdict, verify_signed
+from ..protocol.termination import Termination
 
 MAX_TRANSCRIPT = 64 * 1024 * 1024  # far beyond any real match; bounds the work a hostile file can cause
 VERDICT_EXITS = {Verdict.PROVEN: EXIT_OK, Verdict.NOT_PROVEN: EXIT_FAILURE, Verdict.CHEAT: EXIT_CHEAT}
@@ -206,15 +207,18 @@ def _say_signed(path: Path, report: SignedReport, parsed: transcript.Transcript,
 
 # How the host's account says the seat abandoned the match, by its last event (PROTOCOL.md 14.6).
 ABANDONED_AS = {
-    "withheld": "withheld a step of the deal it owed, and so abandoned",
-    "bad_deal": "sent a step of the deal that failed its check, and so abandoned",
+    Termination.LEFT: "abandoned",
+    Termination.GRACE_OVER: "abandoned",
+    Termination.UNSIGNED: "abandoned",
+    Termination.WITHHELD: "withheld a step of the deal it owed, and so abandoned",
+    Termination.BAD_DEAL: "sent a step of the deal that failed its check, and so abandoned",
 }
 
 
 def _say_abandonment(report: SignedReport, say: Callable[[str], None]) -> None:
     account = report.account
     assert account is not None
-    how = ABANDONED_AS.get(account.events[-1].kind, "abandoned")
+    how = ABANDONED_AS[Termination(account.events[-1].kind)]
     say(f"abandonment: ASSERTED BY THE HOST, not proven: seat {account.absent_seat} {how} the match "
         f"(grace period {account.grace} s); the host's signature of its account is valid")
     for event in account.events:

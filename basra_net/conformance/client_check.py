@@ -52,6 +52,7 @@ from ..protocol import errors, shuffle
 from ..protocol.announce import messages_for_seat
 from ..protocol.connection import ConnectionClosed, HostConnection
 from ..protocol.framing import encode_frame
+from ..protocol.termination import Termination
 from ..protocol.messages import (
     COMMIT_DEAL,
     PROTOCOL_VERSIONS,
@@ -355,7 +356,7 @@ class ScriptedMatch:
         """Seat 0 leaves at once: match_end, then the connection is cut whether or not the leave came."""
         assert self.link is not None
         self.begin("5.8, 6.14", "cut after match_end: the match is over, no resume")
-        await self.stream(MatchEnd(winner=1, totals=(0, 0), reason="abandoned"))
+        await self.stream(MatchEnd(winner=1, totals=(0, 0), reason=Termination.ABANDONED.value))
         await self.link.close()
         with trio.move_on_after(AFTER_END_WAIT):
             link = await self.door.next_link(AFTER_END_WAIT + 1)
@@ -387,7 +388,7 @@ class ScriptedMatch:
             raise CaseFailed(f"the client sent a seed for game {answer.game}")
         self.passed(f"unfair: no seed; the client {_reaction(answer)}")
         if answer is None:
-            await self.stream(MatchEnd(1, (0, 0), "abandoned"))
+            await self.stream(MatchEnd(1, (0, 0), Termination.ABANDONED.value))
             await self.expect_leave()
 
     async def answer_within(self, timeout: float) -> Message | ConnectionClosed | None:
@@ -440,7 +441,7 @@ class ScriptedMatch:
         plays = 0
         while self.match.turn is not None:
             if self.unfair == "unrevealed" and plays == 10:
-                await self.stream(MatchEnd(1, (self.match.totals[0], self.match.totals[1]), "abandoned"))
+                await self.stream(MatchEnd(1, (self.match.totals[0], self.match.totals[1]), Termination.ABANDONED.value))
                 await self.expect_leave()
                 return False
             seat = self.match.turn
@@ -452,9 +453,9 @@ class ScriptedMatch:
         self.games = game
         if self.match.over:
             assert self.match.winner is not None
-            await self.stream(MatchEnd(self.match.winner, (self.match.totals[0], self.match.totals[1]), "target"))
+            await self.stream(MatchEnd(self.match.winner, (self.match.totals[0], self.match.totals[1]), Termination.TARGET.value))
         elif self.unfair == "swapped_deal":
-            await self.stream(MatchEnd(1, (self.match.totals[0], self.match.totals[1]), "abandoned"))
+            await self.stream(MatchEnd(1, (self.match.totals[0], self.match.totals[1]), Termination.ABANDONED.value))
             await self.expect_leave()
             return False
         return True

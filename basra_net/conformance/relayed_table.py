@@ -75,8 +75,9 @@ MATCH_TIMEOUT = 300.0  # seconds a match of version 2 may take in all
 EXIT_TIMEOUT = 30.0  # seconds a client run by --exec has to exit once its match is decided
 CONNECT_TIMEOUT = 120.0  # seconds to wait for the client to ask for a seat
 STOP_TIMEOUT = 15.0  # seconds a client has to close its connection once it should stop
-# A host sig withheld shows only when the host's wait for the countersignature runs out (14.8: 40 s).
-MISSING_SIG_STOP_TIMEOUT = 40.0 + STOP_TIMEOUT
+# A host sig withheld shows only when the host's wait for the countersignature runs out.  In that match the
+# one countersignature awaited is of the sig withheld, so the reference table waits less than 14.8's 40 s, its most.
+WITHHELD_SIG_WAIT = 5.0
 CHAT_LINE = "A line from the conformance checker"
 PING_ID = 31337  # the id of the checker's ping, which the client's pong must carry (6.18)
 V2_TARGET = 30  # a short match: the cases are about signatures and proofs, not situations of play
@@ -136,6 +137,15 @@ class Cuts:
     and the connection is cut as soon as the host reads on or sends again;
     one of a kind in ``lost_client`` never reaches the host: the connection is
     cut before the host reads any of it.
+
+    A cut after the client's message gives the host that message and nothing
+    after it: what the client sent after it is lost in the cut, as on a
+    network, and the client sends it again after the resume (5.8, rule 6).
+    So each kind is cut after the first time the host has one, never after
+    a step sent again: once the host has signed the result, the client's
+    answers (its countersignature, its `leave`) are the last it sends, and a
+    cut after a step sent again with them would lose what no rule has it send
+    again (6.14).
     """
 
     def __init__(self, after_host: tuple[str, ...] = (), after_client: tuple[str, ...] = (), lost_client: tuple[str, ...] = ()) -> None:
@@ -225,12 +235,14 @@ class WatchedStream(trio.abc.Stream):
             raise
         if not data and not self.cut:
             self.closed_by_client.set()
+        if self.cut:  # the host cut the connection while this was read: it is lost in the cut
+            raise trio.BrokenResourceError("cut by the conformance checker")
         held = len(self._in)  # the start of a frame begun in an earlier read, which the host already has
         self._in += data
         start = -held  # where the next frame starts in data
         for frame in _frames(self._in):
             message = _message(frame)
-            if message is not None and not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.lost_client, message.TYPE):
+            if message is not None and self.cuts.take(self.cuts.lost_client, message.TYPE):
                 # The host gets what came before the message and none of it (or only the part it already has).
                 self.lost.append(message)
                 self._in.clear()
@@ -247,9 +259,10 @@ class WatchedStream(trio.abc.Stream):
             self.from_client.append(message)
             if self.changed is not None:
                 self.after_change.append(message)
-            # Not while the connection is being cut (the host's own cut awaits its close): the kind stays for a later one.
-            if not self.cut and self._cut_pending is None and self.cuts.take(self.cuts.after_client, message.TYPE):
+            if self.cuts.take(self.cuts.after_client, message.TYPE):
                 self._cut_pending = message.TYPE
+                self._in.clear()
+                return data[:start]
         return data
 
     async def aclose(self) -> None:
@@ -268,6 +281,7 @@ class RelayedMatch:
     cuts_after_client: tuple[str, ...] = ()  # kinds of client message after which it is cut, once the host has it
     lost_client: tuple[str, ...] = ()  # kinds of client message a cut keeps from the host, once each
     stop_timeout: float = STOP_TIMEOUT
+    sign_wait: float = SIGN_WAIT  # the reference table's wait for a countersignature
     notices: bool = False  # a ping, an away and a back, and a chat, put before the client's first request
 
     @property
@@ -323,7 +337,7 @@ RELAYED_MATCHES = (
     RelayedMatch("15.11, 15.15", "an opened whose unmasking proof does not verify: the client stops", True, _false_unmasking),
     RelayedMatch(
         "6.23, 14.8", "a host sig of a game that never comes: the client stops, and countersigns nothing", False,
-        _drop_first_game_sig, stop_timeout=MISSING_SIG_STOP_TIMEOUT,
+        _drop_first_game_sig, stop_timeout=WITHHELD_SIG_WAIT + STOP_TIMEOUT, sign_wait=WITHHELD_SIG_WAIT,
     ),
     RelayedMatch(
         "5.8, 14.8", "version 2, commit-reveal deal: a match cut after each kind of message runs to its end", False,
@@ -372,7 +386,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
     Every connection that comes is served (a late one of an earlier match's client is refused by the
     table); the one judged is the first whose hello asks for a new seat.
     """
-    table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}))
+    table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}), sign_wait=match.sign_wait)
     cuts = Cuts(match.cuts_after_host, match.cuts_after_client, match.lost_client)
     connections: list[WatchedStream] = []
     outcome = RelayedOutcome(table=table, connections=connections)

@@ -70,6 +70,7 @@ from ..protocol.messages import (
 )
 from ..protocol.pake import CodeMismatch, GuestCodeExchange, PakeError
 from ..protocol.record import ChannelContext, ChannelRecord, RecordError, Status
+from ..protocol.termination import Termination
 from ..protocol.verify import GUEST, HOST, MatchVerifier
 from .host_check import (
     ANSWER_TIMEOUT,
@@ -473,7 +474,7 @@ class Version2Checks:
         for section, name, tamper, code in HIDDEN_FAULTS:
             await self._match(section, name, lambda table, t=tamper, c=code: self._hidden_fault(table, t, c), hidden=True)
         await self._match(*STEPS_AGAIN, self._steps_again, hidden=True)
-        for case, event, hidden in ((UNSIGNED, "unsigned", False), (WITHHELD, "withheld", True)):
+        for case, event, hidden in ((UNSIGNED, Termination.UNSIGNED, False), (WITHHELD, Termination.WITHHELD, True)):
             if self.sign_wait <= 0:
                 self.report.skipped(*case, "--sign-wait 0: the cases that wait out the host's 40 s are left out")
             else:
@@ -601,7 +602,7 @@ class Version2Checks:
         whole = self._whole(table, [ends[i] for i in range(len(table.seats))])
         if seat.lose:
             raise CaseFailed(f"the match ended before the seat sent a {seat.lose[0]}")
-        if ends[0].reason == "abandoned":
+        if ends[0].termination.abandoned:
             raise CaseFailed(f"the match ended abandoned after {', '.join(seat.cuts_made)}: a step sent again was not taken")
         return f"{', '.join(seat.cuts_made)}, each resumed; {whole}"
 
@@ -631,11 +632,11 @@ class Version2Checks:
         await _all(faulty, *(lambda p=p: _told_abandoned_to(p) for p in table.others))
         return outcome[0]
 
-    async def _waited_out(self, table: SignedTable, event: str) -> str:
+    async def _waited_out(self, table: SignedTable, event: Termination) -> str:
         """The first seat stops: it never countersigns (unsigned), or withholds its steps of the deal (withheld)."""
         seat = table.faulty
-        wait = self.sign_wait if event == "unsigned" else self.step_wait
-        if event == "withheld":
+        wait = self.sign_wait if event is Termination.UNSIGNED else self.step_wait
+        if event is Termination.WITHHELD:
             await table.started()
             seat.withholds = True
         else:
@@ -643,7 +644,7 @@ class Version2Checks:
         ends: list[MatchEnd] = []
 
         async def silent() -> None:
-            if event == "unsigned":
+            if event is Termination.UNSIGNED:
                 await seat.play_until(lambda m: isinstance(m, Sig) and m.of == "game")
                 seat.stopped_at = trio.current_time()
             end = await seat.play_until(lambda m: isinstance(m, MatchEnd), wait + TURN_TIMEOUT)
@@ -655,7 +656,7 @@ class Version2Checks:
         if seat.stopped_at is None:
             raise CaseFailed("the match ended before the seat had a step to withhold")
         waited = trio.current_time() - seat.stopped_at
-        if end.reason != "abandoned" or end.evidence is None:
+        if end.reason != Termination.ABANDONED or end.evidence is None:
             raise CaseFailed(f"match_end {end.reason} without the account of an absence, instead of abandoned")
         last = end.evidence.events[-1][0]
         if last != event:
@@ -669,7 +670,7 @@ async def _told_abandoned_to(player: SignedSeat) -> None:
     """The other party plays on until the match ends, abandoned by the faulty seat (14.8, 15.15)."""
     end = await player.play_until(lambda m: isinstance(m, MatchEnd), max(SIGN_WAIT, STEP_WAIT) + TURN_TIMEOUT)
     assert isinstance(end, MatchEnd) and player.welcome is not None
-    if end.reason != "abandoned" or end.winner != player.welcome.seat:
+    if end.reason != Termination.ABANDONED or end.winner != player.welcome.seat:
         raise CaseFailed(f"the other seat was told {end.reason}, winner {end.winner}, not abandoned with itself the winner")
 
 

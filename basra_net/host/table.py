@@ -85,6 +85,7 @@ from ..protocol.messages import (
     your_turn_wire,
 )
 from ..protocol.record import STREAM_TYPES
+from ..protocol.termination import Termination
 from ..protocol.transcript import FORMAT, SIGNED_FORMAT
 from ..protocol.verify import GUEST, HOST
 from .dealing import Dealer
@@ -130,13 +131,13 @@ SEATING, PLAYING, ENDED = Phase.SEATING, Phase.PLAYING, Phase.ENDED
 
 
 class MatchAbandoned(Exception):
-    """The seat abandoned the match; ``event`` is how, as the host's account of the absence ends it (14.6)."""
+    """The seat abandoned the match; ``how`` is the event that ends the host's account of the absence (14.6)."""
 
-    def __init__(self, seat: int, reason: str, event: str) -> None:
+    def __init__(self, seat: int, reason: str, how: Termination) -> None:
         super().__init__(reason)
         self.seat = seat
         self.reason = reason
-        self.event = event
+        self.how = how
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class Owing:
 
     seats: tuple[int, ...]  # the seats that owe it, whose clocks run
     seconds: float
-    event: str  # "unsigned" or "withheld"
+    how: Termination  # UNSIGNED or WITHHELD
     unsent: Callable[[int], str]  # what the late seat did not send, in words
 
 
@@ -175,6 +176,7 @@ class Table:
         journal: Journal | None = None,
         make_token: Callable[[], bytes] = lambda: os.urandom(16),
         offers_hidden_hands: bool = True,
+        sign_wait: float = SIGN_WAIT,
     ) -> None:
         self.match = Match(scoring=scoring, target=target)
         self.match_id = match_id or os.urandom(16)
@@ -186,6 +188,7 @@ class Table:
         self.seating = Seating(reserved_seats)
         self.seats = self.seating.seats  # the same list: the seats' state, owned here
         self._absences = Absences(self.seating, grace)
+        self._sign_wait = sign_wait  # seconds of connected time a seat has to countersign (14.8)
         self._replay = JournalReplay(journal)
         self.hidden = False  # the match deals with hidden hands, fixed once both seats are known (PROTOCOL.md 15.15)
         # The host's own offer: at `basra serve`, where neither seat is the host's, `--deal commit-reveal` withdraws it.
@@ -418,7 +421,7 @@ class Table:
             if isinstance(message, Message) and (taken or not isinstance(message, ANSWERS)):
                 self._record(sender, GUEST, message)
             if isinstance(message, Leave):
-                raise MatchAbandoned(sender, f"{self.seating.name(sender)} left the match", "left")
+                raise MatchAbandoned(sender, f"{self.seating.name(sender)} left the match", Termination.LEFT)
             if taken:
                 return message  # type: ignore[return-value]
             # Anything else (an Error report from a client, an answer that came twice
@@ -440,7 +443,7 @@ class Table:
             _, seat = self._absences.next_deadline()
             entry = self._absences.expired(seat)
             if entry is not None:
-                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s", "grace_over")
+                raise MatchAbandoned(seat, f"{entry.name} did not come back within {self.grace:.0f} s", Termination.GRACE_OVER)
         elif self._phase is ENDED:
             now = trio.current_time()
             for entry in self.seats:
@@ -458,7 +461,7 @@ class Table:
         if entry is None or self.result is not None:
             return
         if self.grace <= 0:
-            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})", "grace_over")
+            raise MatchAbandoned(seat, f"{entry.name} lost the connection ({lost.reason})", Termination.GRACE_OVER)
         self.on_event(f"{entry.name} lost the connection ({lost.reason}); holding seat {seat} for {self.grace:.0f} s")
         self._notify(1 - seat, self._absences.away_notice(seat))
 
@@ -512,7 +515,7 @@ class Table:
                     return taken_from[-1], message
                 if patience is not None and trio.current_time() >= self._answer_by:
                     why = f"{self.seating.name(late)} {patience.unsent(late)} within {patience.seconds:g} s"
-                    raise MatchAbandoned(late, why, patience.event)
+                    raise MatchAbandoned(late, why, patience.how)
         finally:
             self._answer_by = math.inf
 
@@ -522,7 +525,7 @@ class Table:
         Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
         """
         while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
-            owing = Owing(owed, SIGN_WAIT, "unsigned", lambda seat: "did not countersign")
+            owing = Owing(owed, self._sign_wait, Termination.UNSIGNED, lambda seat: "did not countersign")
             seat, sig = await self._next_from_any(owed, Sig, self._countersignature, owing)
             self._replay.write(sig_record(seat, sig))
 
@@ -735,12 +738,12 @@ class Table:
             other = 1 - gone.seat
             totals = (self.match.totals[0], self.match.totals[1])
             self._reveal_owed()
-            self._absences.note(gone.seat, gone.event)
+            self._absences.note(gone.seat, gone.how.value)
             # Both seats, so that the record of seat 1's channel ends with the match
             # whichever seat left; a seat that is gone simply does not receive it.
             for seat in (0, 1):
                 evidence = self._signing.evidence(self.seats[seat], self.seats[gone.seat], gone.seat, self.grace)
-                self._send(seat, MatchEnd(winner=other, totals=totals, reason="abandoned", evidence=evidence))
+                self._send(seat, MatchEnd(winner=other, totals=totals, reason=gone.how.reason.value, evidence=evidence))
             gone_entry = self.seats[gone.seat]
             if gone_entry is not None:
                 if gone_entry.outbox is None and gone_entry.away_until is not None:
@@ -906,7 +909,7 @@ class Table:
         The audit's relays are held and returned, for _audited."""
         held = []  # the audit scalars go out once both are in (_audited)
         while due := referee.due:
-            owing = Owing(due, STEP_WAIT, "withheld", lambda seat: f"did not send {referee.owed(seat)} for game {referee.game}")
+            owing = Owing(due, STEP_WAIT, Termination.WITHHELD, lambda seat: f"did not send {referee.owed(seat)} for game {referee.game}")
             seat, message = await self._next_from_any((0, 1), (Lock, Open, Audit), partial(_due_or_shown, referee, due), owing)
             relay = self._take_step(referee, seat, message)
             if isinstance(message, Audit):
@@ -967,7 +970,7 @@ class Table:
         entry = self.seats[seat]
         if entry is not None:
             entry.disconnect()  # fatal (PROTOCOL.md 8.2): nothing follows the error on that connection
-        raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", "bad_deal")
+        raise MatchAbandoned(seat, f"{self.seating.name(seat)} failed a check of the hidden deal ({text})", Termination.BAD_DEAL)
 
     # --- a journal replayed after a restart ------------------------------------------------
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..engine.events import Dealt, Event, GameEnded, MatchEnded, Played as PlayedEvent, TableTaken
+from .termination import Termination
 from .messages import Deal, GameEnd, MatchEnd, Message, Played, deal_wires, played_wire, to_wire
 
 T = TypeVar("T")
@@ -96,7 +97,7 @@ def _pairs(
             )
             pairs.append((end, end))
         elif isinstance(event, MatchEnded):
-            match_end = MatchEnd(winner=event.winner, totals=event.totals, reason="target")
+            match_end = MatchEnd(winner=event.winner, totals=event.totals, reason=Termination.TARGET.value)
             pairs.append((match_end, match_end))
     return pairs
 

@@ -39,6 +39,7 @@ from ..engine.cards import card_name
 from .announce import messages_for_seat
 from .hidden_deal import HiddenDealError, Reveal
 from .hidden_game import RefereeGame, kind_of_card
+from .termination import Termination
 from .messages import (
     CATALOGUE,
     HIDDEN_DEAL,
@@ -319,9 +320,9 @@ def withholder_of(end: MatchEnd | None) -> int | None:
     """The seat a match's end says withheld a step of the deal: the absent seat of a host's account of an
     absence that ends `withheld` (PROTOCOL.md 14.6).  Any other end (a leave, a grace period run out, a step
     that failed its check) names no one as withholding."""
-    if end is None or end.reason != "abandoned" or end.evidence is None or end.winner is None:
+    if end is None or end.termination is not Termination.WITHHELD or end.winner is None:
         return None
-    return 1 - end.winner if end.evidence.events[-1][0] == "withheld" else None
+    return 1 - end.winner
 
 
 def replay_games(match_id: bytes, match: Match, seat: int, records: Iterable[tuple[str, Message]]) -> list[HiddenGameCheck]:

@@ -17,6 +17,7 @@ from ..engine.cards import CARD_NAMES, Card, card_name, card_names, parse_card
 from ..engine.events import Dealt, Move, Played as PlayedEvent
 from ..engine.scoring import PRESETS, GameScore
 from .errors import BAD_MESSAGE, UNKNOWN_TYPE, ProtocolError
+from .termination import ACCOUNT_ENDINGS, MATCH_END_REASONS, Termination
 from .text import is_name, is_printable
 
 PROTOCOL_VERSIONS = (2, 1)  # the versions this package speaks, the preferred first
@@ -26,7 +27,6 @@ MAX_TEXT = 512
 # at most in practice; a contrived table can list hundreds for one card.
 MAX_MOVES = 1024
 PLAY_KINDS = ("drop", "capture", "sweep", "basra", "jack_basra")
-MATCH_END_REASONS = ("target", "abandoned")
 END_HOLD = 10.0  # seconds a host holds a finished table for a seat that has not answered its end (5.8, rule 10)
 SIGNED_THINGS = ("game", "result")
 MAX_STREAM = (1 << 31) - 1  # stream messages to one seat; a match sends a few thousand
@@ -583,6 +583,17 @@ class MatchEnd(Message):
     totals: tuple[int, int]
     reason: str
     evidence: AbsenceEvidence | None = None  # version 2, with reason abandoned: the host's signed account
+
+    @property
+    def termination(self) -> Termination:
+        """How the match ended: the reason, and for an abandonment the last event of the host's account (14.6).
+
+        An account whose last event ends no match (a record's check refuses it) says nothing of how.
+        """
+        if self.reason != Termination.ABANDONED:
+            return Termination(self.reason)
+        kind = self.evidence.events[-1][0] if self.evidence is not None else None
+        return Termination(kind) if kind in ACCOUNT_ENDINGS else Termination.ABANDONED
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from ..identity import public_key_bytes
 from .framing import decode_body
 from .messages import ABSENCE_KINDS, CATALOGUE, HIDDEN_DEAL, MAX_ABSENCE_EVENTS
 from .errors import ProtocolError
+from .termination import ACCOUNT_ENDINGS, MATCH_END_REASONS, Termination
 from .shuffle import (
     MATCH_ID_SIZE,
     NONCE_SIZE,
@@ -59,7 +60,6 @@ _ABSENCE_LABEL = b"basra-net/v2/absence"
 ABSENCE_EVENTS = {kind: byte for byte, kind in enumerate(ABSENCE_KINDS, start=1)}
 # The events that make a seat away: its connection ended, or the host's process did, and the host restarted.
 AWAY_EVENTS = frozenset({"away", "restart"})
-ENDING_EVENTS = frozenset({"grace_over", "left", "unsigned", "withheld", "bad_deal"})
 MAX_GRACE = 86400
 MAX_COUNT = 2**31 - 1
 
@@ -509,11 +509,11 @@ class ChannelRecord:
         totals, winner, reason = message.get("totals"), message.get("winner"), message.get("reason")
         if not (isinstance(totals, list) and len(totals) == 2 and all(type(t) is int and t >= 0 for t in totals)):
             raise RecordError("match_end", "totals must be two counts of points")
-        if winner not in (0, 1, None) or reason not in ("target", "abandoned"):
+        if winner not in (0, 1, None) or reason not in MATCH_END_REASONS:
             raise RecordError("match_end", "winner must be a seat or nil, and reason target or abandoned")
         account = None
         evidence = message.get("evidence")
-        if reason == "abandoned":
+        if reason == Termination.ABANDONED:
             if winner is None:
                 raise RecordError("abandonment", "an abandoned match names the other seat as the winner")
             account = self._account(evidence, absent_seat=1 - winner)
@@ -545,7 +545,7 @@ class ChannelRecord:
             ):
                 raise RecordError("abandonment", "an event must be [kind, time in ms, messages sent]")
             parsed.append(AbsenceEvent(*event))
-        if parsed[-1].kind not in ENDING_EVENTS:
+        if parsed[-1].kind not in ACCOUNT_ENDINGS:
             raise RecordError("abandonment", f"the account's last event is {parsed[-1].kind}, which ends no match")
         account = AbsenceAccount(absent_seat, grace, tuple(parsed))
         if not (isinstance(signature, bytes) and len(signature) == SIGNATURE_SIZE) or not verify_signature(
@@ -613,7 +613,7 @@ def account_contradictions(account: AbsenceAccount) -> list[str]:
                 problems.append("the account has the seat come back without going away")
             away = None
     ending = events[-1]
-    if ending.kind == "grace_over":
+    if ending.kind == Termination.GRACE_OVER:
         if away is None:
             problems.append("the account ends the grace period of a seat that was not away")
         elif ending.time_ms - away.time_ms < account.grace * 1000:
@@ -638,12 +638,12 @@ def disputed_abandonment(
     if contradictions:
         return contradictions[0]
     ending = account.events[-1].kind
-    if ending == "left" and not left:
+    if ending == Termination.LEFT and not left:
         return "the host says this seat left the match, and it did not"
-    if ending == "grace_over" and end_number > welcome_sent:
+    if ending == Termination.GRACE_OVER and end_number > welcome_sent:
         return "the host says this seat was away past its grace period, and said so on a connection the seat held"
-    if ending == "unsigned" and countersigned:
+    if ending == Termination.UNSIGNED and countersigned:
         return "the host says this seat did not countersign, and it did"
-    if ending == "withheld" and stepped:
+    if ending == Termination.WITHHELD and stepped:
         return "the host says this seat withheld a step of the deal, and it sent every step it owed"
     return None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
+from .termination import Termination
 from .messages import Deal, Hello, Leave
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
 from .transcript import Transcript, VerifyReport
@@ -206,14 +207,14 @@ def _disputed_by_the_record(
     if account.absent_seat != context.guest_seat:
         return None
     ending = account.events[-1].kind
-    if ending == "left" and not any(sender == GUEST and isinstance(m, Leave) for sender, m in parsed.records):
+    if ending == Termination.LEFT and not any(sender == GUEST and isinstance(m, Leave) for sender, m in parsed.records):
         return f"the host says seat {account.absent_seat} left, and the record holds no leave from it (the seat's word)"
-    if ending == "unsigned" and channel.games and all(g.guest is Status.VALID for g in channel.games):
+    if ending == Termination.UNSIGNED and channel.games and all(g.guest is Status.VALID for g in channel.games):
         return f"the host says seat {account.absent_seat} did not countersign, and the record holds its every countersignature (the seat's word)"
     withheld = f"seat {account.absent_seat} withheld"
-    if ending == "withheld" and not any(p.field == ABANDONED_DEAL and withheld in p.found for p in problems):
+    if ending == Termination.WITHHELD and not any(p.field == ABANDONED_DEAL and withheld in p.found for p in problems):
         return f"the host says seat {account.absent_seat} withheld a step of the deal, and the record holds every step it owed (the seat's word)"
-    if ending == "bad_deal" and not any(p.culprit == f"seat {account.absent_seat}" for p in problems):
+    if ending == Termination.BAD_DEAL and not any(p.culprit == f"seat {account.absent_seat}" for p in problems):
         return f"the host says a step of the deal seat {account.absent_seat} sent failed its check, and every step in its record passes (the seat's word)"
     return None
 

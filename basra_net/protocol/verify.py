@@ -21,6 +21,7 @@ from ..engine.cards import card_name
 from ..engine.events import Dealt, GameEnded, MatchEnded, TableTaken
 from . import shuffle
 from .hidden_verify import HIDDEN_GAME_MESSAGES, HiddenGameCheck, HiddenGameReplay, HiddenTrace, withholder_of
+from .termination import Termination
 from .messages import (
     Commit,
     Deal,
@@ -226,14 +227,14 @@ class MatchVerifier:
                     problems.append(Discrepancy(game, "reveal", "the host seed after the seed exchange", self._why_unrevealed()))
         end = self.match_end
         # The match stopped in its last game: abandoned, or the host left after revealing the deal in play.
-        cut_short = end.reason == "abandoned" if end is not None else self.left is not None and self.left[0] == HOST
+        cut_short = end.termination.abandoned if end is not None else self.left is not None and self.left[0] == HOST
         for check in self.checks:
             # A hidden game ends wherever the match did; a deal step withheld is its own failure.
             if check.ok and not check.complete and not (check is self.checks[-1] and (cut_short or self.hidden and ended)):
                 plays = self.match.game.plays if self.match and self.match.game else 0
                 problems.append(Discrepancy(check.game, "game end", "a complete game of 48 plays", f"{plays} plays"))
         if end is not None and self.match is not None and not self.failed and self.replays_the_match:
-            if end.reason == "target":
+            if end.termination is Termination.TARGET:
                 expected = (self.match.winner, tuple(self.match.totals))
                 if (end.winner, end.totals) != expected:
                     problems.append(
@@ -254,7 +255,7 @@ class MatchVerifier:
         end = self.match_end
         if end is None and self.left is not None and self.left[0] == GUEST:
             return "the guest left the match before the host revealed its seed, so this record cannot show the deal"
-        if end is not None and end.reason == "abandoned" and end.winner == 0:
+        if end is not None and end.termination.abandoned and end.winner == 0:
             # A host reveals a game cut off after its commitment (section 7.3), into a stream the absent seat may never have taken.
             return "the host ended the match as abandoned by the guest (away past the grace period, or gone) before any reveal"
         return None
@@ -262,7 +263,7 @@ class MatchVerifier:
     def _why_unrevealed(self) -> str:
         """Who left a fixed deal unrevealed, as far as the record shows it."""
         end = self.match_end
-        if end is not None and end.reason == "abandoned" and end.winner == 1:
+        if end is not None and end.termination.abandoned and end.winner == 1:
             return "none: the host left the match after this seat's seed went out, without revealing it (an abandoned fixed deal)"
         if end is not None:
             return "none: the host ended the match without revealing it (it abandoned a fixed deal)"

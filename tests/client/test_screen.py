@@ -17,6 +17,7 @@ from basra_net.engine.cards import parse_card
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol.announce import messages_for_seat
 from basra_net.protocol.messages import Deal, MatchEnd, MatchStart, Played, Welcome, YourTurn
+from basra_net.protocol.termination import Termination
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LETTERS = CardStyle(colour=False, symbols=False)
@@ -139,7 +140,7 @@ def test_longest_names_fit_everywhere(name):
         in_game(names=(name, name)),
         in_game(names=(name, name), turn=0),
         game_over(names=(name, name), results=[summary()]),
-        game_over(names=(name, name), results=[summary()], end_reason="target", winner=0),
+        game_over(names=(name, name), results=[summary()], termination=Termination.TARGET, winner=0),
     ]
     for state in states:
         for style in (LETTERS, SYMBOLS, COLOUR):
@@ -186,7 +187,7 @@ def test_seat_zero_says_nothing_about_verification():
 
 
 def test_end_of_match_names_the_winner_and_final_totals():
-    state = game_over(results=[summary(verified=True, verification="deal verified")], end_reason="target", winner=1)
+    state = game_over(results=[summary(verified=True, verification="deal verified")], termination=Termination.TARGET, winner=1)
     screen = render(state, LOG, None, LETTERS)
     assert_fits(screen)
     assert "MATCH OVER: YOU WIN!" in screen
@@ -199,7 +200,7 @@ def test_end_of_match_names_the_winner_and_final_totals():
 
 
 def test_abandoned_match():
-    state = in_game(turn=None, end_reason="abandoned", winner=None, results=[])
+    state = in_game(turn=None, termination=Termination.ABANDONED, winner=None, results=[])
     screen = render(state, LOG, None, LETTERS)
     assert_fits(screen)
     assert "MATCH ABANDONED: no winner" in screen
@@ -208,7 +209,7 @@ def test_abandoned_match():
     state.winner = 1
     screen = render(state, LOG, None, LETTERS)
     assert "MATCH ABANDONED: YOU WIN!" in screen and "Sam dropped out of the match." in screen
-    state.end_cause = "left"
+    state.termination = Termination.LEFT
     assert "Sam left the match." in render(state, LOG, None, LETTERS)
 
 
@@ -375,12 +376,12 @@ def test_the_title_leaves_the_fingerprint_out_where_nobody_compares_it():
 
 
 def test_the_result_kept_at_exit_says_the_score_the_winner_and_why_an_abandoned_match_ended():
-    state = in_game(turn=None, end_reason="target", winner=None, results=[])
+    state = in_game(turn=None, termination=Termination.TARGET, winner=None, results=[])
     state.winner = state.seat
     assert match_summary(state) == "match over: you won 70 to 40 against Sam (first to 101, 0 games)"
     state.winner = state.opponent
     assert match_summary(state) == "match over: Sam won, 40 to 70 (first to 101, 0 games)"
-    state.end_reason, state.end_cause = "abandoned", "left"
+    state.termination = Termination.LEFT
     assert match_summary(state) == "match abandoned: Sam won, 40 to 70 (first to 101, 0 games); you left the match"
-    state.end_reason = None
+    state.termination = None
     assert match_summary(state) is None

@@ -14,6 +14,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -466,3 +467,55 @@ def test_ctrl_c_or_ctrl_d_at_the_line_prompts_move_question_exits_130_and_the_ho
     host_code, host_out = finish(host)
     assert child.exitstatus == 130 and f"basra join: {reason}" in out, (child.exitstatus, child.signalstatus, out)
     assert host_code == 1 and "basra host: the match did not finish: Guest left the match" in host_out, host_out
+
+
+
+# `basra join` without an address, with the LAN's answer given (there is no LAN in a test): the tables found, named
+# on the command line, and the join that follows the choice replaced by the question it asks next, the join code's.
+FOUND_ON_THE_LAN = """
+import argparse, sys
+from basra_net.client import command, discovery
+from tests.client.test_discovery import _table
+
+discovery._browse_from_command = lambda name: [_table(name, port=5252 + i) for i, name in enumerate(sys.argv[1:])]
+
+def join_chosen(address, port, args, **found):
+    print(f"joining port {port}", flush=True)
+    print(f"next answer: {command.typed_answer('Join code (as shown on the host screen): ')!r}", flush=True)
+    return 0
+
+command.run_join_command = join_chosen
+sys.exit(discovery.join_announced_table(argparse.Namespace(auto=None, plain=False)))
+"""
+
+
+def joined_from_the_lan(basra_env, tables: list[str], *typed: str) -> tuple[int, str]:
+    """`basra join` at a terminal, having found ``tables``: what is ``typed`` once each question shows; its exit and words."""
+    child = pexpect.spawn(sys.executable, ["-c", FOUND_ON_THE_LAN, *tables], env=basra_env, encoding="utf-8", timeout=DEADLINE,
+                          cwd=str(Path(__file__).parents[2]))
+    try:
+        for keys in typed:
+            child.expect(r"\? (\[Y/n\] )?$|screen\): $")
+            child.send(keys)
+        child.expect(pexpect.EOF)
+        child.close()
+        out = child.before
+    finally:
+        child.close(force=True)
+    assert "Traceback" not in out, out
+    return child.exitstatus, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["\x03", "\x04"], ids=["ctrl-c", "ctrl-d"])
+@pytest.mark.parametrize("tables", [["Hoda"], ["Hoda", "Amal"]], ids=["join-it", "which-table"])
+def test_ctrl_c_or_ctrl_d_at_a_question_of_the_lan_search_leaves_as_at_the_join_codes(basra_env, tables, key):
+    """"Join it?" and "Which table?" are read as the join code's question is: leaving there exits 130 at once, in its words."""
+    code, out = joined_from_the_lan(basra_env, tables, key)
+    assert code == 130 and out.rstrip().endswith("basra join: you left before taking a seat"), out
+    assert "joining port" not in out, out
+
+
+def test_the_answer_to_which_table_leaves_the_next_questions_line_for_it(basra_env):
+    code, out = joined_from_the_lan(basra_env, ["Hoda", "Amal"], "2\rK7M-2QX\r")
+    assert code == 0 and "joining port 5252" in out and "next answer: 'K7M-2QX'" in out, out

@@ -16,6 +16,7 @@ from basra_net.host.table import MatchAbandoned, Table, outgoing
 from basra_net.protocol import transcript
 from basra_net.protocol.messages import Sig
 from basra_net.protocol.record import AbsenceEvent
+from basra_net.protocol.termination import Termination
 
 TEST_DEADLINE = 60
 
@@ -63,7 +64,7 @@ class AbandoningTable(Table):
             away = self.seats[1].absences[-1]
             # Dated back by the whole grace, so that the account itself shows no contradiction.
             self.seats[1].absences[-1] = AbsenceEvent("away", away.time_ms - round(self.grace * 1000) - 1, away.sent)
-            raise MatchAbandoned(1, "Omar did not come back", "grace_over")
+            raise MatchAbandoned(1, "Omar did not come back", Termination.GRACE_OVER)
         super()._ask(seat)
 
 

@@ -31,6 +31,7 @@ from basra_net.protocol.connection import HostConnection
 from basra_net.protocol.framing import decode_body, encode_frame
 from basra_net.protocol.messages import Chat, Hello, Leave, Seed, from_wire, to_wire
 from basra_net.protocol.record import STREAM_TYPES, ChannelContext, ChannelRecord
+from basra_net.protocol.termination import Termination
 
 HOST = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 GUESTS = [Ed25519PrivateKey.from_private_bytes(bytes([seat + 40]) * 32) for seat in (0, 1)]
@@ -168,7 +169,7 @@ class GivingUpTable(Table):
 
     def _ask(self, seat: int) -> None:
         if self._request == 19:
-            raise MatchAbandoned(1, "seat 1 is given up", "grace_over")
+            raise MatchAbandoned(1, "seat 1 is given up", Termination.GRACE_OVER)
         super()._ask(seat)
 
 

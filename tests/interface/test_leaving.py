@@ -94,7 +94,7 @@ def signing_off_after(state: ClientState, messages: list, released: list[bool], 
 def test_q_or_ctrl_c_at_the_match_end_closes_without_asking_once_the_session_has_signed_off(key):
     state, _ = game_end_state()
     released, actions = [False], []
-    end = MatchEnd(winner=0, totals=(101, 30), reason="the match is over")
+    end = MatchEnd(winner=0, totals=(101, 30), reason="target")
 
     async def scenario(app, pilot):
         await until(pilot, lambda: isinstance(app.screen, ResultScreen) and app.state.end_reason is not None, "the match's end")
