@@ -51,12 +51,18 @@ def run_seat_on_screen(main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]],
 
 
 async def run_until_interrupted(
-    main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0, stop: trio.Event | None = None
+    main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0, stop: trio.Event | None = None,
+    finishing: Callable[[], bool] = lambda: False,
 ) -> T | None:
     """Run main(stop); the first Ctrl-C sets stop so the seat can leave politely.
 
     A second Ctrl-C, or the grace period running out, cancels main: then the
     result is None.  ``stop`` may be given, for something else to set too.
+    While ``finishing()`` holds there is nothing left to leave (a host whose
+    match is decided, waiting for the other seat to take its end within the
+    table's own bounds): a first Ctrl-C starts no grace then, for cutting
+    that wait would lose the other seat's countersignature of the result;
+    a second still ends main at once.
     """
     stop = trio.Event() if stop is None else stop
     result = None
@@ -70,7 +76,8 @@ async def run_until_interrupted(
                         nursery.cancel_scope.cancel()
                         return
                     stop.set()
-                    nursery.cancel_scope.deadline = trio.current_time() + grace
+                    if not finishing():
+                        nursery.cancel_scope.deadline = trio.current_time() + grace
 
         nursery.start_soon(watch)
         try:
@@ -100,8 +107,10 @@ def say_result(result: SessionResult | None, prefix: str) -> None:
         print(f"{prefix}: {summary}", flush=True)
 
 
-def _typed_line(prompt: str) -> str | None:
-    """A line typed at the terminal after ``prompt``, without its end; None when input ended first."""
+def typed_answer(prompt: str) -> str | None:
+    """A line typed at the terminal after ``prompt``, without its end; None when input ended first.
+
+    Every question before the match reads this way, so that one question's reading never takes the next one's line."""
     from .terminal import typed_line
 
     print(prompt, end="", flush=True)
@@ -113,7 +122,7 @@ async def ask_join_code(reason: str) -> str | None:
 
     def ask() -> str | None:
         print(f"basra join: {reason}", flush=True)
-        return (_typed_line("Join code (as shown on the host's screen): ") or "").strip() or None
+        return (typed_answer("Join code (as shown on the host's screen): ") or "").strip() or None
 
     return await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
 
@@ -129,7 +138,7 @@ async def confirm_host_fingerprint(fingerprint: str) -> bool:
             "The host's screen shows its own fingerprint: if the two differ, someone is between you.",
             flush=True,
         )
-        return _typed_line("Does the host's screen show the same fingerprint? [y/N] ")
+        return typed_answer("Does the host's screen show the same fingerprint? [y/N] ")
 
     answer = await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
     if answer is None:

@@ -320,10 +320,22 @@ def list_tables(as_json_array: bool) -> int:
 
 
 def _ask(prompt: str) -> str | None:
+    """The answer typed, read as the join code's question reads it; None when the person left there instead
+    (Ctrl-C, or the end of input)."""
+    from .command import typed_answer
+
     try:
-        return input(prompt)
-    except EOFError:
+        return typed_answer(prompt)
+    except KeyboardInterrupt:
+        print(flush=True)  # off the question's line
         return None
+
+
+def _left_at_a_question() -> int:
+    from .join import LEFT_UNSEATED
+
+    print(f"basra join: {LEFT_UNSEATED}", file=sys.stderr)
+    return EXIT_LEFT
 
 
 def join_announced_table(args: argparse.Namespace) -> int:
@@ -361,7 +373,9 @@ def _table_to_join(args: argparse.Namespace) -> FoundTable | int:
         for number, table in enumerate(decision.tables, 1):
             print(f"  {number}. {describe(table)}")
         answer = _ask(f"Which table (1-{len(decision.tables)})? ")
-        chosen = None if answer is None else parse_choice(answer, len(decision.tables))
+        if answer is None:
+            return _left_at_a_question()
+        chosen = parse_choice(answer, len(decision.tables))
         if chosen is None:
             print("basra join: no table chosen", file=sys.stderr)
             return EXIT_LEFT
@@ -369,7 +383,9 @@ def _table_to_join(args: argparse.Namespace) -> FoundTable | int:
     print(f"basra join: found {describe(decision.table)}", flush=True)
     if decision.confirm:
         answer = _ask("Join it? [Y/n] ")
-        if answer is None or not is_yes(answer):
+        if answer is None:
+            return _left_at_a_question()
+        if not is_yes(answer):
             print("basra join: not joined", file=sys.stderr)
             return EXIT_LEFT
     return decision.table

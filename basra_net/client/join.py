@@ -56,6 +56,7 @@ from .state import ClientState
 T = TypeVar("T")
 CONNECT_TIMEOUT = 10.0
 CODE_TRIES = 3
+LEFT_UNSEATED = "you left before taking a seat"  # Esc, Ctrl-C or the end of input at a question before the seat
 
 
 def _not_tls(err: BaseException) -> bool:
@@ -178,7 +179,7 @@ class JoinSession:
 
     def _left_unseated(self) -> SessionResult:
         """No code given at the question (Esc, Ctrl-C, the end of input): the person left before taking a seat."""
-        return SessionResult(EXIT_LEFT, "you left before taking a seat", ClientState(self.name), None, done=True)
+        return SessionResult(EXIT_LEFT, LEFT_UNSEATED, ClientState(self.name), None, done=True)
 
     async def _attempt_until_let_in(self, stop: trio.Event | None, ticket: ResumeTicket | None) -> SessionResult:
         """Join afresh, or resume with a ticket; a host that let the connection go before seating it

@@ -75,8 +75,9 @@ MATCH_TIMEOUT = 300.0  # seconds a match of version 2 may take in all
 EXIT_TIMEOUT = 30.0  # seconds a client run by --exec has to exit once its match is decided
 CONNECT_TIMEOUT = 120.0  # seconds to wait for the client to ask for a seat
 STOP_TIMEOUT = 15.0  # seconds a client has to close its connection once it should stop
-# A host sig withheld shows only when the host's wait for the countersignature runs out (14.8: 40 s).
-MISSING_SIG_STOP_TIMEOUT = 40.0 + STOP_TIMEOUT
+# A host sig withheld shows only when the host's wait for the countersignature runs out.  In that match the
+# one countersignature awaited is of the sig withheld, so the reference table waits less than 14.8's 40 s, its most.
+WITHHELD_SIG_WAIT = 5.0
 CHAT_LINE = "A line from the conformance checker"
 PING_ID = 31337  # the id of the checker's ping, which the client's pong must carry (6.18)
 V2_TARGET = 30  # a short match: the cases are about signatures and proofs, not situations of play
@@ -280,6 +281,7 @@ class RelayedMatch:
     cuts_after_client: tuple[str, ...] = ()  # kinds of client message after which it is cut, once the host has it
     lost_client: tuple[str, ...] = ()  # kinds of client message a cut keeps from the host, once each
     stop_timeout: float = STOP_TIMEOUT
+    sign_wait: float = SIGN_WAIT  # the reference table's wait for a countersignature
     notices: bool = False  # a ping, an away and a back, and a chat, put before the client's first request
 
     @property
@@ -335,7 +337,7 @@ RELAYED_MATCHES = (
     RelayedMatch("15.11, 15.15", "an opened whose unmasking proof does not verify: the client stops", True, _false_unmasking),
     RelayedMatch(
         "6.23, 14.8", "a host sig of a game that never comes: the client stops, and countersigns nothing", False,
-        _drop_first_game_sig, stop_timeout=MISSING_SIG_STOP_TIMEOUT,
+        _drop_first_game_sig, stop_timeout=WITHHELD_SIG_WAIT + STOP_TIMEOUT, sign_wait=WITHHELD_SIG_WAIT,
     ),
     RelayedMatch(
         "5.8, 14.8", "version 2, commit-reveal deal: a match cut after each kind of message runs to its end", False,
@@ -384,7 +386,7 @@ async def play_relayed(door, match: RelayedMatch, offered: Offered, next_stream,
     Every connection that comes is served (a late one of an earlier match's client is refused by the
     table); the one judged is the first whose hello asks for a new seat.
     """
-    table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}))
+    table = Table(scoring="egyptian", target=V2_TARGET, identity=door.identity, reserved_seats=frozenset({0}), sign_wait=match.sign_wait)
     cuts = Cuts(match.cuts_after_host, match.cuts_after_client, match.lost_client)
     connections: list[WatchedStream] = []
     outcome = RelayedOutcome(table=table, connections=connections)

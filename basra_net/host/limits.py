@@ -20,7 +20,11 @@ import trio
 MAX_HANDSHAKES = 1024
 MAX_HANDSHAKES_PER_ADDRESS = 8
 MAX_HANDSHAKES_PER_PREFIX = 256  # one /24 (IPv4) or /64 (IPv6): a whole LAN reconnecting at once after a blip
-FIRST_BYTES_TIMEOUT = 1.0  # seconds a new connection has to send anything (a ClientHello, or hello)
+FIRST_BYTES_TIMEOUT = 1.0  # seconds a new connection has to send anything (a ClientHello, or hello) while the host is crowded
+# Connections in their handshake at once from which the host is crowded: one that has sent nothing for
+# FIRST_BYTES_TIMEOUT is then let go.  A LAN host has a handful; below this, a silent connection has the
+# handshake's whole deadline, so that a player on a slow or loaded machine, resuming its seat, is not turned away.
+CROWDED_HANDSHAKES = 64
 MESSAGES_PER_SECOND = 5.0  # refused messages and error reports: an honest client sends almost none
 MESSAGE_BURST = 20.0
 CODE_LOCKOUT_FIRST = 1.0  # seconds after the first wrong code, doubling with each further one

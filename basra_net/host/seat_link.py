@@ -29,7 +29,7 @@ from ..protocol.errors import (
 )
 from ..protocol.messages import PROTOCOL_VERSIONS, Chat, Error, Hello, Leave, Message, Pake, PakeConfirm, Ping, Pong
 from .admission import Admission
-from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, FIRST_BYTES_TIMEOUT, ChatRate, MessageRate
+from .limits import CHAT_DROP, CHAT_FLOOD, CHAT_RELAY, CROWDED_HANDSHAKES, FIRST_BYTES_TIMEOUT, ChatRate, HandshakeGate, MessageRate
 from .outbox import SEND_TIMEOUT, Outbox
 from .serve_journal import TableLog
 from .table import SeatLost, Table, outgoing
@@ -321,7 +321,7 @@ async def serve_connection(
 
     ``admission`` applies to connections from the network (a join code, the
     handshake limits); the host's own seats come without one.  Such a
-    connection must send its first bytes within FIRST_BYTES_TIMEOUT, and
+    connection must send its first bytes in time (_first_bytes), and
     until it is seated the gate may drop it to make room for a newer one.
     With ``tls`` the connection is TLS, its handshake inside the same
     deadline as hello's.  With ``match_starts``, a table this connection
@@ -362,9 +362,9 @@ async def _admit(
     placed = None
     try:
         with waiting.scope:
-            if not await _first_bytes(stream, None if tls is not None else connection):
+            if not await _first_bytes(stream, None if tls is not None else connection, admission.gate, handshake_timeout):
                 if tls is None:
-                    await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent within a second of connecting"))
+                    await _refuse(stream, connection, ProtocolError(TIMEOUT, "nothing sent in time after connecting"))
                 return stream, None
             if tls is not None:
                 secure = await _tls_handshake(stream, tls, handshake_timeout)
@@ -381,14 +381,18 @@ async def _admit(
     return stream, placed
 
 
-async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | None) -> bool:
-    """Whether a connection from the network sends something (a ClientHello, or hello) within FIRST_BYTES_TIMEOUT.
+async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | None, gate: HandshakeGate, deadline: float) -> bool:
+    """Whether a connection from the network sends something (a ClientHello, or hello) in time.
 
     Idle sockets would otherwise hold a place in the handshake for its whole
-    deadline.  With a ``connection`` (plain TCP) what has arrived already is
-    read into it at once, most often the whole hello, and only a socket with
-    nothing to read is waited for; otherwise (TLS) this only waits: the
-    bytes stay for the handshake to read.
+    deadline.  A place matters only when places are wanted: while the host is
+    crowded (CROWDED_HANDSHAKES in their handshake), a connection that has
+    sent nothing for FIRST_BYTES_TIMEOUT is let go; on a quiet host it has
+    ``deadline``, the handshake's, for the first bytes of a client whose
+    machine is slow are no sign of an idle socket.  With a ``connection``
+    (plain TCP) what has arrived already is read into it at once, most often
+    the whole hello, and only a socket with nothing to read is waited for;
+    otherwise (TLS) this only waits: the bytes stay for the handshake to read.
     """
     if not isinstance(stream, trio.SocketStream):
         return True
@@ -400,9 +404,13 @@ async def _first_bytes(stream: trio.abc.Stream, connection: HostConnection | Non
             pass
         except OSError:
             return True  # a broken connection, which the hello's reading finds too
-    with trio.move_on_after(FIRST_BYTES_TIMEOUT):
-        await trio.lowlevel.wait_readable(stream.socket)
-        return True
+    with trio.move_on_after(deadline):
+        while True:
+            with trio.move_on_after(FIRST_BYTES_TIMEOUT):
+                await trio.lowlevel.wait_readable(stream.socket)
+                return True
+            if len(gate) >= CROWDED_HANDSHAKES:
+                return False
     return False
 
 

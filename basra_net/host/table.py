@@ -177,6 +177,7 @@ class Table:
         journal: Journal | None = None,
         make_token: Callable[[], bytes] = lambda: os.urandom(16),
         offers_hidden_hands: bool = True,
+        sign_wait: float = SIGN_WAIT,
     ) -> None:
         self.match = Match(scoring=scoring, target=target)
         self.match_id = match_id or os.urandom(16)
@@ -188,6 +189,7 @@ class Table:
         self.seating = Seating(reserved_seats)
         self.seats = self.seating.seats  # the same list: the seats' state, owned here
         self._absences = Absences(self.seating, grace)
+        self._sign_wait = sign_wait  # seconds of connected time a seat has to countersign (14.8)
         self._replay = JournalReplay(journal)
         self.hidden = False  # the match deals with hidden hands, fixed once both seats are known (PROTOCOL.md 15.15)
         # The host's own offer: at `basra serve`, where neither seat is the host's, `--deal commit-reveal` withdraws it.
@@ -525,7 +527,7 @@ class Table:
         Taken in the order they come: at a `basra serve` table both seats sign, each as soon as it reads what the host signed.
         """
         while owed := tuple(seat for seat, entry in enumerate(self.seats) if ChannelSigning.owed(entry)):
-            owing = Owing(owed, SIGN_WAIT, Termination.UNSIGNED, lambda seat: "did not countersign")
+            owing = Owing(owed, self._sign_wait, Termination.UNSIGNED, lambda seat: "did not countersign")
             seat, sig = await self._next_from_any(owed, Sig, self._countersignature, owing)
             self._replay.write(sig_record(seat, sig))
 

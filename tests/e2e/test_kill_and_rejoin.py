@@ -27,10 +27,10 @@ import pytest
 import trio
 
 from basra_net.match_files import RESUME_FILE, ResumeTickets
-from basra_net.protocol import transcript
 from basra_net.protocol.messages import Message
 
 from ..resilience.test_interruptions import Run, listening, start
+from ..resilience.test_interruptions import records as _records
 from .lagging_relay import LaggingRelay
 from .processes import basra_command, finish, free_port, start_basra, wait_for_line
 from .terminals import Terminal, needs_tmux, terminal_env
@@ -90,13 +90,6 @@ MOMENTS = {
     # The commit-reveal deal: the player's seed for game 1 went out, its deal had not come.
     "after its seed": Moment(_sent("seed"), _lacks("deal", 1, hand_no=1), 1),
 }
-
-
-def _records(path: Path) -> Records:
-    try:
-        return transcript.parse(path.read_bytes()).records
-    except (OSError, transcript.TranscriptError):
-        return []  # not written yet, or caught between the two halves of a write
 
 
 async def _when(moment: Moment, path: Path) -> None:

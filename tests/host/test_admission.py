@@ -14,6 +14,7 @@ from basra_net.host.admission import Admission, code_strength_bits, GENERATED_CO
 from basra_net.host.limits import (
     CODE_FORGET_AFTER,
     CODE_LOCKOUT_MAX,
+    CROWDED_HANDSHAKES,
     FIRST_BYTES_TIMEOUT,
     GUESS_BURST,
     GUESS_RESERVE,
@@ -24,7 +25,7 @@ from basra_net.host.limits import (
     HandshakeGate,
     network_prefix,
 )
-from basra_net.host.seat_link import CLOSE_LINGER, serve_connection
+from basra_net.host.seat_link import CLOSE_LINGER, HANDSHAKE_TIMEOUT, serve_connection
 from basra_net.protocol.connection import ClientConnection
 from basra_net.protocol.errors import BUSY, TABLE_FULL, TIMEOUT, WRONG_CODE
 from basra_net.protocol.framing import encode_frame
@@ -129,14 +130,57 @@ def _pair() -> tuple[trio.SocketStream, trio.SocketStream]:
     return trio.SocketStream(a), trio.SocketStream(b)
 
 
-async def test_a_connection_that_sends_nothing_for_a_second_is_let_go(autojump_clock):
+def crowded() -> Admission:
+    """A host with as many other connections in their handshake as make it crowded, each from a network of its own."""
+    admission = Admission()
+    for n in range(CROWDED_HANDSHAKES - 1):
+        admission.gate.enter(f"10.{n}.0.1")
+    return admission
+
+
+async def test_at_a_crowded_host_a_connection_that_sends_nothing_for_a_second_is_let_go(autojump_clock):
+    host_end, peer = _pair()
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_once, crowded(), host_end)
+        error = await _read_error(peer)
+    assert error is not None and error.code == TIMEOUT
+    assert trio.current_time() - start == pytest.approx(FIRST_BYTES_TIMEOUT)
+
+
+async def test_at_a_quiet_host_a_connection_that_sends_nothing_is_let_go_at_the_handshakes_deadline(autojump_clock):
     host_end, peer = _pair()
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_serve_once, Admission(), host_end)
         error = await _read_error(peer)
     assert error is not None and error.code == TIMEOUT
-    assert trio.current_time() - start == pytest.approx(FIRST_BYTES_TIMEOUT)
+    assert trio.current_time() - start == pytest.approx(HANDSHAKE_TIMEOUT)
+
+
+async def test_at_a_quiet_host_a_client_whose_first_bytes_come_seconds_late_is_answered(autojump_clock):
+    """A player on a loaded machine, resuming its seat, say: its hello, sent 3 s after it connected, is read."""
+    host_end, peer = _pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_once, Admission(), host_end)
+        await trio.sleep(3 * FIRST_BYTES_TIMEOUT)
+        await peer.send_all(encode_frame(to_wire(hello())))
+        error = await _read_error(peer)
+    assert error is not None and error.code == TABLE_FULL  # the hello was read: the seat is what was missing
+
+
+async def test_a_silent_connection_is_let_go_within_a_second_of_the_host_becoming_crowded(autojump_clock):
+    host_end, peer = _pair()
+    admission = Admission()
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_once, admission, host_end)
+        await trio.sleep(1.5 * FIRST_BYTES_TIMEOUT)
+        for n in range(CROWDED_HANDSHAKES - 1):  # a crowd arrives
+            admission.gate.enter(f"10.{n}.0.1")
+        error = await _read_error(peer)
+    assert error is not None and error.code == TIMEOUT
+    assert trio.current_time() - start == pytest.approx(2 * FIRST_BYTES_TIMEOUT)
 
 
 async def test_a_connection_that_has_started_its_hello_is_not_let_go_after_a_second(autojump_clock):

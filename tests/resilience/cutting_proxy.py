@@ -9,17 +9,26 @@ processes at a chosen moment of the match: for at most the hold's seconds,
 or until the test calls release() once what it did has taken effect (a
 process it signalled has exited), which a loaded machine cannot outrun.
 cut_now() drops the link at once, for as long as the test says.
+
+Over TLS (``keylog`` given: the file the host writes its session secrets
+to) the proxy reads the frames from outside the TLS (tls_frames.py) and
+forwards whole records: a mark holds after the record that completes its
+frame, and a cut before a chosen frame, which would need the record cut
+apart, is not offered.
 """
 
 from __future__ import annotations
 
+import math
 import socket
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
-import msgpack
 import trio
+
+from .tls_frames import CLIENT_SECRETS, SERVER_SECRETS, PlainFrames, TlsFrames, TlsSession
 
 TO_PLAYER, TO_HOST = "to_player", "to_host"
 # Seconds a Mark holds the link for a person's keys: q, the question and y land well within them, so that the
@@ -56,6 +65,7 @@ class CuttingProxy:
     upstream_port: int
     cuts: list[Cut] = field(default_factory=list)
     marks: list[Mark] = field(default_factory=list)
+    keylog: Path | None = None  # TLS: the host's key log; None: plain TCP
     seen: dict[tuple[str, str], int] = field(default_factory=dict)
     connections: int = 0
     cuts_made: int = 0
@@ -79,9 +89,14 @@ class CuttingProxy:
             return
         cut = trio.Event()
         self._links.add(cut)
+        if self.keylog is None:
+            to_host, to_player = PlainFrames(), PlainFrames()
+        else:
+            session = TlsSession(self.keylog)
+            to_host, to_player = TlsFrames(session, CLIENT_SECRETS), TlsFrames(session, SERVER_SECRETS)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._pump, player, host, TO_HOST, cut)
-            nursery.start_soon(self._pump, host, player, TO_PLAYER, cut)
+            nursery.start_soon(self._pump, player, host, TO_HOST, to_host, cut)
+            nursery.start_soon(self._pump, host, player, TO_PLAYER, to_player, cut)
             await cut.wait()
             nursery.cancel_scope.cancel()
         self._links.discard(cut)
@@ -95,6 +110,7 @@ class CuttingProxy:
     _held_until = 0.0
 
     def __post_init__(self) -> None:
+        assert self.keylog is None or not self.cuts, "a cut before a frame needs the frames whole: plain TCP"
         self._links: set[trio.Event] = set()
         self._released = trio.Event()  # set by release(): the hold is over before its time
         self.chosen_seen: dict[int, int] = {}  # frames each cut with a ``when`` has accepted so far
@@ -128,39 +144,62 @@ class CuttingProxy:
         self.chosen_seen[id(cut)] = self.chosen_seen.get(id(cut), 0) + 1
         return cut.nth == self.chosen_seen[id(cut)]
 
-    async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, cut: trio.Event) -> None:
-        buffer = b""
-        try:
-            while True:
-                data = await source.receive_some(65536)
-                if not data:
-                    cut.set()
-                    return
-                buffer += data
-                while len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big"):
-                    size = 4 + int.from_bytes(buffer[:4], "big")
-                    frame, buffer = buffer[:size], buffer[size:]
-                    message = msgpack.unpackb(frame[4:], raw=False)
-                    kind = message.get("type")
-                    key = (direction, kind)
-                    self.seen[key] = self.seen.get(key, 0) + 1
-                    chosen = next((c for c in self.cuts if self._due(c, direction, message)), None)
-                    if chosen is not None:
-                        self.cuts.remove(chosen)
-                        self.cuts_made += 1
-                        self._reset_next = chosen.reset
-                        self._dark_until = trio.current_time() + chosen.blackout
-                        if chosen.half:
-                            await sink.send_all(frame[: len(frame) // 2])
-                        cut.set()
+    async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, frames: PlainFrames | TlsFrames,
+                    cut: trio.Event) -> None:
+        """Forward one direction's units whole.  What the source sends is read as it comes, held or not, and
+        forwarded before its end cuts the link: a peer that sends its last frames during a hold and exits (a host
+        that reveals its game as it leaves) has them delivered, as a network would, and a reset its exit sends
+        cannot throw them away unread."""
+        units_in, units = trio.open_memory_channel[tuple[bytes, list[dict]]](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read_units, source, frames, units_in)
+            try:
+                async for raw, messages in units:
+                    if not await self._forward(raw, messages, sink, direction, cut):
                         return
-                    await self._until_released()
-                    await sink.send_all(frame)
-                    mark = next((m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])), None)
-                    if mark is not None:
-                        self.marks.remove(mark)
-                        self._held_until = trio.current_time() + mark.hold
-                        self._released = trio.Event()
-                        mark.reached.set()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            cut.set()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # the sink is gone: its own direction's end cuts the link, once what it sent is through
+            else:
+                cut.set()  # the source ended, and all it sent is through
+
+    @staticmethod
+    async def _read_units(source: trio.SocketStream, frames: PlainFrames | TlsFrames,
+                          units: trio.MemorySendChannel[tuple[bytes, list[dict]]]) -> None:
+        async with units:
+            try:
+                while data := await source.receive_some(65536):
+                    frames.feed(data)
+                    while (unit := await frames.next_unit()) is not None:
+                        units.send_nowait(unit)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # a reset: what was read before it still goes through
+
+    async def _forward(self, raw: bytes, messages: list[dict], sink: trio.SocketStream, direction: str, cut: trio.Event) -> bool:
+        """Send one unit on, after any hold; False where a cut falls on it instead."""
+        reached = []
+        for message in messages:
+            kind = message.get("type")
+            key = (direction, kind)
+            self.seen[key] = self.seen.get(key, 0) + 1
+            chosen = next((c for c in self.cuts if self._due(c, direction, message)), None)
+            if chosen is not None:  # plain TCP: the unit is this one frame
+                self.cuts.remove(chosen)
+                self.cuts_made += 1
+                self._reset_next = chosen.reset
+                self._dark_until = trio.current_time() + chosen.blackout
+                if chosen.half:
+                    await sink.send_all(raw[: len(raw) // 2])
+                cut.set()
+                return False
+            reached += [m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])]
+        await self._until_released()
+        if reached:
+            # The hold begins before the unit goes: what the other side sends once it has it waits.
+            for mark in reached:
+                self.marks.remove(mark)
+            self._held_until = trio.current_time() + max(mark.hold for mark in reached)
+            self._released = trio.Event()
+        await sink.send_all(raw)
+        for mark in reached:
+            mark.reached.set()
+        return True

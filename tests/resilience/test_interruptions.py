@@ -1,17 +1,22 @@
 """The table of interruptions in README ("When the connection drops, or a machine crashes"), cell by cell.
 
 Real `basra host` and `basra join` processes, headless (`--auto`), over
-loopback; the joining player's connection goes through the cutting proxy,
-whose marks say when the match has reached the chosen moment (and hold the
-traffic there for a moment, so that the processes are caught in it).  Then
-the event: a process killed and started again, a Ctrl-C, or the network cut.
-Each cell ends one of two ways: the match resumes and both transcripts
-verify, or both sides end with the exit status and the one-line reason
-README gives.  No output may hold a traceback.
+loopback, each cell first at README's own table (TLS, a join code, hidden
+hands) and then over plain TCP; the joining player's connection goes
+through the cutting proxy, whose marks say when the match has reached the
+chosen moment and hold the traffic there, so that the processes are caught
+in it.  Over TLS the proxy stays outside the connection, which a join code
+binds to the host's key, and reads its frames with the secrets the host
+writes to a key log (tls_frames.py).  Then the event: a process killed and
+started again, a Ctrl-C, or the network cut.  Each cell ends one of two
+ways: the match resumes and both transcripts verify, or both sides end with
+the exit status and the one-line reason README gives.  No output may hold a
+traceback.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -23,9 +28,11 @@ import trio
 
 from basra_net.client.session import RECONNECT_MAX_DELAY
 from basra_net.protocol import transcript
+from basra_net.protocol.messages import Message
 
 from ..e2e.processes import basra_command, free_port
-from .cutting_proxy import KEYS_HOLD, TO_HOST, TO_PLAYER, CuttingProxy, Mark
+from .cutting_proxy import TO_HOST, TO_PLAYER, CuttingProxy, Mark
+from .tls_frames import KEYLOG_SITE
 
 CELL_DEADLINE = 180  # seconds; a cell takes 2 to 12 on a quiet machine, and several times that on a busy one
 GRACE = 2.0  # the host's grace period in seconds, but where the cell is a cut shorter than the grace
@@ -37,6 +44,12 @@ HOLD = 1.5  # seconds the proxy holds the traffic at the moment reached
 # A killed join is started again, which on two cores busy with several test runs takes over 10 s: its seat is
 # held as long.  Only a cell in which no one comes back waits a grace out.
 RESTART_GRACE = max(2 * RECONNECT_MAX_DELAY, 60.0)
+CODE = "K7M-2QX"
+# The table's configuration: README's own first, then the variant.
+TABLES = {
+    "coded TLS": ("--code", CODE, "--no-announce"),
+    "plain": ("--plain",),
+}
 
 
 @dataclass
@@ -79,6 +92,21 @@ async def listening(port: int) -> None:
             continue
         await stream.aclose()
         return
+
+
+def records(path: Path) -> list[tuple[str, Message]]:
+    """What a transcript holds so far: it is written as the match goes."""
+    try:
+        return transcript.parse(path.read_bytes()).records
+    except (OSError, transcript.TranscriptError):
+        return []  # not written yet, or caught between the two halves of a write
+
+
+async def recorded(path: Path, mark: Mark) -> None:
+    """Until the transcript at ``path`` holds the mark's message: that process has taken the moment."""
+    sender = "host" if mark.direction == TO_PLAYER else "guest"
+    while sum(1 for who, message in records(path) if (who, message.TYPE) == (sender, mark.kind)) < mark.nth:
+        await trio.sleep(0.01)
 
 
 def verified(env: dict[str, str], path: Path, *, finished: bool = True) -> None:
@@ -169,30 +197,42 @@ CELLS = [
 TARGETS = {moment: 151 for moment in MOMENTS if moment.startswith(("game end", "between games"))}
 
 
-@pytest.mark.parametrize("moment,event,guest_bot,host_bot,outcome", CELLS, ids=[f"{m}-{e}".replace(", ", "-").replace(" ", "_").replace("'", "") for m, e, *_ in CELLS])
-async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both_sides(tmp_path, moment, event, guest_bot, host_bot, outcome):
+CELL_IDS = [f"{m}-{e}".replace(", ", "-").replace(" ", "_").replace("'", "") for m, e, *_ in CELLS]
+
+
+@pytest.mark.parametrize("moment,event,guest_bot,host_bot,outcome", CELLS, ids=CELL_IDS)
+@pytest.mark.parametrize("table", list(TABLES), ids=[table.replace(" ", "_") for table in TABLES])
+async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both_sides(tmp_path, table, moment, event, guest_bot, host_bot,
+                                                                                      outcome):
     env = dict(os.environ, BASRA_HOME=str(tmp_path / "home"), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    keylog = tmp_path / "keys.log" if table == "coded TLS" else None
+    # Only the host logs its secrets: it writes each before it sends under it, so the proxy never waits on the player.
+    host_env = env if keylog is None else dict(env, SSLKEYLOGFILE=str(keylog), PYTHONPATH=os.pathsep.join(
+        [str(KEYLOG_SITE), *filter(None, [os.environ.get("PYTHONPATH")])]))
     port = free_port()
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
     grace = 4 * SHORT_CUT if event == "cut 5 s" else RESTART_GRACE if event.startswith("kill") else GRACE
-    common = ("--plain", "--bind", "127.0.0.1", "--port", str(port), "--grace", str(grace))
+    common = (*TABLES[table], "--bind", "127.0.0.1", "--port", str(port), "--grace", str(grace))
+    code = ("--code", CODE) if "--code" in TABLES[table] else ()
+    transport = ("--plain",) if "--plain" in TABLES[table] else ()
     target = str(TARGETS.get(moment, 1))
     mark = MOMENTS[moment]()
     deal = ("--deal", "commit-reveal") if moment.endswith("commit-reveal") else ()
-    if event.startswith("kill") or event.startswith("ctrl-c") and outcome != "resumes":
-        # The moment is held until the process has acted on the signal (the hold released once it has ended), for
-        # a loaded machine can take longer than HOLD to deliver one.  In README's narrow case ("between games,
-        # commit-reveal", Ctrl-C at the host) the guest's seed would otherwise reach the host first.  A Ctrl-C that
-        # changes nothing (at the match's end) keeps HOLD: the host still takes the guest's last countersignature,
-        # and a link held past its 5 s to do so after a Ctrl-C is another case.
-        mark.hold = KEYS_HOLD
+    held_until_ended = event.startswith("kill") or event.startswith("ctrl-c") and outcome != "resumes"
+    if held_until_ended:
+        # The moment is held until the process has acted on the signal (the hold released once it has ended), however
+        # long a loaded machine takes to deliver it.  In README's narrow case ("between games, commit-reveal", Ctrl-C at
+        # the host) the guest's seed would otherwise reach the host first.  A Ctrl-C that changes nothing (at the match's
+        # end) keeps HOLD: the host still takes the guest's last countersignature, and a link held past its 5 s to do so
+        # after a Ctrl-C is another case.
+        mark.hold = math.inf
     with trio.fail_after(CELL_DEADLINE):
         async with trio.open_nursery() as nursery:
-            host = await start(nursery, env, "host", "--auto", host_bot, "--target", target, "--transcript", str(host_file), *common)
+            host = await start(nursery, host_env, "host", "--auto", host_bot, "--target", target, "--transcript", str(host_file), *common)
             await listening(port)
-            proxy = CuttingProxy(port, marks=[mark])
+            proxy = CuttingProxy(port, marks=[mark], keylog=keylog)
             proxy_port = await nursery.start(proxy.serve)
-            join_args = ("join", f"127.0.0.1:{proxy_port}", "--plain", "--transcript", str(guest_file), *deal)
+            join_args = ("join", f"127.0.0.1:{proxy_port}", *transport, *code, "--transcript", str(guest_file), *deal)
             join = await start(nursery, env, *join_args, "--auto", guest_bot)
             await mark.reached.wait()
             if event == "kill join":
@@ -202,15 +242,16 @@ async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both
             elif event == "kill host":
                 host.process.kill()
                 await released_once_ended(proxy, host)
-                host = await start(nursery, env, "host", "--resume", "--auto", "greedy", *common)
+                host = await start(nursery, host_env, "host", "--resume", "--auto", "greedy", *common)
             elif event == "ctrl-c join":
-                await trio.sleep(0.3)
+                await recorded(guest_file, mark)
                 join.process.send_signal(signal.SIGINT)
-                await released_once_ended(proxy, join)
+                await released_once_ended(proxy, join)  # a Ctrl-C that ends the match (every one at the guest)
             elif event == "ctrl-c host":
-                await trio.sleep(0.3)
+                await recorded(host_file, mark)
                 host.process.send_signal(signal.SIGINT)
-                await released_once_ended(proxy, host)
+                if held_until_ended:
+                    await released_once_ended(proxy, host)
             else:
                 proxy.cut_now(SHORT_CUT if event == "cut 5 s" else LONG_CUT)
             (host_code, host_out), (join_code, join_out) = await host.ended(), await join.ended()
@@ -220,10 +261,9 @@ async def test_an_interruption_ends_in_a_resumed_match_or_a_clear_ending_on_both
 
 
 async def released_once_ended(proxy: CuttingProxy, run: Run) -> None:
-    """The proxy's hold ends once the process signalled has ended, or when the hold runs out: a process the
-    signal leaves running (the host that still owes the match's end) waits on the held link."""
-    with trio.move_on_after(KEYS_HOLD):
-        await run.done.wait()
+    """The proxy's hold on the moment ends once the process killed or sent Ctrl-C has ended: a Ctrl-C gives the
+    process 5 s to leave politely, which the hold does not shorten, however slow the machine."""
+    await run.done.wait()
     proxy.release()
 
 
