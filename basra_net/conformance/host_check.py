@@ -342,7 +342,7 @@ class Seat:
             await self.answer(message)
 
     async def answer(self, message: Message) -> None:
-        reply = honest_answer(message, self.connection.open_request)
+        reply = honest_answer(message, self.connection.match.open_request)
         if reply is not None:
             await self.send(reply)
         elif isinstance(message, Error):
@@ -505,7 +505,7 @@ async def _play_match(seat: Seat) -> None:
     async def resume() -> str:
         turn = await _first_pending_or(seat, YourTurn)
         assert isinstance(turn, YourTurn) and seat.wire is not None and seat.welcome is not None
-        while seat.connection.open_request != turn.request:
+        while seat.connection.match.open_request != turn.request:
             turn = await seat.until(YourTurn)
         move = turn.moves[0]
         await seat.send(Play(turn.request, move.card, move.captures))

@@ -190,7 +190,7 @@ class SignedSeat:
 
     @property
     def hidden(self) -> bool:
-        return self.connection.hidden
+        return self.connection.match.hidden
 
     # --- the wire -------------------------------------------------------------------------
 
@@ -332,7 +332,7 @@ class SignedSeat:
     async def answer(self, message: Message) -> None:
         if isinstance(message, MatchEnd):
             self.end = message
-        elif (reply := honest_answer(message, self.connection.open_request)) is not None:
+        elif (reply := honest_answer(message, self.connection.match.open_request)) is not None:
             await self.send(reply)
         elif isinstance(message, Sig):
             if self.countersigns:
@@ -358,7 +358,7 @@ class SignedSeat:
                 self.party.deal(message)
                 return
             elif isinstance(message, HiddenTurn):
-                if self.connection.open_request == message.request:
+                if self.connection.match.open_request == message.request:
                     move = self.party.turn(message)[0]
                     await self._step(self.party.play(message.request, message.options, move))
                 return
@@ -597,7 +597,7 @@ class Version2Checks:
         seat = table.faulty
 
         async def not_dealt() -> str:
-            turn = await seat.play_until(lambda m: isinstance(m, HiddenTurn) and seat.connection.open_request == m.request)
+            turn = await seat.play_until(lambda m: isinstance(m, HiddenTurn) and seat.connection.match.open_request == m.request)
             assert isinstance(turn, HiddenTurn)
             wrong = _from_the_other_seat(seat, turn)
             theirs = wrong.position
@@ -743,7 +743,7 @@ class OneSeatMatch:
     async def open_turn(self) -> YourTurn | HiddenTurn:
         """Play on until a request to act is open for the seat."""
         seat = self.seat
-        turn = await seat.play_until(lambda m: isinstance(m, (YourTurn, HiddenTurn)) and seat.connection.open_request == m.request)
+        turn = await seat.play_until(lambda m: isinstance(m, (YourTurn, HiddenTurn)) and seat.connection.match.open_request == m.request)
         assert isinstance(turn, (YourTurn, HiddenTurn))
         return turn
 

@@ -22,7 +22,7 @@ from basra_net.client.verify_file import verify_file
 from basra_net.engine.events import Move
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol import errors, messages
-from basra_net.protocol.connection import SENT_AGAIN, ClientConnection, HostConnection
+from basra_net.protocol.connection import SENT_AGAIN, ClientConnection, HostConnection, HostMatch
 from basra_net.protocol.framing import FrameDecoder, decode_body, encode_frame
 from basra_net.protocol.messages import Error, Hello, Message, Welcome, from_wire, to_wire
 from basra_net.protocol.text import REFUSED_CATEGORIES, UNICODE_VERSION, is_name, is_printable
@@ -267,12 +267,7 @@ def replay(frames: list[tuple[str, bytes]]) -> tuple[HostConnection, ClientConne
         assert target.next_event() == message
         assert target.next_event() is None
         if isinstance(message, Welcome) and earlier is not None:
-            host.restore(
-                open_request=earlier.open_request,
-                answered_request=earlier.answered_request,
-                awaiting_seed=earlier.awaiting_seed,
-                seed_taken=earlier.seed_taken,
-            )
+            host.restore(earlier.match)
             earlier, resent = None, client.resend()
     assert not resent, "the client sent again less than it should"
     return host, client
@@ -399,8 +394,8 @@ def test_a_refused_play_then_a_cut_walks_through_as_section_5_8_says():
     client_says(Hello((1,), "Layla", bytes(32)))
     host_says(Welcome(1, 1, match_id, key, "egyptian", 101, token, 0))
     host_says(messages.MatchStart(("Sam", "Layla")))
-    host.awaiting_seed = None
-    client.seed_sent_for = client.commit_for = 1  # game 1's seed exchange is over
+    host.match.awaiting_seed = None
+    client.match.seed_sent_for = client.match.commit_for = 1  # game 1's seed exchange is over
     host_says(messages.Deal(1, 1, 0, (51, 1, 2, 3), (17, 18, 19, 20), 40, (), 1))
     moves = (Move(51, (), "drop"),)
     host_says(messages.YourTurn(41, moves))
@@ -413,10 +408,10 @@ def test_a_refused_play_then_a_cut_walks_through_as_section_5_8_says():
     client.begin_resume(token)
     client_says(Hello((1,), "Layla", bytes(range(32)), token=token, received=client.received))
     host_says(Welcome(1, 1, match_id, key, "egyptian", 101, token, client.received))
-    host.restore(open_request=earlier.open_request, answered_request=earlier.answered_request, awaiting_seed=None, seed_taken=None)
+    host.restore(HostMatch(open_request=earlier.match.open_request, answered_request=earlier.match.answered_request))
     host.receive_data(client.resend())  # step 2: play 41 again
     assert host.next_event() is None, "the repeated refused play is dropped silently"
-    assert client.open_request == 42, "request 42 stays open through the cut"
+    assert client.match.open_request == 42, "request 42 stays open through the cut"
     assert client_says(raw_play(42)) == raw_play(42)  # step 3
 
 
