@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     as_client.add_argument("--code", type=_code, metavar="CODE", help="the host's join code, to check its refusals and lockout")
     as_client.add_argument("--exec", metavar="COMMAND",
                            help="start the host under test with this command for each match ({port} is replaced by the address's port); "
-                           "without it, a host that plays one match is checked in version 1 only")
+                           "without it, a host that plays one match plays one match in version 2, and the cases that need a match of their own are skipped")
     as_client.add_argument("--sign-wait", type=float, default=None, metavar="SECONDS",
                            help="how long the host waits for a countersignature or a step of the hidden deal "
                            "(PROTOCOL.md 14.8 and 15.15: 40); 0 leaves those cases out")

@@ -11,11 +11,15 @@ time (time.process_time) is charged to whoever does it:
                      (at `basra host` the host's player is the referee: seat 0's figure)
 
 The rules engine's own time is not counted.  Then the cost of each group
-operation, the bytes the deal adds to a game, and what each party's
-signature of its steps (PROTOCOL.md 15.17) costs a game: whole games of the
-referee and two parties over their messages (tests/protocol/hidden_table.py),
-each step signed by its party and checked by the referee and the other
-party, the CPU of those signatures and checks alone.  Reproduce with:
+operation; the referee's floor, the group operations it makes in a game
+(counted by wrapping libsodium's bindings), which every referee of this
+deal must make, each at its cost timed right after each game, and the
+referee's CPU per game over it; the bytes the deal adds to a game; and what each
+party's signature of its steps (PROTOCOL.md 15.17) costs a game: whole
+games of the referee and two parties over their messages
+(tests/protocol/hidden_table.py), each step signed by its party and checked
+by the referee and the other party, the CPU of those signatures and checks
+alone.  Reproduce with:
 
     python benchmarks/hidden_deal.py --games 20
 """
@@ -97,6 +101,14 @@ class CountingTally(CpuTally):
             setattr(sodium, name, getattr(sodium, name).original)
 
 
+# The cost operation_costs() measures for each operation counted.
+OPERATION_COSTS = {
+    "multiplications": "scalar multiplication (noclamp, checks its point)",
+    "base multiplications": "base-point multiplication",
+    "point validations": "point validation (is_valid_point)",
+}
+
+
 def per_call_us(call, repeat: int) -> float:
     start = time.process_time()
     for _ in range(repeat):
@@ -132,6 +144,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     per_game: dict[str, list[float]] = {who: [] for who in WHO}
     proofs = set()
+    costs_after_game: list[dict[str, float]] = []
     for game in range(1, args.games + 1):
         tally = CpuTally()
         record = play_hidden_game(GameContext(os.urandom(16), game), (game + 1) % 2,
@@ -139,6 +152,8 @@ def main() -> None:
         proofs.add(record.proofs_made)
         for who in WHO:
             per_game[who].append(tally.seconds[who] * 1000)
+        # Timed right after each game, as the machine's speed then was: the floor's costs, for the ratio to it.
+        costs_after_game.append(operation_costs(30))
     counter = CountingTally()
     try:
         play_hidden_game(GameContext(os.urandom(16), 1), 0, (os.urandom, os.urandom), rng, counter)
@@ -154,8 +169,15 @@ def main() -> None:
         print(f"  {who:8} " + ", ".join(f"{n} {label}" for label, n in counter.calls[who].items()))
 
     print(f"\nGroup operations, µs each [CPU check: {cpu_check():,.0f} engine plays/s]:")
-    for name, us in operation_costs(300).items():
+    costs = operation_costs(300)
+    for name, us in costs.items():
         print(f"  {name:52} {us:7.1f}")
+    floors = [sum(n * after[OPERATION_COSTS[label]] for label, n in counter.calls["referee"].items()) / 1000
+              for after in costs_after_game]
+    ratios = sorted(referee / floor for referee, floor in zip(per_game["referee"], floors))
+    print(f"\nThe referee's floor: its group operations alone, as counted above, each at its cost timed right after"
+          f" each game: median {statistics.median(floors):.1f} ms a game; the referee's CPU per game over it, median"
+          f" {statistics.median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f}; target at most 1.5)")
 
     step = POINT_SIZE + PROOF_SIZE
     per_game_bytes = 2 * POINT_SIZE + 2 * DECK_SIZE * POINT_SIZE + 2 * DECK_SIZE * step + 2 * SCALAR_SIZE

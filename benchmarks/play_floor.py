@@ -36,7 +36,12 @@ and signature frames, pings, transcripts, limits and every error path.  So
 its figure is a floor: a host that does more cannot cost less.
 
 The same client process drives it, with the journal and without (as
-`basra serve --no-journal`: no records, no commits), and two relays over the
+`basra serve --no-journal`: no records, no commits), laid out as the host
+lays out its own work ("floor in trio": a trio task reading each seat with
+the host's wait, one committer task, the same work and journal; what trio's
+tasks, waits and wake-ups cost on their own; and "floor in trio, commit
+thread", whose commits go to the journal's thread as `basra serve`'s do on
+a disk whose syncs take over 2 ms), and two relays over the
 same number of loopback connections, one message in flight per table, as
 load.py does:
 benchmarks/relay.py itself (trio streams, the floor issue 12's ratio is
@@ -46,7 +51,7 @@ relayed frame with the next frame.  It prints the machine's CPU check
 (load.py's engine plays/s), then for each table count each server's CPU per
 play (utime+stime from /proc over the window, divided by the plays the
 client saw answered) and plays a second, the medians, and the floor's ratio
-to each relay.
+to each relay and that of the floor in trio to the floor.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: another checkout may be timed
 
 import msgpack  # noqa: E402
+import trio  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
 from basra_net.engine import Match, Move  # noqa: E402
@@ -148,17 +154,25 @@ class FloorTable:
             self._ask()
 
 
-def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None, commit_every: float) -> None:
-    """The floor's server; with no journal_path, as `basra serve --no-journal`: no records, no commits."""
+def seat_tables(
+    listener: socket.socket, tables: int, journal: list[bytes] | None
+) -> tuple[list[tuple[socket.socket, socket.socket]], dict[int, tuple[FloorTable, int]], dict[int, list[bytes]]]:
+    """Every table's connections, the table and seat of each descriptor, and each descriptor's frames to write."""
     owner: dict[int, tuple[FloorTable, int]] = {}
     out: dict[int, list[bytes]] = {}
-    pending: list[bytes] = []
     pairs = accept_pairs(listener, tables)
     for number, (first, second) in enumerate(pairs, start=1):
         fds = [first.fileno(), second.fileno()]
         out[fds[0]], out[fds[1]] = [], []
-        table = FloorTable(number, fds, pending if journal_path is not None else None, out)
+        table = FloorTable(number, fds, journal, out)
         owner[fds[0]], owner[fds[1]] = (table, 0), (table, 1)
+    return pairs, owner, out
+
+
+def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None, commit_every: float) -> None:
+    """The floor's server; with no journal_path, as `basra serve --no-journal`: no records, no commits."""
+    pending: list[bytes] = []
+    pairs, owner, out = seat_tables(listener, tables, pending if journal_path is not None else None)
     poller, decoders = _poll_all(pairs)
     journal = JournalWriter.create(journal_path, {"type": "header"}) if journal_path is not None else None
     _flush(journal, pending, out)
@@ -182,6 +196,68 @@ def serve_floor(listener: socket.socket, tables: int, journal_path: Path | None,
         if due is not None and time.monotonic() >= due:
             _flush(journal, pending, out)
             due = None
+
+
+async def serve_floor_in_trio(listener: socket.socket, tables: int, journal_path: Path, commit_thread: bool) -> None:
+    """The floor's work laid out as the host lays out its own: trio, a task reading each seat, a committer task.
+
+    Each seat's task waits for its socket as the host's wire does (``wait_readable``, one ``os.read``) and
+    takes what it read at once; the committer task writes and fsyncs every record queued meanwhile, in the
+    loop's own thread, then writes each seat's frames: the floor's work plus the cost of trio's tasks,
+    waits and wake-ups alone, without the host's outboxes, checks, liveness or seating.  With
+    ``commit_thread`` each commit's write and fsync go to the thread `basra serve` hands them to on a disk
+    whose syncs take over SLOW_SYNC on average, and the tables go on meanwhile.
+    """
+    from basra_net.host.serve_journal import CommitThread  # here: a checkout timed before it had one runs the other ways
+
+    pending: list[bytes] = []
+    pairs, owner, out = seat_tables(listener, tables, pending)
+    journal = JournalWriter.create(journal_path, {"type": "header"})
+    work = trio.Event()
+
+    async def read_seat(sock: socket.socket) -> None:
+        nonlocal work
+        sock.setblocking(False)
+        fd, decoder = sock.fileno(), FrameDecoder()
+        table, seat = owner[fd]
+        while True:
+            await trio.lowlevel.wait_readable(sock)
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not data:
+                nursery.cancel_scope.cancel()  # the client is done
+                return
+            decoder.feed(data)
+            while (body := decoder.next_body()) is not None:
+                table.take(seat, body)
+            work.set()
+
+    async def commit() -> None:
+        nonlocal work
+        thread = CommitThread() if commit_thread else None
+        while True:
+            await work.wait()
+            work = trio.Event()
+            if thread is None:
+                _flush(journal, pending, out)
+                continue
+            records, ready = pending[:], {}
+            pending.clear()
+            for fd, frames in out.items():
+                if frames:
+                    ready[fd], out[fd] = frames, []
+            if records:
+                await thread.run(journal.append_encoded, records)
+            _flush(None, [], ready)
+
+    _flush(journal, pending, out)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(commit)
+        for pair in pairs:
+            for sock in pair:
+                nursery.start_soon(read_seat, sock)
 
 
 def accept_pairs(listener: socket.socket, tables: int) -> list[tuple[socket.socket, socket.socket]]:
@@ -256,6 +332,9 @@ def server_main(way: str, port_file: str, tables: int, commit_every: float) -> N
         if way == "floor":
             with tempfile.TemporaryDirectory(prefix="basra-floor-") as folder:
                 serve_floor(listener, tables, Path(folder) / "floor.journal", commit_every)
+        elif way in ("floor-trio", "floor-trio-thread"):
+            with tempfile.TemporaryDirectory(prefix="basra-floor-") as folder:
+                trio.run(serve_floor_in_trio, listener, tables, Path(folder) / "floor.journal", way == "floor-trio-thread")
         elif way == "floor-no-journal":
             serve_floor(listener, tables, None, commit_every)
         else:
@@ -291,11 +370,13 @@ def drive(port: int, pid: int, tables: int, game: bool, frames: list[bytes], war
         for fd in list(socks)[::2]:
             os.write(fd, frames[fd % len(frames)])
     answered = 0
-    start = time.perf_counter()
+    start: float | None = None  # the warm-up counts from the first play answered, not from the connections' start
     marks: list[tuple[float, int]] = []
     while True:
         now = time.perf_counter()
-        if not marks and now - start >= warmup:
+        if start is None:
+            start = now if answered else None
+        elif not marks and now - start >= warmup:
             marks.append((cpu_of(pid), answered))
         elif marks and now - start >= warmup + seconds:
             marks.append((cpu_of(pid), answered))
@@ -348,8 +429,9 @@ def measure(way: str, tables: int, warmup: float, seconds: float, frames: list[b
             server.wait()
 
 
-WAYS = ("floor", "floor, no journal", "relay.py", "epoll relay")
-SERVED = {"floor": "floor", "floor, no journal": "floor-no-journal", "epoll relay": "relay"}
+WAYS = ("floor", "floor in trio", "floor in trio, commit thread", "floor, no journal", "relay.py", "epoll relay")
+SERVED = {"floor": "floor", "floor in trio": "floor-trio", "floor in trio, commit thread": "floor-trio-thread",
+          "floor, no journal": "floor-no-journal", "epoll relay": "relay"}
 
 
 def main() -> int:
@@ -380,11 +462,13 @@ def main() -> int:
         medians = {way: statistics.median(runs) for way, runs in figures.items()}
         for way, runs in figures.items():
             each = ", ".join(f"{run:.1f}" for run in runs)
-            print(f"{tables:4d} tables  {way:17s} server CPU per play: median {medians[way]:6.1f} us ({each});"
+            print(f"{tables:4d} tables  {way:28s} server CPU per play: median {medians[way]:6.1f} us ({each});"
                   f" {statistics.median(rates[way]):,.0f} plays/s", flush=True)
         print(f"{tables:4d} tables  floor / relay.py {medians['floor'] / medians['relay.py']:.2f}"
               f" (no journal {medians['floor, no journal'] / medians['relay.py']:.2f}),"
-              f" floor / epoll relay {medians['floor'] / medians['epoll relay']:.2f}", flush=True)
+              f" floor / epoll relay {medians['floor'] / medians['epoll relay']:.2f},"
+              f" floor in trio / floor {medians['floor in trio'] / medians['floor']:.2f}"
+              f" (commit thread {medians['floor in trio, commit thread'] / medians['floor']:.2f})", flush=True)
     return 0
 
 

@@ -46,7 +46,7 @@ def decoding(connection: HostConnection, plays: int) -> float:
     frame = encode_frame(to_wire(Play(17, 9, (3, 22))))
     start = time.process_time()
     for _ in range(plays):
-        connection.open_request, connection.answered_request = 17, None
+        connection.match.open_request, connection.match.answered_request = 17, None
         connection.receive_data(frame)
         connection.next_event()
     return (time.process_time() - start) / plays

@@ -147,8 +147,8 @@ class Snapshot:
     @classmethod
     def of(cls, connection: HostConnection) -> "Snapshot":
         return cls(
-            connection.hello is not None, connection.awaiting_confirm, connection.seat, connection.awaiting_seed,
-            connection.open_request, connection.closed, connection.answered_request, connection.seed_taken,
+            connection.hello is not None, connection.awaiting_confirm, connection.seat, connection.match.awaiting_seed,
+            connection.match.open_request, connection.closed, connection.match.answered_request, connection.match.seed_taken,
         )
 
 
@@ -237,17 +237,17 @@ class Harness:
     def host_sends_commit(self) -> None:
         # The table commits only from SEATED, never while a request is open.
         connection = self.connection
-        if connection.seated and connection.open_request is None and connection.awaiting_seed is None:
+        if connection.seated and connection.match.open_request is None and connection.match.awaiting_seed is None:
             self.game += 1
             frame = connection.send(Commit(self.game, bytes(32), bytes(64)))
-            assert frame and connection.awaiting_seed == self.game
+            assert frame and connection.match.awaiting_seed == self.game
 
     def host_sends_your_turn(self) -> None:
         connection = self.connection
-        if connection.seated and connection.open_request is None and connection.awaiting_seed is None:
+        if connection.seated and connection.match.open_request is None and connection.match.awaiting_seed is None:
             self.request += 1 + self.fdp.ConsumeIntInRange(0, 3)
             connection.send(YourTurn(self.request, ()))
-            assert connection.open_request == self.request
+            assert connection.match.open_request == self.request
 
     def welcome(self) -> None:
         seat = self.fdp.ConsumeIntInRange(0, 1)
@@ -319,10 +319,10 @@ class Harness:
                 *pick(fdp, ((None, None), (None, None), (bytes(16), 0), (bytes(16), None), (None, 5))),
             )
         if cls is Seed:
-            game = pick(fdp, (connection.awaiting_seed or self.game, self.game, self.game + 1, 1, 1 << 31))
+            game = pick(fdp, (connection.match.awaiting_seed or self.game, self.game, self.game + 1, 1, 1 << 31))
             return Seed(max(game, 1), self.blob(32))
         if cls is Play:
-            request = pick(fdp, (connection.open_request or self.request, self.request, self.request - 1, 0, (1 << 63) - 1))
+            request = pick(fdp, (connection.match.open_request or self.request, self.request, self.request - 1, 0, (1 << 63) - 1))
             captures = tuple(sorted({fdp.ConsumeIntInRange(0, 51) for _ in range(fdp.ConsumeIntInRange(0, 4))}))
             return Play(max(request, 0), fdp.ConsumeIntInRange(0, 51), captures)
         if cls is Error:
@@ -378,7 +378,7 @@ class Harness:
         if cls is HiddenTurn:
             return HiddenTurn(self.request + 1, tuple((Option((), "drop"),) for _ in range(KINDS_OF_CARD)))
         if cls is HiddenPlay:
-            request = pick(fdp, (connection.open_request or self.request, self.request, self.request - 1, 0))
+            request = pick(fdp, (connection.match.open_request or self.request, self.request, self.request - 1, 0))
             return HiddenPlay(max(request, 0), fdp.ConsumeIntInRange(0, 13), 0, fdp.ConsumeIntInRange(0, 51), self.blob(96))
         if cls is Audit:
             return Audit(max(self.game, 1), self.blob(32), fdp.ConsumeIntInRange(0, 8), self.blob(64))

@@ -51,12 +51,18 @@ def run_seat_on_screen(main: Callable[[ScreenPlayer, trio.Event], Awaitable[T]],
 
 
 async def run_until_interrupted(
-    main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0, stop: trio.Event | None = None
+    main: Callable[[trio.Event], Awaitable[T]], grace: float = 5.0, stop: trio.Event | None = None,
+    finishing: Callable[[], bool] = lambda: False,
 ) -> T | None:
     """Run main(stop); the first Ctrl-C sets stop so the seat can leave politely.
 
     A second Ctrl-C, or the grace period running out, cancels main: then the
     result is None.  ``stop`` may be given, for something else to set too.
+    While ``finishing()`` holds there is nothing left to leave (a host whose
+    match is decided, waiting for the other seat to take its end within the
+    table's own bounds): a first Ctrl-C starts no grace then, for cutting
+    that wait would lose the other seat's countersignature of the result;
+    a second still ends main at once.
     """
     stop = trio.Event() if stop is None else stop
     result = None
@@ -70,7 +76,8 @@ async def run_until_interrupted(
                         nursery.cancel_scope.cancel()
                         return
                     stop.set()
-                    nursery.cancel_scope.deadline = trio.current_time() + grace
+                    if not finishing():
+                        nursery.cancel_scope.deadline = trio.current_time() + grace
 
         nursery.start_soon(watch)
         try:

@@ -275,10 +275,10 @@ async def open_browser() -> AsyncIterator[LiveTables]:
             await trio.to_thread.run_sync(close, abandon_on_cancel=True)
 
 
-async def browse(seconds: float = BROWSE_SECONDS) -> list[FoundTable]:
-    """The tables announced on the LAN, after listening for ``seconds``."""
+async def browse(seconds: float | None = None) -> list[FoundTable]:
+    """The tables announced on the LAN, after listening for ``seconds`` (BROWSE_SECONDS, as it is when called)."""
     async with open_browser() as live:
-        with trio.move_on_after(seconds):
+        with trio.move_on_after(BROWSE_SECONDS if seconds is None else seconds):
             await live.follow()
         return sorted(live.tables.values(), key=lambda t: t.instance.casefold())
 

@@ -255,7 +255,7 @@ class ClientSession:
     async def _send(self, message: Message) -> None:
         # The reader task answers pings while the player thinks: one sender at a time.
         async with self._send_lock:
-            if isinstance(message, (Play, HiddenPlay)) and self.connection.open_request != message.request:
+            if isinstance(message, (Play, HiddenPlay)) and self.connection.match.open_request != message.request:
                 return  # the request closed while the player chose (the match ended): nothing to answer
             data = self.connection.send(message)
             self._record(GUEST, message, data)
@@ -272,7 +272,7 @@ class ClientSession:
     @property
     def _resumable(self) -> bool:
         connection = self.connection
-        return self._reconnect is not None and connection.hello_sent and not connection.over and not self._left
+        return self._reconnect is not None and connection.hello_sent and not connection.match.over and not self._left
 
     def _record(self, sender: str, message: Message, frame: bytes | None = None) -> None:
         if not kind_of(message).recorded:
@@ -363,7 +363,7 @@ class ClientSession:
             self._transcript.record(sender, message, frame)
         for note in kept.notes:
             self._transcript.note(note.kind, note.game, note.text)
-        if self.connection.hidden:
+        if self.connection.match.hidden:
             self._take_up_party(records)
 
     @property
@@ -466,7 +466,7 @@ class ClientSession:
                 leave = Leave(reason)
                 data = self.connection.send(leave)
                 self._left = True
-                if not self.connection.over:
+                if not self.connection.match.over:
                     self._record(GUEST, leave)  # the record shows that this seat ended the match
                 await self._try_send_raw(data)
 
@@ -502,7 +502,7 @@ class ClientSession:
             self._fail_deal(problem.game, str(problem), note=kind)
 
     def _result(self, code: int, reason: str) -> SessionResult:
-        return SessionResult(code, reason, self.state, self.transcript_path, done=self.connection.over or self._left)
+        return SessionResult(code, reason, self.state, self.transcript_path, done=self.connection.match.over or self._left)
 
     @property
     def _offered_deals(self) -> frozenset[str]:
@@ -586,7 +586,7 @@ class ClientSession:
                         self._take_signature_of_caught(item[0], _frame(item[1]), caught)
                         continue
                     if isinstance(item, ConnectionClosed):
-                        if self.connection.over:
+                        if self.connection.match.over:
                             # After match_end a seat does not resume (5.8): the record stays without the host's result sig.
                             outcome = "the match is over, but the host's signature of the result never came"
                             self.player.notice(self.state, outcome)
@@ -642,7 +642,7 @@ class ClientSession:
         if isinstance(action, Say):
             await self._say(action.chat)
             return
-        if self.connection.hidden:
+        if self.connection.match.hidden:
             turn = self._hidden_turn
             if self._party is None or turn is None or turn.request != action.request:
                 return  # a choice for a request no longer open
@@ -662,7 +662,7 @@ class ClientSession:
             self.player.notice(state, "not seated yet: there is nobody to talk to")
         elif welcome.version not in kind_of(chat).versions:
             self.player.notice(state, f"chat needs protocol version 2; this table speaks version {welcome.version}")
-        elif self.connection.over or self.connection.closed:
+        elif self.connection.match.over or self.connection.closed:
             self.player.notice(state, "the match is over: nobody is listening")
         else:
             await self._send(chat)
@@ -865,7 +865,7 @@ class ClientSession:
             # A host that ignored this seat's offer (PROTOCOL.md 15.15): refused before any card is dealt.
             offered = " or ".join(DEAL_NAMES[mode] for mode in in_preference(self._offered_deals))
             raise ProtocolError(DEAL_MISMATCH, f"this seat offered {offered}, not {DEAL_NAMES[message.deal or COMMIT_DEAL]}")
-        if self.connection.hidden:
+        if self.connection.match.hidden:
             message = await self._take_hidden(message)
         state.apply(message)
         if isinstance(message, Welcome):
@@ -880,7 +880,7 @@ class ClientSession:
                 raise DealRefused("the host's key is a weak key under which signatures prove nothing")
             self._on_welcome(message, self.transcript_path)
         elif isinstance(message, Commit):
-            if self.connection.seed_sent_for != message.game:  # a replay's earlier ones count as answered
+            if self.connection.match.seed_sent_for != message.game:  # a replay's earlier ones count as answered
                 self._check_commit_signature(message)
                 await self._send(Seed(message.game, self._make_seed()))
         elif isinstance(message, Reveal):
@@ -893,7 +893,7 @@ class ClientSession:
             await self._countersign()
             return "the match is over" if message.of == "result" else None
         self.player.show(state, message)  # replayed ones too: what happened while this seat was away
-        if isinstance(message, YourTurn) and self.connection.open_request == message.request:
+        if isinstance(message, YourTurn) and self.connection.match.open_request == message.request:
             # Still open: a request earlier in a replay was answered by an earlier connection.
             self._controls.request_opened(message.request)
         if self._last_of_match(message):

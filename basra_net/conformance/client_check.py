@@ -268,12 +268,7 @@ class ScriptedMatch:
             raise CaseFailed(f"the client says it took {event.received} stream messages; {sent} were sent")
         self.link = link
         await link.send(self._welcome(sent))
-        link.connection.restore(
-            open_request=earlier.open_request,
-            answered_request=earlier.answered_request,
-            awaiting_seed=earlier.awaiting_seed,
-            seed_taken=earlier.seed_taken,
-        )
+        link.connection.restore(earlier.match)
         for message, frame in self.log[event.received :]:
             await link.send_frame(message, frame)
         self.resumes += 1

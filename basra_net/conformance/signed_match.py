@@ -12,8 +12,10 @@ which checks every step the host relays), and its record is replayed
 through the referee's own check at the end (15.16).
 
 A host at which the checker takes seat 1 (`basra host`) plays one match:
-the checker starts it again for each match with the command given to
-`--exec`, or reports these cases as skipped.  A host whose seats are both
+the first holds every case one match can (`OneSeatMatch`, in the deal mode
+the host chooses), and the checker starts the host again for each further
+match with the command given to `--exec`, or reports their cases as
+skipped.  A host whose seats are both
 remote (`basra serve`) opens a table for each pair of players: the checker
 takes both seats, and the faulty one is the first seated.
 """
@@ -40,6 +42,7 @@ from ..protocol.hidden_game import PartyGame
 from ..protocol.hidden_verify import replay_games
 from ..protocol.messages import (
     COMMIT_DEAL,
+    MAX_MOVES,
     HIDDEN_DEAL,
     Audit,
     Audited,
@@ -60,12 +63,14 @@ from ..protocol.messages import (
     Pake,
     PakeConfirm,
     Ping,
+    Play,
     Played,
     Pong,
     Seed,
     Shuffle,
     Sig,
     Welcome,
+    YourTurn,
     kind_of,
     to_wire,
 )
@@ -76,8 +81,10 @@ from ..protocol.verify import GUEST, HOST, MatchVerifier
 from .host_check import (
     ANSWER_TIMEOUT,
     TURN_TIMEOUT,
+    VERSION_1_CASES,
     Target,
     _what,
+    check_match,
     expect_refusal,
     honest_answer,
     next_taken,
@@ -185,7 +192,7 @@ class SignedSeat:
 
     @property
     def hidden(self) -> bool:
-        return self.connection.hidden
+        return self.connection.match.hidden
 
     # --- the wire -------------------------------------------------------------------------
 
@@ -248,6 +255,25 @@ class SignedSeat:
 
     async def sit_down(self) -> Welcome:
         """A version-2 hello (with the code exchange when the table has a code), and the welcome."""
+        answer, certificate_key, nonce = await self.handshake()
+        if isinstance(answer, Error):
+            raise CaseFailed(f"the host refused a version-2 hello: error {answer.code} ({answer.message})")
+        if not isinstance(answer, Welcome):
+            raise CaseFailed(f"{_what(answer)} instead of welcome")
+        if answer.version != 2:
+            raise CaseFailed(f"welcome in version {answer.version} to a hello offering version 2 alone")
+        if certificate_key is not None and answer.host_key != certificate_key:
+            raise CaseFailed("the welcome's host_key is not the key of the TLS certificate")
+        try:
+            context = ChannelContext(answer.match_id, answer.host_key, self.key, answer.seat, nonce, answer.scoring, answer.target)
+        except RecordError as err:
+            raise CaseFailed(f"the welcome cannot start a signed record (14.2): {err}") from None
+        self.welcome = answer
+        self.record = ChannelRecord(context)
+        return answer
+
+    async def handshake(self) -> tuple[Message | Ended, bytes | None, bytes]:
+        """The hello and the code exchange: the host's answer after them, its certificate's key and the hello's nonce."""
         self.wire, certificate_key = await open_wire(self.target)
         nonce = os.urandom(32)
         exchange = None
@@ -267,22 +293,10 @@ class SignedSeat:
             except PakeError as err:
                 raise CaseFailed(f"the host's pake is malformed: {err}") from None
             await self.send(PakeConfirm(confirm))
-            answer = await self.next(ANSWER_TIMEOUT)
-        if isinstance(answer, Error):
-            raise CaseFailed(f"the host refused a version-2 hello: error {answer.code} ({answer.message})")
-        if not isinstance(answer, Welcome):
-            raise CaseFailed(f"{_what(answer)} instead of welcome")
-        if answer.version != 2:
-            raise CaseFailed(f"welcome in version {answer.version} to a hello offering version 2 alone")
-        if certificate_key is not None and answer.host_key != certificate_key:
-            raise CaseFailed("the welcome's host_key is not the key of the TLS certificate")
-        try:
-            context = ChannelContext(answer.match_id, answer.host_key, self.key, answer.seat, nonce, answer.scoring, answer.target)
-        except RecordError as err:
-            raise CaseFailed(f"the welcome cannot start a signed record (14.2): {err}") from None
-        self.welcome = answer
-        self.record = ChannelRecord(context)
-        return answer
+            answer = await self.wire.receive(ANSWER_TIMEOUT)
+            if not isinstance(answer, Ended):
+                self.take(answer)
+        return answer, certificate_key, nonce
 
     async def resume(self) -> Welcome:
         """A new connection for the seat: the resume's welcome, then the answers the host may not have had."""
@@ -324,7 +338,7 @@ class SignedSeat:
     async def answer(self, message: Message) -> None:
         if isinstance(message, MatchEnd):
             self.end = message
-        elif (reply := honest_answer(message, self.connection.open_request)) is not None:
+        elif (reply := honest_answer(message, self.connection.match.open_request)) is not None:
             await self.send(reply)
         elif isinstance(message, Sig):
             if self.countersigns:
@@ -353,7 +367,7 @@ class SignedSeat:
                 self.party.deal(message)
                 return
             elif isinstance(message, HiddenTurn):
-                if self.connection.open_request == message.request:
+                if self.connection.match.open_request == message.request:
                     move = self.party.turn(message)[0]
                     await self._step(self.party.play(message.request, message.options, move))
                 return
@@ -472,17 +486,28 @@ class Version2Checks:
     sign_wait: float = SIGN_WAIT
     step_wait: float = STEP_WAIT
     hidden_dealt: bool = field(init=False, default=True)  # until a match shows the host chose the commit-reveal deal
+    reported: list[tuple[str, str]] = field(init=False, default_factory=list)  # whole matches the first match reported
 
     async def run(self) -> None:
         target = self.host.target
         if target.code is not None and not target.tls:
             self._skip_all("version 2 binds the join code to the TLS certificate's key (14.9): check it over TLS")
+            async with self.host.running():
+                await check_match(target, self.report)
             return
+        await self._match(*HIDDEN_MATCH, self._first_match, hidden=True)
         if not self.host.fresh_tables:
-            self._skip_all("the host seated the checker at seat 1 and plays one match: give --exec to start it for each match")
+            for case in (*VERSION_1_CASES, *FRESH_MATCH_CASES):
+                if case in self.reported:
+                    continue
+                if case in HIDDEN_ONLY_CASES and not self.hidden_dealt:
+                    self._not_applicable(*case)
+                else:
+                    self.report.skipped(*case, "the host seated the checker at seat 1 and played its one match in version 2: give --exec to start it for each match")
             return
+        async with self.host.running():
+            await check_match(target, self.report)
         await self._match(*COMMIT_MATCH, self._commit_match, hidden=False)
-        await self._match(*HIDDEN_MATCH, self._hidden_match, hidden=True)
         for section, name, tamper, code in HIDDEN_FAULTS:
             await self._match(section, name, lambda table, t=tamper, c=code: self._hidden_fault(table, t, c), hidden=True)
         await self._match(*STEPS_AGAIN, self._steps_again, hidden=True)
@@ -542,10 +567,27 @@ class Version2Checks:
         await _all(faulty, *(lambda i=i: other(i) for i in range(1, len(table.seats))))
         return [ends[i] for i in range(len(table.seats))]
 
-    async def _commit_match(self, table: SignedTable) -> str:
+    async def _first_match(self, table: SignedTable) -> str | None:
+        """The first match: at a host of two remote seats the hidden match, at one that seats the checker at seat 1
+        every case one match can hold, in the deal mode the host chose."""
         seat = table.faulty
         assert seat.welcome is not None
         self.report.passed(*WELCOMED, f"seat {seat.welcome.seat}; the signed record's context taken from it")
+        if len(table.seats) > 1:
+            return await self._hidden_match(table)
+        whole = await OneSeatMatch(self.report, self.host.target, seat).run()
+        if seat.hidden:
+            self.reported.append(HIDDEN_MATCH)
+            return whole
+        self.hidden_dealt = False
+        self._not_applicable(*HIDDEN_MATCH)
+        self.report.passed(*COMMIT_MATCH, whole)
+        self.reported.append(COMMIT_MATCH)
+        return None
+
+    async def _commit_match(self, table: SignedTable) -> str:
+        seat = table.faulty
+        assert seat.welcome is not None
 
         async def forged_countersignature() -> str:
             await seat.play_until(lambda m: isinstance(m, Sig) and m.of == "game")
@@ -559,20 +601,19 @@ class Version2Checks:
             return "error bad_signature, then the end of the stream; the seat resumed and countersigned in time"
 
         ends = await self._case_then_out(table, *FORGED, forged_countersignature)
-        return self._whole(table, ends)
+        whole = self._whole(table, ends)
+        return None if COMMIT_MATCH in self.reported else whole
 
     async def _hidden_match(self, table: SignedTable) -> str:
         await table.started()
         seat = table.faulty
 
         async def not_dealt() -> str:
-            turn = await seat.play_until(lambda m: isinstance(m, HiddenTurn) and seat.connection.open_request == m.request)
-            assert isinstance(turn, HiddenTurn) and seat.party is not None
-            party = seat.party
-            order = party.checker.order
-            theirs = next(p for p in order.hand(party.checker.hand_no)[party.other] if p not in order.moved)
-            honest = party.play(turn.request, turn.options, party.turn(turn)[0])
-            await seat.send_wrong(HiddenPlay(turn.request, honest.kind, honest.option, theirs, honest.reveal))
+            turn = await seat.play_until(lambda m: isinstance(m, HiddenTurn) and seat.connection.match.open_request == m.request)
+            assert isinstance(turn, HiddenTurn)
+            wrong = _from_the_other_seat(seat, turn)
+            theirs = wrong.position
+            await seat.send_wrong(wrong)
             answer = await seat.next(ANSWER_TIMEOUT)
             if not isinstance(answer, Error) or answer.code != errors.ILLEGAL_MOVE:
                 raise CaseFailed(f"{_what(answer)} instead of error illegal_move")
@@ -586,19 +627,7 @@ class Version2Checks:
         return self._whole(table, ends)
 
     def _whole(self, table: SignedTable, ends: list[MatchEnd]) -> str:
-        if any(end != ends[0] for end in ends):
-            raise CaseFailed("the seats were told different ends of the match")
-        for seat in table.seats:
-            problems = seat.problems()
-            if problems:
-                raise CaseFailed(f"seat {seat.welcome.seat if seat.welcome else '?'}'s record: {problems[0]}")
-        record = table.faulty.record
-        assert record is not None
-        end = ends[0]
-        return (
-            f"{len(record.games)} games, every host signature valid and countersigned, every deal, play and score verified; "
-            f"{end.reason}, totals {end.totals[0]}-{end.totals[1]}"
-        )
+        return _whole_of(table.seats, ends)
 
     async def _steps_again(self, table: SignedTable) -> str:
         """The first of each step the seat sends lost in a cut, and the seat cut off right after a later one."""
@@ -678,6 +707,219 @@ class Version2Checks:
         return f"match_end abandoned after {waited:.1f} s, the host's account ending with {event}"
 
 
+@dataclass
+class OneSeatMatch:
+    """Seat 1 of a host with a seat of its own, through one whole match in version 2, doing on the way what a careless
+    or hostile client would: a play before any request, a second player for the seat, a resume that claims too much,
+    a ping, a stale play, plays the request does not list, a repeated play, and answers lost in a cut or cut off right
+    after.  The deal mode is the host's choice; a case names its failure and the match goes on where it can."""
+
+    report: Report
+    target: Target
+    seat: SignedSeat
+    turn: YourTurn | HiddenTurn | None = None  # the request the cases are at
+
+    async def run(self) -> str:
+        seat = self.seat
+        cases = (
+            (BEFORE_REQUEST, self.before_request),
+            (SECOND_PLAYER, self.second_player),
+            (OVERCLAIMED, self.overclaimed_resume),
+            (PING, self.ping),
+            (STALE, self.stale),
+            (ILLEGAL, self.illegal),
+        )
+        for (section, name), case in cases:
+            if not await run_case(self.report, section, name, case):
+                raise Reported()
+        if seat.hidden and not await run_case(self.report, *NOT_DEALT, self.not_dealt):
+            raise Reported()
+        for (section, name), case in ((REPEATED, self.repeated), (CUT_ANSWERS, self.cut_answers)):
+            if not await run_case(self.report, section, name, case):
+                raise Reported()
+        end = await seat.play_out()
+        if end.termination.abandoned:
+            raise CaseFailed(f"the match ended {end.termination}, not at the target")
+        return _whole_of([seat], [end])
+
+    async def until_answer(self, sent: str, done: Callable[[Message], bool]) -> Message:
+        """Play on until `done` accepts a message; an error it does not accept fails the case, naming what was sent."""
+        while True:
+            message = await self.seat.next(TURN_TIMEOUT)
+            if done(message):
+                return message
+            if isinstance(message, Error):
+                raise CaseFailed(f"error {message.code} ({message.message}) instead of the answer to {sent}")
+            await self.seat.answer(message)
+
+    async def open_turn(self) -> YourTurn | HiddenTurn:
+        """Play on until a request to act is open for the seat."""
+        seat = self.seat
+        turn = await seat.play_until(lambda m: isinstance(m, (YourTurn, HiddenTurn)) and seat.connection.match.open_request == m.request)
+        assert isinstance(turn, (YourTurn, HiddenTurn))
+        return turn
+
+    async def refused_turn(self, wrong: Message, code: str, turn: YourTurn | HiddenTurn) -> YourTurn | HiddenTurn | None:
+        """A wrong play for the open request: the error named, and for illegal_move a new request (None otherwise)."""
+        await self.seat.send_wrong(wrong)
+        answer = await self.seat.next(ANSWER_TIMEOUT)
+        if not isinstance(answer, Error) or answer.code != code:
+            raise CaseFailed(f"{_what(answer)} instead of error {code}")
+        if code != errors.ILLEGAL_MOVE:
+            return None
+        again = await self.seat.next(ANSWER_TIMEOUT)
+        if not isinstance(again, type(turn)) or again.request == turn.request:
+            raise CaseFailed(f"{_what(again)} instead of a new {turn.TYPE} with a new request")
+        return again
+
+    def honest(self, turn: YourTurn | HiddenTurn) -> Play | HiddenPlay:
+        if isinstance(turn, YourTurn):
+            move = turn.moves[0]
+            return Play(turn.request, move.card, move.captures)
+        party = self.seat.party
+        assert party is not None
+        return party.play(turn.request, turn.options, party.turn(turn)[0])
+
+    async def before_request(self) -> str:
+        start = await self.seat.play_until(lambda m: isinstance(m, MatchStart), ANSWER_TIMEOUT)
+        assert isinstance(start, MatchStart)
+        # Sent at once after match_start: no request can be open before the deal, which waits for this seat.
+        wrong = HiddenPlay(1, 0, 0, 0, None) if start.deal == HIDDEN_DEAL else Play(1, 0, ())
+        await self.seat.send_wrong(wrong)
+        await self.until_answer(wrong.TYPE, lambda m: isinstance(m, Error) and m.code == errors.NOT_YOUR_TURN)
+        return f"a {wrong.TYPE} before any request: error not_your_turn, and the connection goes on"
+
+    async def second_player(self) -> str:
+        other = SignedSeat(self.target, self.seat.deals)
+        try:
+            answer, _, _ = await other.handshake()
+            if not isinstance(answer, Error) or answer.code != errors.TABLE_FULL:
+                raise CaseFailed(f"{_what(answer)} instead of error table_full")
+            assert other.wire is not None
+            if not isinstance(await other.wire.receive(ANSWER_TIMEOUT), Ended):
+                raise CaseFailed("after the fatal error table_full the host did not close")
+        finally:
+            if other.wire is not None:
+                await other.wire.close()
+        return "a version-2 hello for the taken seat: error table_full, then the end of the stream"
+
+    async def overclaimed_resume(self) -> str:
+        assert self.seat.welcome is not None
+        wire, _ = await open_wire(self.target)
+        try:
+            await wire.send(Hello((2,), "Conformance", os.urandom(32), token=self.seat.welcome.token, received=2**20, key=self.seat.key))
+            return await expect_refusal(wire, errors.BAD_RESUME)
+        finally:
+            await wire.close()
+
+    async def ping(self) -> str:
+        assert self.seat.wire is not None
+        await self.seat.wire.send(Ping(424242))
+        pong = await self.until_answer("a ping", lambda m: isinstance(m, Pong))
+        assert isinstance(pong, Pong)
+        if pong.id != 424242:
+            raise CaseFailed(f"pong {pong.id} answers ping 424242")
+        return "pong with the ping's id, the match going on meanwhile"
+
+    async def stale(self) -> str:
+        turn = await self.open_turn()
+        honest = self.honest(turn)
+        await self.refused_turn(_with_request(honest, turn.request + 1000), errors.STALE_REQUEST, turn)
+        self.turn = turn
+        return f"a {honest.TYPE} for request {turn.request + 1000}: error stale_request, request {turn.request} still open"
+
+    async def illegal(self) -> str:
+        turn = self.turn
+        assert turn is not None
+        honest = self.honest(turn)
+        if isinstance(turn, YourTurn):
+            listed = {(m.card, tuple(sorted(m.captures))) for m in turn.moves}
+            assert isinstance(honest, Play)
+            card = honest.card
+            wrong: Message = Play(turn.request, *next((card, (c,)) for c in range(52) if c != card and (card, (c,)) not in listed))
+            what = f"card {card} capturing a card the request does not list with it"
+        else:
+            assert isinstance(honest, HiddenPlay)
+            listed = len(turn.options[honest.kind])
+            if listed < MAX_MOVES:
+                wrong = HiddenPlay(turn.request, honest.kind, listed, honest.position, honest.reveal)
+                what = f"option {listed} of kind {honest.kind}, which lists {listed}"
+            else:  # every option number a hidden_play can carry is listed: the card is named as of another kind
+                kind = (honest.kind + 1) % len(turn.options)
+                wrong = HiddenPlay(turn.request, kind, 0, honest.position, honest.reveal)
+                what = f"the card at position {honest.position} named as of kind {kind}, not its own"
+        again = await self.refused_turn(wrong, errors.ILLEGAL_MOVE, turn)
+        assert again is not None
+        self.turn = again
+        return f"{what}: error illegal_move, request {turn.request} spent, and a new {again.TYPE} (request {again.request})"
+
+    async def not_dealt(self) -> str:
+        turn = self.turn
+        assert isinstance(turn, HiddenTurn)
+        wrong = _from_the_other_seat(self.seat, turn)
+        again = await self.refused_turn(wrong, errors.ILLEGAL_MOVE, turn)
+        assert again is not None
+        self.turn = again
+        return f"a play from position {wrong.position}, the other seat's: error illegal_move, and a new hidden_turn"
+
+    async def repeated(self) -> str:
+        seat = self.seat
+        assert seat.wire is not None
+        assert self.turn is not None
+        play = self.honest(self.turn)
+        await seat.send(play)
+        await seat.wire.send(play)  # the same play again: a repeat, to be dropped silently
+        await seat.wire.send(Ping(515151))
+        pong = await self.until_answer("a repeated play then a ping", lambda m: isinstance(m, Pong) and m.id == 515151)
+        assert isinstance(pong, Pong)
+        return "the play taken, its exact repeat dropped without an error"
+
+    async def cut_answers(self) -> str:
+        """The first of each answer lost in a cut, and the seat cut off right after a later one, to the match's end."""
+        seat = self.seat
+        kinds = RESUMED_STEP_KINDS if seat.hidden else RESUMED_COMMIT_KINDS
+        seat.lose, seat.cut_after = list(kinds), list(kinds)
+        await seat.answer(await seat.play_until(lambda m: isinstance(m, MatchEnd)))
+        made = list(seat.cuts_made)
+        seat.lose, seat.cut_after = [], []
+        if not any(cut.startswith("lost") for cut in made) or not any(cut.startswith("cut after") for cut in made):
+            raise CaseFailed(f"the match ended before an answer was both lost and cut after: {made}")
+        return f"{', '.join(made)}, each resumed and the answer taken once"
+
+
+def _from_the_other_seat(seat: SignedSeat, turn: HiddenTurn) -> HiddenPlay:
+    """The seat's honest play for this request, but from a position of the other seat's hand (15.9: illegal_move)."""
+    party = seat.party
+    assert party is not None
+    order = party.checker.order
+    theirs = next(p for p in order.hand(party.checker.hand_no)[party.other] if p not in order.moved)
+    honest = party.play(turn.request, turn.options, party.turn(turn)[0])
+    return HiddenPlay(turn.request, honest.kind, honest.option, theirs, honest.reveal)
+
+
+def _with_request(play: Play | HiddenPlay, request: int) -> Play | HiddenPlay:
+    if isinstance(play, Play):
+        return Play(request, play.card, play.captures)
+    return HiddenPlay(request, play.kind, play.option, play.position, play.reveal)
+
+
+def _whole_of(seats: list[SignedSeat], ends: list[MatchEnd]) -> str:
+    """Every seat told the same end, and every seat's record proving every signature, deal, play and score."""
+    if any(end != ends[0] for end in ends):
+        raise CaseFailed("the seats were told different ends of the match")
+    for seat in seats:
+        problems = seat.problems()
+        if problems:
+            raise CaseFailed(f"seat {seat.welcome.seat if seat.welcome else '?'}'s record: {problems[0]}")
+    record = seats[0].record
+    assert record is not None
+    end = ends[0]
+    return (
+        f"{len(record.games)} games, every host signature valid and countersigned, every deal, play and score verified; "
+        f"{end.reason}, totals {end.totals[0]}-{end.totals[1]}"
+    )
+
+
 async def _told_abandoned_to(player: SignedSeat) -> None:
     """The other party plays on until the match ends, abandoned by the faulty seat (14.8, 15.15)."""
     end = await player.play_until(lambda m: isinstance(m, MatchEnd), max(SIGN_WAIT, STEP_WAIT) + TURN_TIMEOUT)
@@ -732,4 +974,17 @@ STEPS_AGAIN = (
 )
 UNSIGNED = ("14.8, 14.6", "a seat that never countersigns: the match ends abandoned, the account ending unsigned")
 WITHHELD = ("15.15, 14.6", "a party that withholds a step of the deal: the match ends abandoned, the account ending withheld")
-ALL_CASES = (WELCOMED, FORGED, COMMIT_MATCH, NOT_DEALT, HIDDEN_MATCH, *((s, n) for s, n, _, _ in HIDDEN_FAULTS), STEPS_AGAIN, UNSIGNED, WITHHELD)
+RESUMED_COMMIT_KINDS = ("seed", "play", "sig")
+# The cases of a one-seat match (OneSeatMatch), in order.
+BEFORE_REQUEST = ("7.1, 8.1", "a play before any request: not_your_turn")
+SECOND_PLAYER = ("5.3", "a version-2 hello for the taken seat: table_full")
+OVERCLAIMED = ("5.8", "a version-2 resume claiming more messages than were sent: bad_resume")
+PING = ("5.7, 6.17", "a ping while the match goes on")
+STALE = ("7.1, 8.1", "a play for a request not open: stale_request")
+ILLEGAL = ("6.10, 6.31, 8.1", "a play the request does not list: illegal_move, the request spent, a new one sent")
+REPEATED = ("5.8, 6.10", "the same play twice: the repeat dropped silently")
+CUT_ANSWERS = ("5.8, 2.6", "answers lost in a cut, or cut off right after, sent again on a resume and taken once")
+ONE_SEAT_CASES = (BEFORE_REQUEST, SECOND_PLAYER, OVERCLAIMED, PING, STALE, ILLEGAL, REPEATED, CUT_ANSWERS)
+FRESH_MATCH_CASES = (FORGED, COMMIT_MATCH, *((s, n) for s, n, _, _ in HIDDEN_FAULTS), STEPS_AGAIN, UNSIGNED, WITHHELD)
+HIDDEN_ONLY_CASES = (*((s, n) for s, n, _, _ in HIDDEN_FAULTS), STEPS_AGAIN, WITHHELD)
+ALL_CASES = (WELCOMED, *ONE_SEAT_CASES, NOT_DEALT, HIDDEN_MATCH, *FRESH_MATCH_CASES)

@@ -45,6 +45,8 @@ PLAY_TEMPERATURE = 20.0
 UNLIKELY_PLAY = 0.05
 # How far behind the leader, in standard errors of the difference over shared worlds, a candidate is dropped.
 PRUNE_SIGMAS = 3.0
+# The playout policy's choices a search keeps at most (a few hundred bytes each), so that a long budget stays small.
+MAX_CHOICES_KEPT = 200_000
 
 
 def search_move(
@@ -73,6 +75,7 @@ def search_move(
     alive = list(range(len(candidates)))
     results: list[list[float]] = [[] for _ in candidates]  # each candidate's weighed outcome, world by world
     playouts = worlds = 0
+    choices: dict = {}
     while playouts < max_playouts:
         world = sample_world(view, rng)
         weight = world_likelihood(view, world.hands[1 - view.seat])
@@ -81,7 +84,7 @@ def search_move(
         for index in alive:
             game = clone(world)
             game.advance(candidates[index])
-            outcomes.append(weight * playout(game, view.seat, noise, utility))
+            outcomes.append(weight * playout(game, view.seat, noise, utility, choices))
             playouts += 1
             if should_stop():
                 break
@@ -237,27 +240,49 @@ def clone(game: Game) -> Game:
     return copy
 
 
-def playout(game: Game, seat: int, noise: list[float], utility: Utility) -> float:
-    """Play the world to its end with ``playout_choice`` for both sides; the ending's value for ``seat``."""
+def playout(game: Game, seat: int, noise: list[float], utility: Utility, choices: dict) -> float:
+    """Play the world to its end with the playout policy for both sides; the ending's value for ``seat``.
+
+    ``choices`` keeps the policy's best moves for each (table, hand) met, for
+    the rest of the search: about half the positions a search's playouts meet
+    have been met before, the first plays of every world above all.
+    """
+    hands, preset = game.hands, game.preset
     while game.plays < 48:
-        game.advance(playout_choice(game, noise[game.plays]))
+        table = game.table
+        hand = hands[game.turn]
+        key = (tuple(table), tuple(hand))
+        best = choices.get(key)
+        if best is None:
+            if len(choices) >= MAX_CHOICES_KEPT:
+                choices.clear()
+            best = choices[key] = best_by_worth(moves_for(table, hand, preset), table)
+        game.advance(best[0][0] if len(best) == 1 else tie_broken(best, noise[game.plays]))
     scores = game.scores()
     return utility(scores[seat].total, scores[1 - seat].total)
 
 
 def playout_choice(game: Game, noise: float) -> Move:
     """A cheap stand-in for a careful player: the move ``move_worth`` likes best, ``noise`` (0 to 1) breaking ties."""
-    moves = game.legal_moves()
+    return tie_broken(best_by_worth(game.legal_moves(), game.table), noise)
+
+
+def best_by_worth(moves: list[Move], table: list[Card]) -> tuple[tuple[Move, int], ...]:
+    """The moves ``move_worth`` rates highest, each with its place in ``moves``.
+
+    Worths are whole numbers and the tie-breaking noise less than 1, so the
+    policy's choice is always one of these.
+    """
     if len(moves) == 1:
-        return moves[0]
-    table = game.table
-    best, best_worth = moves[0], -1e9
-    for index, move in enumerate(moves):
-        # The noise, moved along the list by the move's place, decides between moves worth the same.
-        worth = move_worth(move, table) + (noise + index * 0.618) % 1.0
-        if worth > best_worth:
-            best, best_worth = move, worth
-    return best
+        return ((moves[0], 0),)
+    worths = [move_worth(move, table) for move in moves]
+    top = max(worths)
+    return tuple((move, index) for index, (move, worth) in enumerate(zip(moves, worths)) if worth == top)
+
+
+def tie_broken(best: tuple[tuple[Move, int], ...], noise: float) -> Move:
+    """One of moves worth the same: ``noise``, moved along the list by each move's place, decides."""
+    return max(best, key=lambda entry: (noise + entry[1] * 0.618) % 1.0)[0]
 
 
 def move_worth(move: Move, table: list[Card] | tuple[Card, ...]) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 import trio
@@ -41,6 +42,7 @@ async def _host(
     own_player: Player,
     say: Callable[[str], None],
     stop: trio.Event,
+    match_over: trio.Event | None = None,
 ) -> HostOutcome:
     from ..client.players import BotPlayer
     from ..client.session import DEAL_OFFERS
@@ -65,7 +67,8 @@ async def _host(
     bot = BotPlayer(args.bot) if args.bot else None
     headless = args.auto is not None
     return await run_host(
-        settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop
+        settings, own_player, bot_player=bot, bot_level=args.bot, say=say, log=say if headless else None, stop=stop,
+        match_over=match_over,
     )
 
 
@@ -81,7 +84,10 @@ def run_host_command(args: argparse.Namespace) -> int:
             from ..client.command import make_player
 
             own_player = make_player(args.auto, args.name, fingerprint=fingerprint)
-            outcome = trio.run(run_until_interrupted, lambda stop: _host(args, own_player, _say, stop))
+            match_over = trio.Event()  # once set, a Ctrl-C leaves nothing: the guest takes its end as without one
+            outcome = trio.run(
+                partial(run_until_interrupted, finishing=match_over.is_set), lambda stop: _host(args, own_player, _say, stop, match_over)
+            )
     except Exception as err:
         from .server import CannotListen, CannotResume
 

@@ -581,7 +581,7 @@ async def _welcome(
     if received is not None:
         welcome, missed, left_open, link = table.seat_resumed(seat, received, outbox)
         first = connection.send(welcome)
-        connection.restore(**left_open)
+        connection.restore(left_open)
         first += b"".join(missed)  # frames exactly as first sent; restore() has set the state they leave
     else:
         welcome = table.seat_joined(seat, hello, version, outbox)

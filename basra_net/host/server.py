@@ -205,9 +205,13 @@ async def run_host(
     say: Callable[[str], None] = print,
     log: Callable[[str], None] | None = None,
     stop: trio.Event | None = None,
+    match_over: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> HostOutcome:
-    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see."""
+    """Run one match to its end (or resume one a crash cut off).  ``say`` prints what the person at the host must see.
+
+    ``match_over`` is set once the match has been played to its result: what is left is the other seat's end.
+    """
     identity = load_or_create_identity(data_dir())
     door = _Door(identity, settings.code, settings.tls, say)
     if settings.resume is not None:
@@ -220,7 +224,13 @@ async def run_host(
     if log is not None:
         table.on_event = log
     decided = trio.Event()
-    table.on_match_over = decided.set
+
+    def match_decided() -> None:
+        decided.set()
+        if match_over is not None and table.result is not None and table.result.completed:
+            match_over.set()
+
+    table.on_match_over = match_decided
     accept_scope = trio.CancelScope()
     announcing = trio.CancelScope()
     try:
@@ -269,7 +279,9 @@ async def run_host(
             # waiting for a second player, or one the host's player left (Ctrl-C or
             # q, which must end soon, even with the other seat away and its grace
             # running), is given a moment, then everything stops.
-            own_left = own_result.exit_code == EXIT_LEFT or (stop is not None and stop.is_set())
+            # A stop that came once the match was over leaves nothing: the other seat is given its end all the same.
+            completed = table.result is not None and table.result.completed
+            own_left = own_result.exit_code == EXIT_LEFT or (stop is not None and stop.is_set() and not completed)
             if table.result is None or own_left:
                 with trio.move_on_after(LINGER_AFTER_OWN_SEAT):
                     if own_left:

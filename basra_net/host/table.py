@@ -46,6 +46,7 @@ from ..match_files import TranscriptFile
 from ..options import GRACE
 from ..protocol import shuffle
 from ..protocol.announce import announcement_wires
+from ..protocol.connection import HostMatch
 from ..protocol.errors import BAD_DEAL, BAD_SIGNATURE, CHAT_DROPPED, DEAL_MISMATCH, ILLEGAL_MOVE, ProtocolError
 from ..protocol.framing import encode_frame
 from ..protocol.hidden_deal import HiddenDealError
@@ -348,7 +349,7 @@ class Table:
         self._record(seat, GUEST, entry.hello)
         self._record(seat, HOST, welcome or self._welcome(seat))
 
-    def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], dict[str, Any], int]:
+    def seat_resumed(self, seat: int, received: int, outbox: Outbox) -> tuple[Welcome, list[bytes], HostMatch, int]:
         """Hand a seat to the connection that resumed it.
 
         Returns the welcome, the frames of the stream messages it missed, what its earlier
@@ -359,11 +360,12 @@ class Table:
         assert entry is not None
         back = self._absences.returned(seat, outbox, match_over=self.result is not None)
         welcome = self._welcome(seat)
-        restore = {
-            "open_request": entry.open_request,
-            "answered_request": entry.answered,
-            **(self._dealer.resume_state() if seat == 1 else {"awaiting_seed": None, "seed_taken": None}),
-        }
+        restore = HostMatch(
+            open_request=entry.open_request,
+            answered_request=entry.answered,
+            **(self._dealer.resume_state() if seat == 1 else {}),
+            over=self.result is not None,
+        )
         self.on_event(f"{entry.name} resumed seat {seat} after {received} of {len(entry.log)} messages")
         if back:
             self._notify(1 - seat, Back(seat))

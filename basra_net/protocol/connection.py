@@ -7,7 +7,7 @@ code to answer; a mistake of our own raises LocalProtocolError, a bug.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import (
     BAD_FRAME,
@@ -193,6 +193,19 @@ CHECK_FREE_WHEN_SEATED: frozenset[type[Message]] = frozenset(
 )
 
 
+@dataclass
+class HostMatch:
+    """What one match leaves open on the host's end of a seat's connection; a resume hands it to the next
+    connection (`HostConnection.restore`), and the next match on the same connection starts a new one."""
+
+    awaiting_seed: int | None = None  # the game whose commitment awaits the seed
+    open_request: int | None = None
+    # The last answers taken, so that the repeat a resumed client sends is dropped (section 5.8).
+    answered_request: int | None = None
+    seed_taken: Seed | None = None
+    over: bool = False  # its match_end went out
+
+
 class HostConnection(_Connection):
     """The host's end of one seat's connection."""
 
@@ -205,11 +218,7 @@ class HostConnection(_Connection):
         self.pake_sent = False  # version 2: the host's half of the code exchange went out
         self.awaiting_confirm = False  # and the client's key confirmation has not come yet
         self.seat: int | None = None
-        self.awaiting_seed: int | None = None  # the game whose commitment awaits the seed
-        self.open_request: int | None = None
-        # The last answers taken, so that the repeat a resumed client sends is dropped (section 5.8).
-        self.answered_request: int | None = None
-        self.seed_taken: Seed | None = None
+        self.match = HostMatch()
 
     @property
     def seated(self) -> bool:
@@ -230,10 +239,16 @@ class HostConnection(_Connection):
                 raise ProtocolError(BAD_MESSAGE, "version 2 sends no 'code': the code never crosses the network (section 14.9)")
         self.version = version
 
-    def restore(self, *, open_request: int | None, answered_request: int | None, awaiting_seed: int | None, seed_taken: Seed | None) -> None:
-        """Take over what the seat's earlier connection left open, before a resumed seat's replay."""
-        self.open_request, self.answered_request = open_request, answered_request
-        self.awaiting_seed, self.seed_taken = awaiting_seed, seed_taken
+    def restore(self, match: HostMatch) -> None:
+        """Take over what the seat's earlier connection left open of the match, before a resumed seat's replay."""
+        self.match = match
+
+    def start_next_match(self) -> None:
+        """The seat's next match begins on this connection, once its `match_end` has gone out: nothing of the last
+        one stays open or counts as a repeat."""
+        if not self.match.over:
+            raise LocalProtocolError("the next match starts once this one is over")
+        self.match = HostMatch()
 
     def _decode(self, body: bytes) -> Message:
         # A play, ping or pong in its usual form takes one step; anything else the general way.
@@ -262,24 +277,25 @@ class HostConnection(_Connection):
             raise _unexpected(message, "cannot come before 'welcome'")
         if kind.phase is _SEATED:
             return True
+        match = self.match
         if isinstance(message, Seed):
-            if message == self.seed_taken:
+            if message == match.seed_taken:
                 return False
-            if self.awaiting_seed != message.game:
+            if match.awaiting_seed != message.game:
                 raise _unexpected(message, f"for game {message.game} does not answer a commitment")
-            self.awaiting_seed = None
-            self.seed_taken = message
+            match.awaiting_seed = None
+            match.seed_taken = message
         elif isinstance(message, (Play, HiddenPlay)):
-            if message.request == self.answered_request:
+            if message.request == match.answered_request:
                 return False
-            if self.open_request is None:
+            if match.open_request is None:
                 raise ProtocolError(NOT_YOUR_TURN, "it is not your turn")
-            if message.request != self.open_request:
+            if message.request != match.open_request:
                 raise ProtocolError(
-                    STALE_REQUEST, f"request {message.request} is not the open request {self.open_request}"
+                    STALE_REQUEST, f"request {message.request} is not the open request {match.open_request}"
                 )
-            self.open_request = None
-            self.answered_request = message.request
+            match.open_request = None
+            match.answered_request = message.request
         return True
 
     def _check_outgoing(self, message: Message) -> None:
@@ -299,19 +315,48 @@ class HostConnection(_Connection):
                 raise LocalProtocolError("welcome goes after the key confirmation")
             self.seat = message.seat
             self._decoder.max_frame = MAX_FRAME
-        elif kind.phase is _ANY or isinstance(message, MatchEnd):
-            return  # a match abandoned may end before a seat's welcome
+        elif isinstance(message, MatchEnd):
+            self.match.over = True  # a match abandoned may end before a seat's welcome
+        elif kind.phase is _ANY:
+            return
         elif not self.seated:
             raise LocalProtocolError(f"{message.TYPE} before the seat is taken")
         elif isinstance(message, Commit):
-            self.awaiting_seed = message.game
+            self.match.awaiting_seed = message.game
         elif isinstance(message, (YourTurn, HiddenTurn)):
-            self.open_request = message.request
+            self.match.open_request = message.request
 
 
 # What a client sends again, unchanged and in this order, right after the welcome of a resume: each answer
 # it sent whose effect has not been seen yet (PROTOCOL.md 5.8, rule 6); the host drops an exact repeat.
 SENT_AGAIN: tuple[type[Message], ...] = (Lock, Open, Audit, Seed, Play, HiddenPlay, Sig)
+
+
+@dataclass
+class ClientMatch:
+    """Where one match stands on a player's end of the connection: the order its stream has kept so far, and the
+    answers sent whose effect has not been seen yet, which a resume sends again.  The next match on the same
+    connection starts a new one (`ClientConnection.start_next_match`)."""
+
+    started: bool = False
+    hidden: bool = False  # the match deals with hidden hands (PROTOCOL.md 15.15), as its match_start says
+    shuffled: int = 0  # hidden deal: the last game whose shuffle arrived
+    game: int = 0  # the game in progress or last ended
+    game_live: bool = False
+    seed_sent_for: int = 0  # seat 1: the last game whose seed went out
+    commit_for: int = 0  # seat 1: the last game whose commitment arrived
+    reveal_due: int | None = None
+    revealed: int = 0  # seat 1: the last game whose seed the host revealed
+    open_request: int | None = None
+    cut_off: bool = False  # a game was revealed part way: the match is being abandoned
+    over: bool = False
+    result_signed: bool = False  # version 2: the host's signature of the result arrived (after match_end)
+    unconfirmed_seed: Seed | None = None
+    unconfirmed_play: Play | HiddenPlay | None = None
+    unconfirmed_sig: Sig | None = None  # version 2: the host goes on only once it has the countersignature
+    # Hidden deal: the party's steps sent since the host last showed it had every step owed
+    # (a shuffle, a deal or a request to act comes only then); a resume sends them again.
+    unconfirmed_steps: list[Lock | Open | Audit] = field(default_factory=list)
 
 
 class ClientConnection(_Connection):
@@ -325,30 +370,11 @@ class ClientConnection(_Connection):
         self.pake_taken = False  # the host's half of it arrived
         self.confirm_sent = False
         self.welcome: Welcome | None = None
-        self.match_started = False
-        self.hidden = False  # the match deals with hidden hands (PROTOCOL.md 15.15), as its match_start says
-        self.shuffled = 0  # hidden deal: the last game whose shuffle arrived
-        self.game = 0  # the game in progress or last ended
-        self.game_live = False
-        self.seed_sent_for = 0  # seat 1: the last game whose seed went out
-        self.commit_for = 0  # seat 1: the last game whose commitment arrived
-        self.reveal_due: int | None = None
-        self.revealed = 0  # seat 1: the last game whose seed the host revealed
-        self.open_request: int | None = None
-        self.cut_off = False  # a game was revealed part way: the match is being abandoned
-        self.over = False
-        self.result_signed = False  # version 2: the host's signature of the result arrived (after match_end)
+        self.match = ClientMatch()
         self.received = 0  # stream messages taken (section 5.8)
         self.replay_until = 0  # the stream count the host had reached at the last welcome
         self.resuming = False  # a resume hello went out (or is due); its welcome is awaited
         self.resume_token: bytes | None = None
-        # Answers sent whose effect has not been seen yet; a resume sends them again.
-        self.unconfirmed_seed: Seed | None = None
-        self.unconfirmed_play: Play | HiddenPlay | None = None
-        self.unconfirmed_sig: Sig | None = None  # version 2: the host goes on only once it has the countersignature
-        # Hidden deal: the party's steps sent since the host last showed it had every step owed
-        # (a shuffle, a deal or a request to act comes only then); a resume sends them again.
-        self.unconfirmed_steps: list[Lock | Open | Audit] = []
 
     @property
     def seat(self) -> int | None:
@@ -360,6 +386,15 @@ class ClientConnection(_Connection):
         if self.welcome is None:
             # A hello sent again before any welcome brings a code exchange of its own: one per connection (14.9).
             self.pake_taken = self.confirm_sent = False
+
+    def start_next_match(self) -> None:
+        """The seat's next match begins on this connection, once the last one is over: its `match_end` in and, in
+        version 2, the host's signature of its result.  Nothing of the last match stays open or due."""
+        match = self.match
+        if not match.over or self.welcome is None or self.welcome.version >= 2 and not match.result_signed:
+            raise LocalProtocolError("the next match starts once this one is over")
+        self.match = ClientMatch()
+        self.closed = False  # the connection carries the next match
 
     def take_up_hello(self, hello: Hello) -> None:
         """The hello that took the seat, read back from this seat's transcript before a resume.
@@ -387,7 +422,8 @@ class ClientConnection(_Connection):
 
     def resend(self) -> bytes:
         """The answers to send again after a resume's welcome, in SENT_AGAIN's order; the host drops any it already has."""
-        answers = [m for m in (*self.unconfirmed_steps, self.unconfirmed_seed, self.unconfirmed_play, self.unconfirmed_sig) if m is not None]
+        match = self.match
+        answers = [m for m in (*match.unconfirmed_steps, match.unconfirmed_seed, match.unconfirmed_play, match.unconfirmed_sig) if m is not None]
         answers.sort(key=lambda m: SENT_AGAIN.index(type(m)))  # stable: a party's steps stay in the order it sent them
         return b"".join(encode_frame(to_wire(m)) for m in answers)
 
@@ -455,98 +491,99 @@ class ClientConnection(_Connection):
         return self.received + 1 < self.replay_until
 
     def _check_stream(self, message: Message) -> None:
+        match = self.match
         if isinstance(message, Sig):
             # Which statement a signature is of, the channel's record checks (PROTOCOL.md 14.7); here only
             # that the result's comes once, after match_end, and a game's before it.
-            if (message.of == "result") != self.over or self.result_signed:
+            if (message.of == "result") != match.over or match.result_signed:
                 raise _unexpected(message, f"of the {message.of} is out of order")
-            self.result_signed = message.of == "result"
+            match.result_signed = message.of == "result"
             return
-        self.unconfirmed_sig = None  # the host went on: it had the countersignature
-        if self.over:
+        match.unconfirmed_sig = None  # the host went on: it had the countersignature
+        if match.over:
             raise _unexpected(message, "came after the match ended")
-        if self.cut_off and not isinstance(message, MatchEnd):
+        if match.cut_off and not isinstance(message, MatchEnd):
             raise _unexpected(message, "came after the reveal of a game cut off; only match_end may follow")
         if isinstance(message, MatchStart):
-            if self.match_started:
+            if match.started:
                 raise _unexpected(message, "came twice")
-            self.match_started = True
-            self.hidden = message.deal == HIDDEN_DEAL
+            match.started = True
+            match.hidden = message.deal == HIDDEN_DEAL
             return
-        if not self.match_started:
+        if not match.started:
             raise _unexpected(message, "cannot come before 'match_start'")
-        if kind_of(message).deal_mode not in (None, HIDDEN_DEAL if self.hidden else COMMIT_DEAL):
+        if kind_of(message).deal_mode not in (None, HIDDEN_DEAL if match.hidden else COMMIT_DEAL):
             raise _unexpected(message, "belongs to the other deal mode than this match's")
         if isinstance(message, (Shuffle, Deal, HiddenTurn)):
-            self.unconfirmed_steps.clear()
+            match.unconfirmed_steps.clear()
         if isinstance(message, Shuffle):
-            if self.game_live or message.game != self.game + 1 or self.shuffled == message.game:
+            if match.game_live or message.game != match.game + 1 or match.shuffled == message.game:
                 raise _unexpected(message, f"for game {message.game} is out of order")
-            self.shuffled = message.game
+            match.shuffled = message.game
         elif isinstance(message, (Locked, Opened, Audited)):
-            if message.game != self.shuffled or message.seat == self.seat:
+            if message.game != match.shuffled or message.seat == self.seat:
                 raise _unexpected(message, f"for game {message.game} of seat {message.seat} relays no step of the other party")
         elif isinstance(message, Commit):
-            if self.seat == 1 and message.game == self.seed_sent_for == self.commit_for and self.revealed < message.game:
+            if self.seat == 1 and message.game == match.seed_sent_for == match.commit_for and match.revealed < message.game:
                 raise RedealRefused(message.game)
-            if self.seat != 1 or self.game_live or self.reveal_due is not None or message.game != self.game + 1:
+            if self.seat != 1 or match.game_live or match.reveal_due is not None or message.game != match.game + 1:
                 raise _unexpected(message, f"for game {message.game} is out of order")
-            if self.commit_for == message.game:
+            if match.commit_for == message.game:
                 raise _unexpected(message, f"for game {message.game} came twice")
-            self.commit_for = message.game
+            match.commit_for = message.game
             if self._answered_before:
-                self.seed_sent_for = message.game
+                match.seed_sent_for = message.game
         elif isinstance(message, Deal):
             if message.hand_no == 1:
-                if self.game_live or self.reveal_due is not None or message.game != self.game + 1:
+                if match.game_live or match.reveal_due is not None or message.game != match.game + 1:
                     raise _unexpected(message, f"of game {message.game} is out of order")
-                if self.hidden and self.shuffled != message.game:
+                if match.hidden and match.shuffled != message.game:
                     raise _unexpected(message, f"of game {message.game} came before its shuffle")
-                if not self.hidden and self.seat == 1 and self.seed_sent_for != message.game:
+                if not match.hidden and self.seat == 1 and match.seed_sent_for != message.game:
                     raise _unexpected(message, f"of game {message.game} came before the seed exchange")
-                self.game = message.game
-                self.game_live = True
-                self.unconfirmed_seed = None
-            elif not self.game_live or message.game != self.game:
+                match.game = message.game
+                match.game_live = True
+                match.unconfirmed_seed = None
+            elif not match.game_live or message.game != match.game:
                 raise _unexpected(message, "continues no game in progress")
         elif isinstance(message, (YourTurn, HiddenTurn)):
-            if not self.game_live:
+            if not match.game_live:
                 raise _unexpected(message, "came with no game in progress")
             if not self._answered_before:
-                self.open_request = message.request
+                match.open_request = message.request
         elif isinstance(message, Played):
-            if not self.game_live or message.game != self.game:
+            if not match.game_live or message.game != match.game:
                 raise _unexpected(message, "belongs to no game in progress")
             if message.seat == self.seat:
                 # The request is answered, whether by this connection or by one before a resume.
-                self.open_request = None
-                self.unconfirmed_play = None
+                match.open_request = None
+                match.unconfirmed_play = None
         elif isinstance(message, GameEnd):
-            if not self.game_live or message.game != self.game:
+            if not match.game_live or message.game != match.game:
                 raise _unexpected(message, "ends no game in progress")
-            self.game_live = False
-            self.open_request = None
-            if self.seat == 1 and not self.hidden:
-                self.reveal_due = message.game
+            match.game_live = False
+            match.open_request = None
+            if self.seat == 1 and not match.hidden:
+                match.reveal_due = message.game
         elif isinstance(message, Reveal):
-            if self.reveal_due == message.game:
-                self.reveal_due = None
+            if match.reveal_due == message.game:
+                match.reveal_due = None
             elif self.seat == 1 and (
-                self.game_live and message.game == self.game or not self.game_live and message.game == self.commit_for == self.game + 1
+                match.game_live and message.game == match.game or not match.game_live and message.game == match.commit_for == match.game + 1
             ):
                 # The reveal of a game cut off, dealt or only committed to: the match is being abandoned.
-                self.game_live = False
-                self.open_request = None
-                self.cut_off = True
+                match.game_live = False
+                match.open_request = None
+                match.cut_off = True
             else:
                 raise _unexpected(message, f"of game {message.game} is out of order")
-            self.revealed = message.game
+            match.revealed = message.game
         elif isinstance(message, MatchEnd):
-            self.over = True
+            match.over = True
             self.closed = True
 
     def _check_outgoing(self, message: Message) -> None:
-        kind = kind_of(message)
+        kind, match = kind_of(message), self.match
         if CLIENT not in kind.sent_by:
             raise LocalProtocolError(f"a client does not send {message.TYPE}")
         if self.welcome is not None and self.welcome.version not in kind.versions:
@@ -571,16 +608,16 @@ class ClientConnection(_Connection):
             if self.welcome is None:
                 raise LocalProtocolError(f"{message.TYPE} before welcome")
         elif isinstance(message, Seed):
-            if self.commit_for != message.game or self.seed_sent_for == message.game:
+            if match.commit_for != message.game or match.seed_sent_for == message.game:
                 raise LocalProtocolError("a seed answers one commitment")
-            self.seed_sent_for = message.game
-            self.unconfirmed_seed = message
+            match.seed_sent_for = message.game
+            match.unconfirmed_seed = message
         elif isinstance(message, (Lock, Open, Audit)):
-            self.unconfirmed_steps.append(message)
+            match.unconfirmed_steps.append(message)
         elif isinstance(message, (Play, HiddenPlay)):
-            if self.open_request is None or message.request != self.open_request:
+            if match.open_request is None or message.request != match.open_request:
                 raise LocalProtocolError("a play answers the open request")
-            self.open_request = None
-            self.unconfirmed_play = message
+            match.open_request = None
+            match.unconfirmed_play = message
         elif isinstance(message, Sig):
-            self.unconfirmed_sig = message
+            match.unconfirmed_sig = message

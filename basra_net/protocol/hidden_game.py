@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ..engine import IllegalMove, Match, Move
 from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name
 from ..engine.events import Dealt
-from ..engine.game import HAND_SIZE, PLAYS_PER_GAME, Game
+from ..engine.game import HAND_SIZE, PLAYS_PER_GAME, Game, moves_for
 from .deal_signing import StepContext, StepLedger
 from .hidden_deal import (
     DealChecker,
@@ -67,9 +67,15 @@ def kind_options(game: Game) -> tuple[tuple[Option, ...], ...]:
     """For each of the fourteen kinds, every way a card of that kind may be played on the game's table.
 
     What a card may take depends on its kind alone (RULES.md rules 3 to 7),
-    so the options of one card of each kind stand for its whole kind.
+    so the options of one card of each kind stand for its whole kind.  The
+    fourteen are worked out in one call of the engine, which reckons what
+    depends on the table alone (its sorted cards, its numerals' groups) once
+    for all of them, as it does for a hand.
     """
-    return tuple(options_of_kind(game, kind) for kind in range(KINDS_OF_CARD))
+    by_card: dict[Card, list[Option]] = {card: [] for card in _EXEMPLARS}
+    for move in moves_for(game.table, _EXEMPLARS, game.preset):
+        by_card[move.card].append(Option(move.captures, move.kind))
+    return tuple(tuple(by_card[card]) for card in _EXEMPLARS)
 
 
 def options_of_kind(game: Game, kind: int) -> tuple[Option, ...]:

@@ -34,7 +34,7 @@ elif flaw == "no_open_again":
     honest_resend = ClientConnection.resend
 
     def forgetful(self):
-        self.unconfirmed_steps = [step for step in self.unconfirmed_steps if not isinstance(step, Open)]
+        self.match.unconfirmed_steps = [step for step in self.match.unconfirmed_steps if not isinstance(step, Open)]
         return honest_resend(self)
 
     ClientConnection.resend = forgetful

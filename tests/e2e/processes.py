@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -15,7 +16,9 @@ BASRA = shutil.which("basra") or ""
 
 
 def free_port() -> int:
-    """A port free now, below the system's ephemeral range where it can.
+    """A port free now, below the system's ephemeral range where it can: for a process that must bind the same
+    port again (a host killed and resumed), or for an address nobody listens on.  A process that binds once is
+    given ``--port 0`` and says its port (port_said), which no probe can race.
 
     A port the kernel hands out as ephemeral can be taken, between this probe
     and the process binding it, by any other program's outgoing connection
@@ -40,6 +43,16 @@ def _ephemeral_low() -> int:
             return int(ports.read().split()[0])
     except (OSError, ValueError, IndexError):
         return 0  # not Linux: the kernel's pick
+
+
+def port_said(lines: list[str]) -> int:
+    """The port a `basra host` or `basra serve` given ``--port 0`` says it listens on: the kernel's pick, bound
+    before it is said, so that no other program can take it between a probe and the bind (as with free_port)."""
+    for line in lines:
+        found = re.search(r"listening on .*, port (\d+)", line)
+        if found:
+            return int(found.group(1))
+    raise AssertionError(f"no port said in: {''.join(lines)}")
 
 
 def basra_command(*args: str) -> list[str]:

@@ -110,6 +110,13 @@ class Terminal:
         assert not shown, shown[0]
 
 
+def port_on_screen(screen: str) -> int:
+    """The port in the `basra join` command a host's screen gives (a host given ``--port 0``, see port_said)."""
+    found = re.search(r"basra join [^\s:]+:(\d+)", screen)
+    assert found, f"no join command on screen:\n{screen}"
+    return int(found.group(1))
+
+
 def play_when_asked(terminal: Terminal) -> str | None:
     """Answer whatever the screen asks for, as a player pressing Enter would; the screen, or None when it is over."""
     text = terminal.screen()
@@ -148,8 +155,12 @@ def take_turn(terminal: Terminal, timeout: float = SCREEN_TIMEOUT) -> None:
 
 
 def decides_the_match(screen: str) -> bool:
-    """A game's score on screen whose match totals end the match: one has reached the target and they differ (RULES.md)."""
-    row = re.search(r"^\W*Match +(\d+) +(\d+) +first to (\d+) wins", screen, re.MULTILINE)
+    """A game's score on screen whose match totals end the match: one has reached the target and they differ (RULES.md).
+
+    The score is a dialog over the game, whose log shows at the dialog's left ("G│ Match  40  30  first to 101
+    wins"): the row is found wherever it starts on its line.
+    """
+    row = re.search(r"\bMatch +(\d+) +(\d+) +first to (\d+) wins", screen)
     if row is None:
         return False
     mine, theirs, target = map(int, row.groups())

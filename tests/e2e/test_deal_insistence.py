@@ -13,7 +13,7 @@ import pytest
 
 from basra_net.exits import EXIT_NO_HIDDEN_HANDS
 
-from .processes import finish, free_port, start_basra, wait_for_line
+from .processes import finish, port_said, start_basra, wait_for_line
 from .terminals import Terminal, needs_tmux, play_out, terminal_env
 
 pytestmark = pytest.mark.slow
@@ -30,11 +30,10 @@ def _refused_line(out: str) -> None:
 
 
 def test_a_default_join_refuses_basra_host_deal_commit_reveal_and_a_join_that_accepts_it_plays(basra_env, tmp_path):
-    port = str(free_port())
     host = start_basra(basra_env, "host", "--auto", "greedy", "--code", CODE, "--deal", "commit-reveal", "--bind", "127.0.0.1",
-                       "--port", port, "--target", "20", "--name", "Hoda", "--no-announce")
+                       "--port", "0", "--target", "20", "--name", "Hoda", "--no-announce")
     try:
-        wait_for_line(host, "Waiting for the second player")
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
         joining = ("join", f"127.0.0.1:{port}", "--code", CODE, "--auto", "greedy", "--name", "Omar")
         code, out = finish(start_basra(basra_env, *joining, "--transcript", str(tmp_path / "refused.basra")), MATCH_TIMEOUT)
         assert code == EXIT_NO_HIDDEN_HANDS, out
@@ -51,11 +50,10 @@ def test_a_default_join_refuses_basra_host_deal_commit_reveal_and_a_join_that_ac
 
 
 def test_a_default_join_refuses_basra_serve_deal_commit_reveal(basra_env):
-    port = str(free_port())
-    serve = start_basra(basra_env, "serve", "--deal", "commit-reveal", "--code", CODE, "--bind", "127.0.0.1", "--port", port,
+    serve = start_basra(basra_env, "serve", "--deal", "commit-reveal", "--code", CODE, "--bind", "127.0.0.1", "--port", "0",
                         "--no-announce", "--no-journal")
     try:
-        wait_for_line(serve, "basra join")
+        port = port_said(wait_for_line(serve, "basra join"))
         code, out = finish(start_basra(basra_env, "join", f"127.0.0.1:{port}", "--code", CODE, "--auto", "greedy"), MATCH_TIMEOUT)
     finally:
         serve.terminate()
@@ -69,12 +67,11 @@ def test_a_default_join_refuses_basra_serve_deal_commit_reveal(basra_env):
 def test_the_full_screen_asks_once_before_it_plays_the_commit_reveal_deal(basra_env, tmp_path, answer):
     """A default `basra join` on the full screen, refused by a table that will not deal hidden hands, asks one question
     in plain words: y plays that table's commit-reveal deal, n (or Esc) leaves with the refusal and exit status 4."""
-    port = str(free_port())
     host = start_basra(basra_env, "host", "--auto", "greedy", "--code", CODE, "--deal", "commit-reveal", "--bind", "127.0.0.1",
-                       "--port", port, "--target", "1", "--name", "Hoda", "--no-announce")
+                       "--port", "0", "--target", "1", "--name", "Hoda", "--no-announce")
     guest = None
     try:
-        wait_for_line(host, "Waiting for the second player")
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
         guest = Terminal(["join", f"127.0.0.1:{port}", "--code", CODE, "--name", "Omar"], terminal_env(basra_env), tmp_path)
         asked = guest.wait_for("Play the commit-reveal deal at this table? (y / n)")
         assert "will not deal hidden hands" in asked and "sees your cards" in asked, asked

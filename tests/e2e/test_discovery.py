@@ -24,6 +24,8 @@ ANNOUNCED = "announced on the LAN"
 GOODBYE_DEADLINE = 1.0  # seconds after the host exits by which listeners must have dropped its table
 
 WATCHER = str(Path(__file__).with_name("lan_watch.py"))
+LONG_SEARCH = Path(__file__).with_name("long_search.py")
+DEADLINE_SEARCH = 600  # seconds: longer than the test, which ends the search with Ctrl-C
 
 # Announces a table at the real host's address and port under a fingerprint of its own choosing.
 SPOOFER = """
@@ -272,7 +274,9 @@ def test_with_no_table_on_the_lan_join_says_what_to_check_and_ctrl_c_ends_the_br
     assert json.loads(subprocess.run(_in(join_ns, *basra_command("list", "--json")), capture_output=True, text=True,
                                      env=basra_env, timeout=60).stdout) == []
 
-    browsing = subprocess.Popen(_in(join_ns, *basra_command("join")), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=basra_env)
+    # A search that outlasts any load, for the Ctrl-C to end: the 2 s one could end first on a busy machine.
+    browsing = subprocess.Popen(_in(join_ns, sys.executable, str(LONG_SEARCH), str(DEADLINE_SEARCH), "join"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=basra_env)
     wait_for_line(browsing, "looking for tables on the LAN")
     browsing.send_signal(signal.SIGINT)
     _, errors = browsing.communicate(timeout=20)

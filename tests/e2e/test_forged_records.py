@@ -40,7 +40,7 @@ from basra_net.protocol.record import (
     STREAM_TYPES, AbsenceAccount, AbsenceEvent, ChannelContext, ChannelRecord, RecordError, evidence_map,
 )
 
-from .processes import basra_command, finish, free_port, start_basra, wait_for_line
+from .processes import basra_command, finish, port_said, start_basra, wait_for_line
 
 CODE = "tulip-42"
 MATCH_TIMEOUT = 120
@@ -68,11 +68,11 @@ class Match:
 def match(tmp_path_factory) -> Match:
     folder = tmp_path_factory.mktemp("forged_records")
     env = {**os.environ, "BASRA_HOME": str(folder / "home"), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
-    port = free_port()
-    host = start_basra(env, "host", "--name", "Sam", "--auto", "greedy", "--bind", "127.0.0.1", "--port", str(port),
+    host = start_basra(env, "host", "--name", "Sam", "--auto", "greedy", "--bind", "127.0.0.1", "--port", "0",
                        "--code", CODE, "--no-announce", "--transcript", str(folder / "host.basra"))
     try:
-        started = "".join(wait_for_line(host, "Waiting for the second player"))
+        started_lines = wait_for_line(host, "Waiting for the second player")
+        started, port = "".join(started_lines), port_said(started_lines)
         join = start_basra(env, "join", f"127.0.0.1:{port}", "--code", CODE, "--name", "Omar", "--auto", "greedy",
                            "--transcript", str(folder / "join.basra"))
         code, out = finish(join, MATCH_TIMEOUT)

@@ -17,7 +17,7 @@ from basra_net.protocol import transcript
 from basra_net.protocol.framing import encode_frame
 from basra_net.protocol.messages import Played, to_wire
 
-from .processes import basra_command, finish, free_port, start_basra, wait_for_line
+from .processes import basra_command, finish, port_said, start_basra, wait_for_line
 
 MATCH_TIMEOUT = 120
 
@@ -27,12 +27,11 @@ def verify(env, path) -> subprocess.CompletedProcess:
 
 
 def test_both_transcripts_of_a_hidden_hands_match_verify_offline(basra_env, tmp_path):
-    port = free_port()
-    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", str(port), "--plain",
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", "0", "--plain",
                        "--target", "101", "--name", "Hoda", "--no-announce",
                        "--transcript", str(tmp_path / "host.basra"))
     try:
-        wait_for_line(host, "Waiting for the second player")
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
         join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", "Omar",
                            "--transcript", str(tmp_path / "join.basra"))
         code, out = finish(join, MATCH_TIMEOUT)

@@ -10,7 +10,7 @@ import pytest
 from basra_net.protocol import transcript as transcript_format
 from basra_net.protocol.messages import MatchStart
 
-from .processes import basra_command, finish, free_port, start_basra, wait_for_line
+from .processes import basra_command, finish, free_port, port_said, start_basra, wait_for_line
 
 MATCH_TIMEOUT = 120
 CODE = "K7M-2QX"
@@ -98,13 +98,13 @@ def test_a_match_across_a_real_network_interface(two_hosts, basra_env, tmp_path)
 
 
 def test_basra_serve_prints_the_exact_join_command_and_the_code(basra_env):
-    port = free_port()
     serve = subprocess.Popen(
-        basra_command("serve", "--bind", "127.0.0.1", "--port", str(port), "--code", "club-night"),
+        basra_command("serve", "--bind", "127.0.0.1", "--port", "0", "--code", "club-night"),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env,
     )
     try:
-        lines = "".join(wait_for_line(serve, "Join code: club-night"))
+        said = wait_for_line(serve, "Join code: club-night")
+        lines, port = "".join(said), port_said(said)
     finally:
         serve.terminate()
         serve.communicate(timeout=30)
@@ -146,11 +146,10 @@ def test_basra_serve_deals_the_commit_reveal_deal_to_players_who_accept_it(basra
 def two_joins_at_serve(basra_env, tmp_path, *serve_options: str, join_options: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], str]:
     """Amr and Dina, two `basra join --auto greedy` processes, play a match to 40 at one `basra serve`:
     their exit codes and outputs, and the server's output."""
-    port = free_port()
-    serve = start_basra(basra_env, "serve", "--bind", "127.0.0.1", "--port", str(port), "--plain", "--target", "40",
+    serve = start_basra(basra_env, "serve", "--bind", "127.0.0.1", "--port", "0", "--plain", "--target", "40",
                         "--no-announce", *serve_options)
     try:
-        wait_for_line(serve, "basra join")
+        port = port_said(wait_for_line(serve, "basra join"))
         joins = [
             start_basra(basra_env, "join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--name", name,
                         "--transcript", str(tmp_path / f"{name}.basra"), *join_options)

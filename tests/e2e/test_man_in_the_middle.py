@@ -29,7 +29,7 @@ from basra_net.protocol.errors import ProtocolError
 from basra_net.protocol.fingerprint import key_fingerprint
 from basra_net.protocol.framing import FrameDecoder, encode_frame
 
-from .processes import basra_command, free_port, wait_for_line
+from .processes import basra_command, port_said, wait_for_line
 
 CODE = "K7M-2QX"
 
@@ -101,14 +101,13 @@ def _pump(source: ssl.SSLSocket, sink: ssl.SSLSocket, rewrite: Callable[[dict], 
 
 
 def _start_host(env: dict[str, str], tmp_path: Path, *options: str) -> tuple[subprocess.Popen, int, list[str]]:
-    port = free_port()
     host = subprocess.Popen(
-        basra_command("host", "--auto", "greedy", "--port", str(port), "--bind", "127.0.0.1", "--no-announce",
+        basra_command("host", "--auto", "greedy", "--port", "0", "--bind", "127.0.0.1", "--no-announce",
                       "--transcript", str(tmp_path / "host.basra"), *options),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )
     lines = wait_for_line(host, "Waiting for the second player")
-    return host, port, lines
+    return host, port_said(lines), lines
 
 
 def _guest_env(basra_env: dict[str, str], tmp_path: Path) -> dict[str, str]:

@@ -27,9 +27,12 @@ import trio
 
 from ..resilience.cutting_proxy import TO_HOST, TO_PLAYER, CuttingProxy, Mark
 from ..resilience.test_interruptions import OUTCOMES, transcripts_checked
-from .processes import basra_command, free_port, start_basra, wait_for_line
+from .processes import basra_command, port_said, start_basra, wait_for_line
 from .processes import finish as finish_process
-from .terminals import CARD, EXIT_MARK, Terminal, needs_tmux, play_out, play_until, play_when_asked, take_turn, terminal_env
+from .terminals import (
+    CARD, EXIT_MARK, Terminal, decides_the_match, needs_tmux, play_out, play_until, play_when_asked, port_on_screen, take_turn,
+    terminal_env,
+)
 
 pytestmark = needs_tmux
 DEADLINE = 60  # seconds for a process to end or a screen to come, on two cores busy with several test runs
@@ -98,12 +101,11 @@ class Seats:
 @contextmanager
 def join_on_screen(basra_env, tmp_path, target: str) -> Iterator[Seats]:
     """A person at `basra join` against a headless host; neither is left running on the way out."""
-    port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = start_basra(basra_env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", port, "--grace", "20",
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--plain", "--bind", "127.0.0.1", "--port", "0", "--grace", "20",
                        "--target", target, "--transcript", str(host_file))
     try:
-        wait_for_line(host, "Waiting for the second player")
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
         join_args = ["join", f"127.0.0.1:{port}", "--plain", "--transcript", str(guest_file)]
         join = Terminal(join_args, terminal_env(basra_env), tmp_path)
         try:
@@ -117,14 +119,13 @@ def join_on_screen(basra_env, tmp_path, target: str) -> Iterator[Seats]:
 @contextmanager
 def host_on_screen(basra_env, tmp_path, target: str) -> Iterator[Seats]:
     """A person at `basra host` and a headless join once the host waits; neither is left running on the way out."""
-    port = str(free_port())
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", port, "--target", target,
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", "0", "--target", target,
                      "--transcript", str(host_file)], terminal_env(basra_env), tmp_path)
-    join_args = ["join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file)]
     join = None
     try:
-        host.wait_for("Waiting for the other player to sit down")
+        port = port_on_screen(host.wait_for("Waiting for the other player to sit down"))
+        join_args = ["join", f"127.0.0.1:{port}", "--plain", "--auto", "greedy", "--transcript", str(guest_file)]
         join = start_basra(basra_env, *join_args)
         yield Seats(host, join, host_file, guest_file, join_args)
     finally:
@@ -174,10 +175,9 @@ def test_q_at_the_hosts_turn_leaves_and_the_joining_player_is_told(basra_env, tm
 
 @pytest.mark.parametrize("leave", [press_ctrl_c, leave_with_q], ids=["ctrl-c", "q-y"])
 def test_the_host_waiting_for_the_guest_leaves_cleanly(basra_env, tmp_path, leave):
-    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", str(free_port())], terminal_env(basra_env), tmp_path)
+    host = Terminal(["host", "--open", "--plain", "--bind", "127.0.0.1", "--port", "0"], terminal_env(basra_env), tmp_path)
     try:
         host.wait_for("Waiting for the other player to sit down")
-        time.sleep(0.3)
         leave(host)
         code, out = ended(host)
     finally:
@@ -227,6 +227,18 @@ def test_at_the_match_end_screen_q_or_ctrl_c_closes_it_and_the_match_stays_over_
     verified(basra_env, seats.host_file, seats.guest_file)
 
 
+@pytest.mark.quick
+def test_a_score_that_decides_the_match_is_read_as_such_through_the_game_shown_behind_it():
+    """play_until leaves the deciding game's score for MATCH OVER to replace: an Enter pressed there closed the
+    match's end instead, once a loaded screen drew MATCH OVER before it read the key.  The score is a dialog over
+    the game's log, whose letters show at its left."""
+    snapshot = (Path(__file__).parents[1] / "interface" / "snapshots" / "game_end.txt").read_text()
+    assert " G│ Match            40              30  first to 101 wins" in snapshot
+    assert not decides_the_match(snapshot)  # 40 and 30, first to 101: the match plays on
+    assert decides_the_match(snapshot.replace("first to 101", "first to 40"))
+    assert not decides_the_match(snapshot.replace("40              30", "40              40").replace("first to 101", "first to 40"))
+
+
 def play_until_reached(terminal: Terminal, mark: Mark, timeout: float = 90.0) -> None:
     """Press Enter whenever the screen asks, until the proxy's mark says the match is at its moment."""
     deadline = time.monotonic() + timeout
@@ -263,26 +275,27 @@ FROZEN_CELLS = [
 
 @pytest.mark.parametrize("moment,side,make_mark,target,outcome", FROZEN_CELLS, ids=[f"{m}-q-at-{s}".replace(", ", "-").replace(" ", "_").replace("'", "") for m, s, *_ in FROZEN_CELLS])
 async def test_q_at_a_moment_held_by_the_frozen_link_leaves_and_the_other_side_is_told(basra_env, tmp_path, moment, side, make_mark, target, outcome):
-    port = free_port()
     host_file, guest_file = tmp_path / "host.basra", tmp_path / "guest.basra"
-    common = ["--plain", "--bind", "127.0.0.1", "--port", str(port), "--grace", "20", "--target", target, "--transcript", str(host_file)]
+    common = ["--plain", "--bind", "127.0.0.1", "--port", "0", "--grace", "20", "--target", target, "--transcript", str(host_file)]
     mark = make_mark()
     person = headless = None
     try:
         with trio.fail_after(3 * DEADLINE + 90):
             async with trio.open_nursery() as nursery:
+                if side == "host":
+                    person = Terminal(["host", "--open", *common], terminal_env(basra_env), tmp_path)
+                    port = port_on_screen(await in_thread(person.wait_for, "Waiting for the other player to sit down"))
+                else:
+                    headless = start_basra(basra_env, "host", "--auto", "greedy", *common)
+                    port = port_said(await in_thread(wait_for_line, headless, "Waiting for the second player"))
                 proxy = CuttingProxy(port, marks=[mark])
                 proxy_port = await nursery.start(proxy.serve)
                 join_args = ["join", f"127.0.0.1:{proxy_port}", "--plain", "--transcript", str(guest_file)]
                 if moment.endswith("commit-reveal"):
                     join_args += ["--deal", "commit-reveal"]
                 if side == "host":
-                    person = Terminal(["host", "--open", *common], terminal_env(basra_env), tmp_path)
-                    await in_thread(person.wait_for, "Waiting for the other player to sit down")
                     headless = start_basra(basra_env, *join_args, "--auto", "greedy")
                 else:
-                    headless = start_basra(basra_env, "host", "--auto", "greedy", *common)
-                    await in_thread(wait_for_line, headless, "Waiting for the second player")
                     person = Terminal(join_args, terminal_env(basra_env), tmp_path)
                 await in_thread(play_until_reached, person, mark)
                 await in_thread(leave_with_q, person)
@@ -333,13 +346,13 @@ def join_code_on_screen(screen: str) -> str | None:
 def test_a_host_whose_opponent_is_away_leaves_at_once_without_waiting_out_the_grace(basra_env, tmp_path, table, leave):
     """The joiner is killed mid-match: the host's screen counts its grace down (120 s), and Ctrl-C, or q and y,
     end `basra host` within seconds, exit 130, its transcript verifying up to the leave."""
-    port = str(free_port())
     host_file = tmp_path / "host.basra"
-    host = Terminal(["host", "--name", "Sam", "--bind", "127.0.0.1", "--port", port, "--grace", "120", "--no-announce",
+    host = Terminal(["host", "--name", "Sam", "--bind", "127.0.0.1", "--port", "0", "--grace", "120", "--no-announce",
                      "--transcript", str(host_file), *table], terminal_env(basra_env), tmp_path)
     join = None
     try:
-        code = join_code_on_screen(host.wait_for("Waiting for the other player to sit down"))
+        waiting = host.wait_for("Waiting for the other player to sit down")
+        code, port = join_code_on_screen(waiting), port_on_screen(waiting)
         assert (code is None) == ("--open" in table), code
         join = start_basra(basra_env, "join", f"127.0.0.1:{port}", "--auto", "greedy", "--transcript", str(tmp_path / "guest.basra"),
                            *(["--code", code] if code else []), *joining_like(table))
@@ -360,10 +373,9 @@ def test_a_host_whose_opponent_is_away_leaves_at_once_without_waiting_out_the_gr
 def left_at_the_question(basra_env, tmp_path, host_args: list[str], join_args: list[str], question: str, key: str) -> tuple[int, str, subprocess.Popen]:
     """A person runs `basra join` against a headless host and presses ``key`` once the screen asks ``question``:
     the join's exit status and last screen, and the host, still running or not."""
-    port = str(free_port())
-    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", port, "--no-announce", *host_args)
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", "0", "--no-announce", *host_args)
     try:
-        wait_for_line(host, "Waiting for the second player")
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
         person = Terminal(["join", f"127.0.0.1:{port}", *join_args], terminal_env(basra_env), tmp_path)
         try:
             person.wait_for(question)
@@ -407,13 +419,12 @@ def test_ctrl_c_or_esc_at_the_first_contact_fingerprint_question_leaves_at_once_
 def left_at_a_line_prompt(basra_env, tmp_path, host_args: list[str], join_args: list[str], question: str, key: str) -> tuple[pexpect.spawn, str, subprocess.Popen]:
     """A person runs `basra join` on the line prompt (input a terminal, output a file) against a headless host and
     presses ``key`` once the output asks ``question``: the ended join, what it said, and the host, still running or not."""
-    port = str(free_port())
-    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", port, "--no-announce", *host_args)
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--bind", "127.0.0.1", "--port", "0", "--no-announce", *host_args)
     said = tmp_path / "join.out"
-    command = shlex.join(basra_command("join", f"127.0.0.1:{port}", *join_args))
     child = None
     try:
-        wait_for_line(host, "Waiting for the second player")
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
+        command = shlex.join(basra_command("join", f"127.0.0.1:{port}", *join_args))
         child = pexpect.spawn("bash", ["-c", f"exec {command} > {shlex.quote(str(said))} 2>&1"], env=basra_env, encoding="utf-8", timeout=DEADLINE)
         deadline = time.monotonic() + DEADLINE
         while question not in (said.read_text() if said.exists() else ""):

@@ -14,8 +14,8 @@ import time
 
 import pexpect
 
-from .processes import basra_command, free_port, wait_for_line
-from .terminals import CARD, MATCH_TIMEOUT, Terminal, needs_tmux, play_out, play_when_asked, take_turn, terminal_env
+from .processes import basra_command, port_said, wait_for_line
+from .terminals import CARD, MATCH_TIMEOUT, Terminal, needs_tmux, play_out, play_when_asked, port_on_screen, take_turn, terminal_env
 
 FINGERPRINT = re.compile(r"key ([0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4} [0-9a-f]{4})")
 
@@ -74,12 +74,12 @@ def test_q_asks_before_leaving_and_the_shell_gets_its_screen_back(basra_env, tmp
 @needs_tmux
 def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(basra_env, tmp_path):
     env = terminal_env(basra_env)
-    port = str(free_port())
-    host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
+    host = Terminal(["host", "--bind", "127.0.0.1", "--port", "0", "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
     guest = None
     try:
         host.wait_for("Join code: tulip-42")
         waiting = host.wait_for("Waiting for the other player to sit down")  # drawn a moment after the code on a loaded machine
+        port = port_on_screen(waiting)
         assert f"basra join 127.0.0.1:{port} --code tulip-42" in waiting and "Join code: tulip-42" in waiting
         time.sleep(1.0)
         assert f"basra join 127.0.0.1:{port} --code tulip-42" in host.screen()  # still there while nobody sits
@@ -101,11 +101,10 @@ def test_two_players_on_two_terminals_play_a_match_and_see_the_same_fingerprint(
 @needs_tmux
 def test_two_players_chat_on_two_terminals_and_the_match_plays_on(basra_env, tmp_path):
     env = terminal_env(basra_env)
-    port = str(free_port())
-    host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
+    host = Terminal(["host", "--bind", "127.0.0.1", "--port", "0", "--code", "tulip-42", "--target", "1", "--name", "Hoda"], env, tmp_path)
     guest = None
     try:
-        host.wait_for("Join code: tulip-42")
+        port = port_on_screen(host.wait_for("Join code: tulip-42"))
         guest = Terminal(["join", f"127.0.0.1:{port}", "--code", "tulip-42", "--name", "Omar"], env, tmp_path)
         host.wait_for("taken/27")
         guest.wait_for("taken/27")
@@ -137,10 +136,9 @@ def test_two_players_chat_on_two_terminals_and_the_match_plays_on(basra_env, tmp
 @needs_tmux
 def test_a_guest_killed_mid_match_runs_join_again_and_finds_the_match_where_it_was(basra_env, tmp_path):
     env = terminal_env(basra_env)
-    port = str(free_port())
-    host = Terminal(["host", "--bind", "127.0.0.1", "--port", port, "--open", "--target", "1", "--name", "Hoda"], env, tmp_path)
+    host = Terminal(["host", "--bind", "127.0.0.1", "--port", "0", "--open", "--target", "1", "--name", "Hoda"], env, tmp_path)
+    port = port_on_screen(host.wait_for("Waiting for the other player to sit down"))
     join = ["join", f"127.0.0.1:{port}", "--name", "Omar"]
-    host.wait_for("Waiting for the other player to sit down")
     guest = Terminal(join, env, tmp_path, size=(100, 40))  # room in the log for all that is caught up on
     try:
         # An open table: the first join shows the host's fingerprint to compare before pinning it.
@@ -215,13 +213,12 @@ def test_no_color_draws_without_any_colour_and_in_colour_otherwise(basra_env, tm
 
 
 def test_ctrl_c_in_basra_join_leaves_cleanly_and_the_host_is_told(basra_env, tmp_path):
-    port = free_port()
     host = subprocess.Popen(
-        basra_command("host", "--auto", "greedy", "--port", str(port), "--bind", "127.0.0.1", "--transcript", str(tmp_path / "h.basra")),
+        basra_command("host", "--auto", "greedy", "--port", "0", "--bind", "127.0.0.1", "--transcript", str(tmp_path / "h.basra")),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=basra_env,
     )
     try:
-        wait_for_line(host, "Waiting for the second player")
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
         command = basra_command(
             "join", f"127.0.0.1:{port}", "--name", "Zed", "--transcript", str(tmp_path / "j.basra"), "--trust-new-key"
         )

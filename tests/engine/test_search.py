@@ -13,7 +13,16 @@ import pytest
 from basra_net.engine import Match, seat_view
 from basra_net.engine.bots import LEVELS, greedy_move, level_move
 from basra_net.engine.endgame import solve_last_hand
-from basra_net.engine.search import contenders, distinct_moves, match_utility, sample_world, search_move
+from basra_net.engine.search import (
+    clone,
+    contenders,
+    distinct_moves,
+    match_utility,
+    playout,
+    playout_choice,
+    sample_world,
+    search_move,
+)
 
 from .helpers import cards, make_game, match_at
 
@@ -182,3 +191,27 @@ def test_a_candidate_clearly_behind_on_shared_worlds_is_dropped_and_a_close_one_
     assert contenders([0, 1, 2], [leader, close, behind]) == [0, 1]
     # What counts is the difference world by world, not the spread of the outcomes themselves.
     assert contenders([0, 1], [leader, [x - 3.0 for x in leader]]) == [0]
+
+
+@pytest.mark.parametrize("scoring", ["egyptian", "classic"])
+def test_the_policy_choices_a_search_keeps_change_no_choice(scoring):
+    """A playout that reuses the choices kept from earlier playouts plays what the policy, asked afresh, plays."""
+    rng = random.Random(scoring)
+    deck = list(range(52))
+    rng.shuffle(deck)
+    match = Match(scoring=scoring)
+    match.start_game(deck)
+    view = seat_view(match, match.turn)
+    choices: dict = {}
+    for _ in range(30):
+        world = sample_world(view, rng)
+        noise = [rng.random() for _ in range(48)]
+        kept = clone(world)
+        kept_value = playout(kept, view.seat, noise, match_utility(view), choices)
+        asked = clone(world)
+        while asked.plays < 48:
+            asked.advance(playout_choice(asked, noise[asked.plays]))
+        assert kept.history == asked.history
+        scores = asked.scores()
+        assert kept_value == scores[view.seat].total - scores[1 - view.seat].total
+    assert len(choices) < 30 * 48  # later playouts met positions the earlier ones kept

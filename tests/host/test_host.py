@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import struct
 from functools import partial
 from pathlib import Path
@@ -423,3 +425,52 @@ async def test_when_the_hosts_player_leaves_while_seat_1_chooses_its_move_seat_1
     assert outcomes[0].own_seat.exit_code == 130 and "left the match" in outcomes[0].table.reason
     for path in (guest.transcript_path, tmp_path / "host.basra"):
         assert verify(path).ok, verify(path).problems
+
+
+async def test_a_ctrl_c_once_the_match_is_over_still_takes_the_guests_countersignature_of_the_result(tmp_path):
+    """`basra host --auto` sent Ctrl-C while the guest's countersignature of the result is on its way: nothing is
+    left to leave, so the grace a Ctrl-C gives (none here: it would cut at once) does not cut the table's wait,
+    and the host's record holds the countersignature.  It was cut after 5 s, exiting 130 without its transcript."""
+    from basra_net.client.command import run_until_interrupted
+    from basra_net.protocol.signed_verify import verify_signed
+
+    from ..resilience.cutting_proxy import KEYS_HOLD, TO_PLAYER, CuttingProxy, Mark
+
+    settings = HostSettings(port=0, bind="127.0.0.1", name="Hoda", target=1, transcript=tmp_path / "host.basra", tls=False)
+    match_over, stop, listening, ended = trio.Event(), trio.Event(), trio.Event(), trio.Event()
+    ports: list[int] = []
+    outcomes: list[HostOutcome | None] = []
+
+    def said(line: str) -> None:
+        if line.startswith("basra host: listening on"):
+            ports.append(int(line.split(", port ")[1].split()[0]))
+            listening.set()
+
+    async def host() -> None:
+        outcomes.append(await run_until_interrupted(
+            lambda stop: run_host(settings, BotPlayer("greedy"), say=said, stop=stop, match_over=match_over),
+            grace=0, stop=stop, finishing=match_over.is_set,
+        ))
+        ended.set()
+
+    end_reached = Mark(TO_PLAYER, "match_end", hold=KEYS_HOLD)  # the guest's answer to the end waits behind it
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(host)
+            await listening.wait()
+            proxy = CuttingProxy(ports[0], marks=[end_reached])
+            proxy_port = await nursery.start(proxy.serve)
+            guest = ClientSession(await trio.open_tcp_stream("127.0.0.1", proxy_port), "Omar", BotPlayer("greedy"),
+                                  transcript_path=tmp_path / "guest.basra", keep_transcript=True)
+            nursery.start_soon(guest.run)
+            await end_reached.reached.wait()
+            assert match_over.is_set()
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+            await stop.wait()
+            proxy.release()
+            await ended.wait()
+            nursery.cancel_scope.cancel()
+    [outcome] = outcomes
+    assert outcome is not None and outcome.table.completed, outcome
+    report = verify_signed(transcript.parse((tmp_path / "host.basra").read_bytes()))
+    assert report.proven_both, report.reason  # the guest's countersignature of the result included

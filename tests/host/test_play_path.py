@@ -157,7 +157,7 @@ def _resume(table: Table, player: Player, nursery: trio.Nursery) -> None:
     player.outbox = Outbox(OUTBOX_SIZE, player.connection, player.wire)
     welcome, missed, left_open, player.link = table.seat_resumed(player.seat, player.record.chain.count, player.outbox)
     player.wire.received += player.connection.send(welcome)
-    player.connection.restore(**left_open)
+    player.connection.restore(left_open)
     player.wire.received += b"".join(missed)
     player.outbox.start(nursery, lambda why: None)
     player.away = False

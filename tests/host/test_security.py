@@ -34,7 +34,12 @@ def data_home(tmp_path, monkeypatch):
 class PacedBot(BotPlayer):
     """The greedy bot, thinking a little, so that a match lasts while the test does things to the host."""
 
+    def __init__(self, level: str) -> None:
+        super().__init__(level)
+        self.asked = trio.Event()  # its first turn came: the match is under way
+
     async def choose(self, state):
+        self.asked.set()
         await trio.sleep(0.01)
         return await super().choose(state)
 
@@ -257,11 +262,13 @@ async def test_a_flood_of_500_half_open_connections_does_not_stop_a_match_in_pro
             async with trio.open_nursery() as nursery:
                 port, outcomes = await _start_host(nursery, own=PacedBot("greedy"))
 
+                friend = PacedBot("greedy")
+
                 async def player() -> None:
-                    result.append(await _join(port, "friend", player=PacedBot("greedy")).run())
+                    result.append(await _join(port, "friend", player=friend).run())
 
                 nursery.start_soon(player)
-                await trio.sleep(0.3)  # the match is under way
+                await friend.asked.wait()  # the match is under way
                 for _ in range(500):
                     try:
                         strangers.append(await trio.open_tcp_stream("127.0.0.1", port))

@@ -259,13 +259,13 @@ class HostConnectionMachine(RuleBasedStateMachine):
         connection = self.connection
         while not self.ended:
             before = self.match.to_dict()
-            state = (connection.hello, connection.seat, connection.awaiting_seed, connection.open_request)
+            state = (connection.hello, connection.seat, connection.match.awaiting_seed, connection.match.open_request)
             try:
                 event = connection.next_event()
             except ProtocolError as err:
                 outcomes.append(err.code)
                 assert self.match.to_dict() == before
-                assert (connection.hello, connection.seat, connection.awaiting_seed, connection.open_request) == state, (
+                assert (connection.hello, connection.seat, connection.match.awaiting_seed, connection.match.open_request) == state, (
                     f"a refusal ({err.code}) changed the connection's state"
                 )
                 if err.fatal:
@@ -458,8 +458,8 @@ class HostConnectionMachine(RuleBasedStateMachine):
     @invariant()
     def the_connection_holds_what_the_host_asked(self):
         if self.alive:
-            assert self.connection.open_request == self.open_request
-            assert self.connection.awaiting_seed == self.awaiting_seed
+            assert self.connection.match.open_request == self.open_request
+            assert self.connection.match.awaiting_seed == self.awaiting_seed
             assert self.open_request is None or self.awaiting_seed is None
 
     @invariant()
@@ -649,7 +649,7 @@ class World:
 
     def answer(self, choice: int = 0) -> bool:
         """Seat 1 answers what is open, validly; False when nothing is."""
-        if self.commit_for is not None and self.guest.commit_for == self.commit_for and self.guest.seed_sent_for != self.commit_for:
+        if self.commit_for is not None and self.guest.match.commit_for == self.commit_for and self.guest.match.seed_sent_for != self.commit_for:
             game, self.commit_for = self.commit_for, None
             seed = Seed(game, hashlib.sha256(b"guest seed %d" % game).digest())
             if self.record is not None:
@@ -662,10 +662,10 @@ class World:
             self.record.guest_sig(answer)
             self.act(self.guest.send(sig))
             return True
-        if self.open_request is not None and self.guest.open_request == self.open_request:
+        if self.open_request is not None and self.guest.match.open_request == self.open_request:
             move = self.moves[choice % len(self.moves)]
             self.open_request = None
-            self.act(self.guest.send(Play(self.guest.open_request, move.card, move.captures)))
+            self.act(self.guest.send(Play(self.guest.match.open_request, move.card, move.captures)))
             return True
         return False
 
@@ -749,20 +749,20 @@ class TableMachine(RuleBasedStateMachine):
     @rule(which=st.sampled_from(["next", "previous", "far"]), card=st.integers(0, 51))
     def play_with_a_stale_request(self, which, card):
         world = self.world
-        last = world.open_request or world.guest.open_request or 0
+        last = world.open_request or world.guest.match.open_request or 0
         request = {"next": last + 1, "previous": max(last - 1, 0), "far": (1 << 63) - 1}[which]
-        assume(request != world.guest.open_request)
+        assume(request != world.guest.match.open_request)
         self.unsolicited += 1
         world.send(Play(request, card, ()))
 
-    @precondition(lambda self: self.alive and self.world.guest.open_request is not None)
+    @precondition(lambda self: self.alive and self.world.guest.match.open_request is not None)
     @rule(card=st.integers(0, 51), captures=st.lists(st.integers(0, 51), max_size=3, unique=True))
     def play_an_illegal_move(self, card, captures):
         world = self.world
         move = Move(card, tuple(sorted(captures)))
         assume(move not in world.moves)
         world.open_request = None
-        world.act(world.guest.send(Play(world.guest.open_request, move.card, move.captures)))
+        world.act(world.guest.send(Play(world.guest.match.open_request, move.card, move.captures)))
         assert world.broken or world.errors_received[-1:] == [ILLEGAL_MOVE]
 
     @rule(message=st.sampled_from(HOST_MESSAGES + (Hello(PROTOCOL_VERSIONS, "Omar", NONCE, key=GUEST_KEY), Seed(99, bytes(32)))))

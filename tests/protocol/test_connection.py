@@ -166,9 +166,9 @@ def test_both_seats_play_a_whole_match_through_the_state_machines():
         host_seed, client_seed = bytes([game]) * 32, bytes([100 + game]) * 32
         commitment = shuffle.commitment(MATCH_ID, game, nonce, host_seed)
         links[1].to_client(Commit(game, commitment, bytes(64)))
-        assert links[1].host.awaiting_seed == game
+        assert links[1].host.match.awaiting_seed == game
         links[1].to_host(Seed(game, client_seed))
-        assert links[1].host.awaiting_seed is None
+        assert links[1].host.match.awaiting_seed is None
         announce(match.start_game(shuffle.shuffled_deck(MATCH_ID, game, host_seed, client_seed)))
         ended = []
         while match.turn is not None:
@@ -186,7 +186,7 @@ def test_both_seats_play_a_whole_match_through_the_state_machines():
 
     assert match.game_number >= 2
     for seat, link in enumerate(links):
-        assert link.client.over and link.client.closed
+        assert link.client.match.over and link.client.closed
         assert isinstance(received[seat][-1], MatchEnd)
         assert received[seat][-1].totals == tuple(match.totals)
         # Each seat saw 6 deals per game, and every play of both seats.
@@ -268,7 +268,7 @@ def test_a_play_with_no_open_request_is_not_your_turn_and_the_connection_survive
     # The connection carries on: the next request is answered normally.
     link.to_client(YourTurn(5, (Move(C("AS"), (), "drop"),)))
     assert link.to_host(Play(5, C("AS"), ())).request == 5
-    assert link.host.open_request is None
+    assert link.host.match.open_request is None
 
 
 def test_a_play_answering_an_old_request_is_stale_request():
@@ -277,7 +277,7 @@ def test_a_play_answering_an_old_request_is_stale_request():
     link.raw_to_host(Play(6, C("AS"), ()))
     error = refused(link.host)
     assert error.code == STALE_REQUEST and not error.fatal
-    assert link.host.open_request == 7  # still open: the right answer is still welcome
+    assert link.host.match.open_request == 7  # still open: the right answer is still welcome
     assert link.to_host(Play(7, C("AS"), ())).request == 7
     # The answer again (a resumed client repeats its last answer) is dropped without a word...
     link.raw_to_host(Play(7, C("AS"), ()))
@@ -292,7 +292,7 @@ def test_a_seed_for_the_wrong_game_is_unexpected():
     link.to_client(Commit(1, bytes(32), bytes(64)))
     link.raw_to_host(Seed(2, bytes(32)))
     assert refused(link.host).code == UNEXPECTED
-    assert link.host.awaiting_seed == 1
+    assert link.host.match.awaiting_seed == 1
 
 
 def test_a_seed_with_no_commitment_outstanding_is_unexpected():
@@ -378,7 +378,7 @@ def test_a_deal_before_the_seed_exchange_is_unexpected_at_seat_1():
 def test_seat_0_takes_a_deal_without_any_seed_exchange():
     link = seated(0)
     link.to_client(Deal(1, 1, 0, (C("AS"),), (), 36, (), 1))
-    assert link.client.game_live
+    assert link.client.match.game_live
 
 
 def test_a_reveal_of_another_game_during_a_game_is_unexpected():
@@ -391,7 +391,7 @@ def test_a_reveal_during_a_game_cuts_it_off_and_only_match_end_may_follow():
     # The host reveals a game cut off when the match is abandoned (PROTOCOL.md 7.3).
     link, deal = seat1_in_game_1()
     link.to_client(Reveal(1, bytes(32), bytes(64)))
-    assert link.client.cut_off and not link.client.game_live
+    assert link.client.match.cut_off and not link.client.match.game_live
     link.raw_to_client(Played(1, 0, deal.table[0], (), "drop", deal.table, 1))
     assert refused(link.client).code == UNEXPECTED
 
@@ -400,13 +400,13 @@ def test_match_end_follows_a_game_cut_off():
     link, _ = seat1_in_game_1()
     link.to_client(Reveal(1, bytes(32), bytes(64)))
     link.to_client(MatchEnd(1, (0, 0), "abandoned"))
-    assert link.client.over
+    assert link.client.match.over
 
 
 def test_a_reveal_comes_once_after_its_game_end():
     link, _ = seat1_in_game_1()
     link.to_client(GameEnd(1, None, (), (ZERO, ZERO), (0, 0)))
-    assert link.client.reveal_due == 1
+    assert link.client.match.reveal_due == 1
     link.raw_to_client(Reveal(2, bytes(32), bytes(64)))  # the wrong game
     assert refused(link.client).code == UNEXPECTED
     link = seat1_in_game_1()[0]
@@ -453,7 +453,7 @@ def test_play_messages_outside_a_live_game_are_unexpected():
 def test_anything_after_match_end_is_unexpected(message):
     link = seated(0)
     link.to_client(MatchEnd(0, (61, 0), "target"))
-    assert link.client.over and link.client.closed
+    assert link.client.match.over and link.client.closed
     link.raw_to_client(message)
     assert refused(link.client).code == UNEXPECTED
 
@@ -691,7 +691,7 @@ def hidden_link(seat: int = 1, deal: str | None = "hidden") -> Link:
 
 def test_a_hidden_match_runs_shuffle_lock_open_deal_hidden_turn_hidden_play_game_end_audit():
     link = hidden_link()
-    assert link.client.hidden
+    assert link.client.match.hidden
     link.to_client(Shuffle(1, 0))
     link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52)), 1, bytes(64)))
     link.to_host(Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52)), 0, bytes(64)))
@@ -705,7 +705,7 @@ def test_a_hidden_match_runs_shuffle_lock_open_deal_hidden_turn_hidden_play_game
     link.to_client(GameEnd(1, None, (), (ZERO, ZERO), (0, 0)))
     link.to_host(Audit(1, bytes(32), 2, bytes(64)))
     link.to_client(Audited(1, 0, bytes(32), 2, bytes(64)))
-    assert link.client.reveal_due is None  # no seed to reveal: the next game's shuffle may come
+    assert link.client.match.reveal_due is None  # no seed to reveal: the next game's shuffle may come
     link.to_client(Shuffle(2, 1))
 
 
@@ -825,3 +825,45 @@ def test_a_resume_sends_again_every_answer_whose_effect_has_not_come_in_the_orde
     link.to_client(Commit(1, bytes(32), bytes(64)))
     seed = link.to_host(Seed(1, bytes(32)))
     assert frames_of(link.client.resend()) == [seed]
+
+
+# --- the next match on the same connection ----------------------------------------------------------
+
+
+def test_the_next_match_starts_only_once_this_one_is_over_and_keeps_nothing_of_it():
+    link, deal = seat1_in_game_1()
+    link.to_client(YourTurn(7, (Move(C("AS"), (), "drop"),)))
+    with pytest.raises(LocalProtocolError):
+        link.host.start_next_match()
+    with pytest.raises(LocalProtocolError):
+        link.client.start_next_match()
+    link.to_host(Play(7, C("AS"), ()))
+    link.to_client(MatchEnd(winner=0, totals=(0, 0), reason="abandoned"))
+
+    link.host.start_next_match()
+    link.client.start_next_match()
+    # The last match's answer is no repeat of the new one's: refused, not dropped.
+    assert refused(link.host, frame(Play(7, C("AS"), ()))).code == NOT_YOUR_TURN
+    assert not link.client.closed and link.client.match.game == 0
+    link.to_client(MatchStart(("Hoda", "Omar")))
+    link.to_client(Commit(1, bytes(32), bytes(64)))
+    assert link.host.match.awaiting_seed == 1
+    link.to_host(Seed(1, bytes(32)))
+    link.to_client(deal)
+    assert link.client.match.game_live
+
+
+def test_in_version_2_the_next_match_waits_for_the_hosts_signature_of_the_result():
+    client = ClientConnection()
+    client.send(Hello((2,), "Omar", NONCE, key=bytes(range(1, 33))))
+    client.receive_data(frame(Welcome(2, 1, MATCH_ID, HOST_KEY, "egyptian", 60, bytes(16), 0)))
+    for message in (MatchStart(("Hoda", "Omar")), MatchEnd(winner=0, totals=(0, 0), reason="abandoned")):
+        client.receive_data(frame(message))
+    while client.next_event() is not None:
+        pass
+    with pytest.raises(LocalProtocolError):
+        client.start_next_match()
+    client.receive_data(frame(Sig("result", 0, 3, bytes(64))))
+    assert isinstance(client.next_event(), Sig)
+    client.start_next_match()
+    assert not client.match.over and not client.match.result_signed

@@ -167,10 +167,10 @@ def seated_outcome(connection: HostConnection, frame: bytes, open_request: int |
     connection.next_event()
     connection.agree(1)
     connection.seat = 1
-    connection.open_request, connection.answered_request = open_request, answered_request
+    connection.match.open_request, connection.match.answered_request = open_request, answered_request
     connection.receive_data(frame)
     try:
-        return connection.next_event(), connection.open_request, connection.answered_request
+        return connection.next_event(), connection.match.open_request, connection.match.answered_request
     except ProtocolError as err:
         return err.code, err.message
 

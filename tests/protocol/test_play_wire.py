@@ -11,8 +11,9 @@ from basra_net.engine.events import Played as PlayedEvent
 from basra_net.protocol.announce import announcement_wires, announcements
 from basra_net.protocol.connection import CHECK_FREE_WHEN_SEATED
 from basra_net.protocol.framing import encode_frame
-from basra_net.protocol.hidden_game import kind_options
+from basra_net.protocol.hidden_game import kind_options, options_of_kind
 from basra_net.protocol.messages import (
+    KINDS_OF_CARD,
     Deal,
     GameEnd,
     HiddenTurn,
@@ -70,6 +71,18 @@ def test_a_whole_match_sends_the_same_bytes_as_the_messages(seed: int, scoring: 
                 assert (wire_second is wire_first) == (second is first)
         played += sum(isinstance(e, PlayedEvent) for e in events)
     assert played >= 48
+
+
+@pytest.mark.parametrize("seed, scoring", [(4, "egyptian"), (5, "classic")])
+def test_the_options_of_every_kind_at_once_are_each_kinds_own(seed: int, scoring: str) -> None:
+    """kind_options reckons the fourteen kinds in one pass over the table: each as the kind alone would have it."""
+    tables_seen = set()
+    for events, match in _random_match(seed, scoring):
+        if events is None:
+            game = match.game
+            assert kind_options(game) == tuple(options_of_kind(game, kind) for kind in range(KINDS_OF_CARD))
+            tables_seen.add(len(game.table))
+    assert {0, 1, 2, 3, 4} <= tables_seen  # an empty table, a lone card and numerals to group among them
 
 
 def test_played_leaves_the_hidden_deals_fields_out_when_none() -> None:

@@ -22,7 +22,7 @@ from basra_net.client.verify_file import verify_file
 from basra_net.engine.events import Move
 from basra_net.engine.scoring import GameScore
 from basra_net.protocol import errors, messages
-from basra_net.protocol.connection import SENT_AGAIN, ClientConnection, HostConnection
+from basra_net.protocol.connection import SENT_AGAIN, ClientConnection, HostConnection, HostMatch
 from basra_net.protocol.framing import FrameDecoder, decode_body, encode_frame
 from basra_net.protocol.messages import Error, Hello, Message, Welcome, from_wire, to_wire
 from basra_net.protocol.text import REFUSED_CATEGORIES, UNICODE_VERSION, is_name, is_printable
@@ -267,12 +267,7 @@ def replay(frames: list[tuple[str, bytes]]) -> tuple[HostConnection, ClientConne
         assert target.next_event() == message
         assert target.next_event() is None
         if isinstance(message, Welcome) and earlier is not None:
-            host.restore(
-                open_request=earlier.open_request,
-                answered_request=earlier.answered_request,
-                awaiting_seed=earlier.awaiting_seed,
-                seed_taken=earlier.seed_taken,
-            )
+            host.restore(earlier.match)
             earlier, resent = None, client.resend()
     assert not resent, "the client sent again less than it should"
     return host, client
@@ -399,8 +394,8 @@ def test_a_refused_play_then_a_cut_walks_through_as_section_5_8_says():
     client_says(Hello((1,), "Layla", bytes(32)))
     host_says(Welcome(1, 1, match_id, key, "egyptian", 101, token, 0))
     host_says(messages.MatchStart(("Sam", "Layla")))
-    host.awaiting_seed = None
-    client.seed_sent_for = client.commit_for = 1  # game 1's seed exchange is over
+    host.match.awaiting_seed = None
+    client.match.seed_sent_for = client.match.commit_for = 1  # game 1's seed exchange is over
     host_says(messages.Deal(1, 1, 0, (51, 1, 2, 3), (17, 18, 19, 20), 40, (), 1))
     moves = (Move(51, (), "drop"),)
     host_says(messages.YourTurn(41, moves))
@@ -413,10 +408,10 @@ def test_a_refused_play_then_a_cut_walks_through_as_section_5_8_says():
     client.begin_resume(token)
     client_says(Hello((1,), "Layla", bytes(range(32)), token=token, received=client.received))
     host_says(Welcome(1, 1, match_id, key, "egyptian", 101, token, client.received))
-    host.restore(open_request=earlier.open_request, answered_request=earlier.answered_request, awaiting_seed=None, seed_taken=None)
+    host.restore(HostMatch(open_request=earlier.match.open_request, answered_request=earlier.match.answered_request))
     host.receive_data(client.resend())  # step 2: play 41 again
     assert host.next_event() is None, "the repeated refused play is dropped silently"
-    assert client.open_request == 42, "request 42 stays open through the cut"
+    assert client.match.open_request == 42, "request 42 stays open through the cut"
     assert client_says(raw_play(42)) == raw_play(42)  # step 3
 
 
@@ -430,9 +425,11 @@ def test_what_a_resume_sends_again_is_what_section_5_8_rule_6_lists_in_its_order
     assert "drops silently, with no error and no effect, an exact repeat" in rule
 
 
-def test_the_resume_checklist_of_5_8_names_every_message_once_and_what_a_resume_does_with_it():
-    rule = section("5").split("14. **The checklist.**")[1].split("\n## ")[0]
-    rows = [line.strip() for line in rule.splitlines() if line.strip().startswith("| `")]
+def test_the_resume_checklist_is_in_2_6_alone_and_names_every_message_once_with_what_a_resume_does():
+    rule = flat(section("5").split("14. **The checklist.**")[1].split("\n## ")[0])
+    assert rule == "What each side keeps while a seat is held, and what a resume does with each message, is the checklist of Section 2.6."
+    checklist = sections("###", section("2"))["2.6"][1]
+    rows = [line.strip() for line in checklist.splitlines() if line.strip().startswith("| `")]
     seen: dict[str, tuple[str, str]] = {}
     for row in rows:
         names, host_cell, client_cell = (cell.strip() for cell in row.strip("|").split("|"))
@@ -468,16 +465,6 @@ def test_printable_is_the_unicode_version_and_the_categories_section_6_1_names()
 
 def catalogue_part_6_1() -> str:
     return sections("###", section("6"))["6.1"][1]
-
-
-def test_the_client_state_diagram_draws_every_state_its_table_names():
-    body = sections("###", section("7"))["7.2"][1]
-    diagram = body[: body.index("```", body.index("```") + 3)]
-    header = next(line for line in body.splitlines() if line.startswith("| Received |"))
-    states = [re.sub(r" g(\+1)?$", "", cell.strip()) for cell in header.strip("|").split("|")[1:]]
-    assert "CUT_OFF" in states
-    for state in states:
-        assert re.search(rf"\| {state}\b", diagram), f"{state} has no box in the diagram"
 
 
 def test_the_first_tables_positions_are_numbered_0_to_3_everywhere():
@@ -552,16 +539,20 @@ class Transition:
 def state_table(title: str) -> list[Transition]:
     """The rows of one of 2.4's tables, the one after the paragraph that starts with its title in bold."""
     body = sections("###", section("2"))["2.4"][1]
-    start = body.index(f"**{title}**")
+    return [row for row, _ in transitions(body, body.index(f"**{title}**"))]
+
+
+def transitions(body: str, start: int) -> list[tuple[Transition, str]]:
+    """The rows, with their notes, of the first table of transitions in body after start."""
     table = body[body.index("| State |", start) :]
     table = table[: table.index("\n\n")]
     rows = []
     for line in table.splitlines()[2:]:
-        state, mode, message, after, _ = [c.strip() for c in line.strip().strip("|").split("|")]
+        state, mode, message, after, notes = [c.strip() for c in line.strip().strip("|").split("|")]
         found = re.fullmatch(r"(←|→) `(\w+)`(?: (with|without|of) `(\w+)`)?", message)
-        assert found, f"2.4: cannot read the message {message!r}"
+        assert found, f"cannot read the message {message!r}"
         arrow, kind, word, value = found.groups()
-        rows.append(Transition(state, mode, arrow == "→", kind, f"{word} `{value}`" if word else "", after))
+        rows.append((Transition(state, mode, arrow == "→", kind, f"{word} `{value}`" if word else "", after), notes))
     return rows
 
 
@@ -622,6 +613,41 @@ def test_every_example_session_walks_through_2_4s_state_tables(session, side):
     table = state_table("The client." if side == "client" else "The host")
     end = walk(table, frames, side)
     assert end == "CLOSED"
+
+
+def version_1_table(side: str) -> list[Transition]:
+    """2.4's table of one side as Section 17 changes it for a connection of version 1."""
+    own = [row for row, notes in transitions(section("17"), 0) if notes.startswith(f"the {side}")]
+    assert own, f"section 17 has rows for {side}"
+    replaced = {(row.state, row.sent, row.type) for row in own}
+    kept = [
+        row
+        for row in state_table("The client." if side == "client" else "The host")
+        if row.mode in ("any", "commit") and row.type not in ("pake", "pake_confirm", "sig") and (row.state, row.sent, row.type) not in replaced
+    ]
+    return kept + own
+
+
+@pytest.mark.parametrize("side", ["client", "host"])
+def test_a_version_1_match_walks_through_2_4s_tables_as_section_17_changes_them(side):
+    import dataclasses
+
+    import trio
+    from trio.testing import MockClock
+
+    generator = load_generator()
+    script = dataclasses.replace(generator.SCRIPTS[0], versions=(1,), code=None, host_player_says=None)
+    session = trio.run(generator.run_session, script, clock=MockClock(autojump_threshold=1.0))
+    frames = [(frame.sender, frame.message) for frame in session.frames]
+    welcome = next(message for _, message in frames if isinstance(message, Welcome))
+    assert welcome.version == 1 and not any(message.TYPE == "sig" for _, message in frames)
+    assert [message.TYPE for _, message in frames][-2:] == ["match_end", "leave"]
+    # match_end is the last stream message: the client's leave answers it, as the host awaits.
+    answering = "ENDED" if side == "client" else "AWAIT_LEAVE"
+    assert walk(version_1_table(side), frames[:-1], side) == answering
+    assert walk(version_1_table(side), frames, side) == "CLOSED"
+    v2_table = state_table("The client." if side == "client" else "The host")
+    assert walk(v2_table, frames[:-1], side) != answering, "version 2's tables await the result's sig"
 
 
 def test_2_4s_tables_name_only_version_2_messages_in_their_direction():
@@ -755,7 +781,8 @@ def test_version_2_is_the_protocol_and_version_1_a_compatibility_part():
     intro = sections("###", section("1"))
     assert "This document specifies protocol version 2" in flat(intro["1.3"][1])
     assert "unreleased" not in DOC and "this section holds" not in DOC
-    assert intro["1.4"][0] == "Version 1, for compatibility"
+    assert "1.4" not in intro and TOP["17"][0] == "Compatibility: version 1", "version 1 is one part, at the end"
+    assert "Section 17 says what differs" in flat(intro["1.3"][1])
     assert not any(title.startswith("Version 2") for title, _ in TOP.values()), "no part of the protocol is a later addition"
 
 
@@ -769,3 +796,24 @@ def test_2_6_sends_again_what_5_8_rule_6_says_in_its_order():
     step_4 = checklist[checklist.index("4. Send again") : checklist.index("5. Take the replay")]
     named = [re.search(rf"`{kind.TYPE}`", step_4).start() for kind in SENT_AGAIN]
     assert named == sorted(named), "2.6 lists the answers in the order the client sends them again"
+
+
+def test_9_11s_worked_example_is_the_counting_bytes_case_of_the_vectors():
+    case = next(c for c in json.loads((VECTORS / "fair_deal.json").read_text())["cases"] if c["name"] == "counting-bytes")
+    body = sections("###", section("9"))["9.11"][1]
+    rows = {cells[0]: cells[1] for cells in ([c.strip() for c in line.strip("|").split("|")] for line in body.splitlines() if line.startswith("| "))}
+    counting = {"client_nonce": 0x20, "host_seed": 0x40, "client_seed": 0x60}
+    assert rows["match_id"] == f"`{case['inputs']['match_id']}`" and case["inputs"]["game"] == 1
+    for name, first in counting.items():
+        assert rows[name] == f"32 bytes `{first:02x}` to `{first + 31:02x}`" and case["inputs"][name] == bytes(range(first, first + 32)).hex()
+    assert rows["commitment (9.4; its input is 119 bytes)"] == f"`{case['commitment']}`"
+    assert rows["K (9.5; its input is 121 bytes)"] == f"`{case['deck_key']}`"
+    words = re.findall(r"`([0-9a-f]{8})`", rows["the first words of the stream (9.6)"])
+    assert words == [f"{w:08x}" for w in case["stream_words"][: len(words)]]
+    draws = case["draws"][:6]
+    assert [d["masked"] for d in draws] == [39, 48, 32, 44, 51, 24] and [d["accepted"] for d in draws] == [True] * 4 + [False, True]
+    assert [d["n"] for d in draws] == [52, 51, 50, 49, 48, 48]
+    rejected = sum(not d["accepted"] for d in case["draws"])
+    assert rows["words the shuffle takes"] == f"{case['words_consumed']}, {rejected} of them rejected"
+    deck = re.search(r"The deck order, top first:\n\n((?:    .+\n)+)", body).group(1).split()
+    assert deck == case["deck"]

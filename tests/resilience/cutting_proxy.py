@@ -19,6 +19,7 @@ apart, is not offered.
 
 from __future__ import annotations
 
+import math
 import socket
 import struct
 from dataclasses import dataclass, field
@@ -145,40 +146,60 @@ class CuttingProxy:
 
     async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream, direction: str, frames: PlainFrames | TlsFrames,
                     cut: trio.Event) -> None:
-        try:
-            while True:
-                data = await source.receive_some(65536)
-                if not data:
-                    cut.set()
-                    return
-                frames.feed(data)
-                while (unit := await frames.next_unit()) is not None:
-                    raw, messages = unit
-                    reached = []
-                    for message in messages:
-                        kind = message.get("type")
-                        key = (direction, kind)
-                        self.seen[key] = self.seen.get(key, 0) + 1
-                        chosen = next((c for c in self.cuts if self._due(c, direction, message)), None)
-                        if chosen is not None:  # plain TCP: the unit is this one frame
-                            self.cuts.remove(chosen)
-                            self.cuts_made += 1
-                            self._reset_next = chosen.reset
-                            self._dark_until = trio.current_time() + chosen.blackout
-                            if chosen.half:
-                                await sink.send_all(raw[: len(raw) // 2])
-                            cut.set()
-                            return
-                        reached += [m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])]
-                    await self._until_released()
-                    if reached:
-                        # The hold begins before the unit goes: what the other side sends once it has it waits.
-                        for mark in reached:
-                            self.marks.remove(mark)
-                        self._held_until = trio.current_time() + max(mark.hold for mark in reached)
-                        self._released = trio.Event()
-                    await sink.send_all(raw)
-                    for mark in reached:
-                        mark.reached.set()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            cut.set()
+        """Forward one direction's units whole.  What the source sends is read as it comes, held or not, and
+        forwarded before its end cuts the link: a peer that sends its last frames during a hold and exits (a host
+        that reveals its game as it leaves) has them delivered, as a network would, and a reset its exit sends
+        cannot throw them away unread."""
+        units_in, units = trio.open_memory_channel[tuple[bytes, list[dict]]](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read_units, source, frames, units_in)
+            try:
+                async for raw, messages in units:
+                    if not await self._forward(raw, messages, sink, direction, cut):
+                        return
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # the sink is gone: its own direction's end cuts the link, once what it sent is through
+            else:
+                cut.set()  # the source ended, and all it sent is through
+
+    @staticmethod
+    async def _read_units(source: trio.SocketStream, frames: PlainFrames | TlsFrames,
+                          units: trio.MemorySendChannel[tuple[bytes, list[dict]]]) -> None:
+        async with units:
+            try:
+                while data := await source.receive_some(65536):
+                    frames.feed(data)
+                    while (unit := await frames.next_unit()) is not None:
+                        units.send_nowait(unit)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # a reset: what was read before it still goes through
+
+    async def _forward(self, raw: bytes, messages: list[dict], sink: trio.SocketStream, direction: str, cut: trio.Event) -> bool:
+        """Send one unit on, after any hold; False where a cut falls on it instead."""
+        reached = []
+        for message in messages:
+            kind = message.get("type")
+            key = (direction, kind)
+            self.seen[key] = self.seen.get(key, 0) + 1
+            chosen = next((c for c in self.cuts if self._due(c, direction, message)), None)
+            if chosen is not None:  # plain TCP: the unit is this one frame
+                self.cuts.remove(chosen)
+                self.cuts_made += 1
+                self._reset_next = chosen.reset
+                self._dark_until = trio.current_time() + chosen.blackout
+                if chosen.half:
+                    await sink.send_all(raw[: len(raw) // 2])
+                cut.set()
+                return False
+            reached += [m for m in self.marks if (m.direction, m.kind, m.nth) == (direction, kind, self.seen[key])]
+        await self._until_released()
+        if reached:
+            # The hold begins before the unit goes: what the other side sends once it has it waits.
+            for mark in reached:
+                self.marks.remove(mark)
+            self._held_until = trio.current_time() + max(mark.hold for mark in reached)
+            self._released = trio.Event()
+        await sink.send_all(raw)
+        for mark in reached:
+            mark.reached.set()
+        return True

@@ -190,13 +190,14 @@ def test_a_host_resumed_with_the_bot_seated_replays_its_journal_before_either_se
     host.wait()
     monkeypatch.setenv("BASRA_HOME", env["BASRA_HOME"])  # the key and the journal the killed host left
     run = Table.run
+    said: list[str] = []
 
     async def run_late(table: Table):
-        await trio.sleep(0.5)  # meanwhile both local seats connect and resume
+        while sum(" resumed seat " in line for line in said) < 2:  # both local seats connect and resume first
+            await trio.sleep(0.01)
         return await run(table)
 
     monkeypatch.setattr(Table, "run", run_late)
-    said: list[str] = []
 
     async def resume():
         with trio.fail_after(PROCESS_DEADLINE):

@@ -366,7 +366,7 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
                 session.add(HOST, pong, data)
             await send(Seed(message.game, script.client_seeds[message.game - 1]))
         elif isinstance(message, YourTurn):
-            if connection.open_request != message.request:
+            if connection.match.open_request != message.request:
                 continue  # answered by an earlier connection (PROTOCOL.md 5.8)
             if first_turn and script.leave_at_first_turn:
                 await send(Leave("Layla closed the game"))
@@ -392,7 +392,7 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
                 assert isinstance(answer, Welcome), answer
                 session.add(HOST, answer, data)
                 # What the host may not have taken is sent again (5.8); it drops what it has.
-                again = [m for m in (connection.unconfirmed_seed, connection.unconfirmed_play, connection.unconfirmed_sig) if m is not None]
+                again = [m for m in (connection.match.unconfirmed_seed, connection.match.unconfirmed_play, connection.match.unconfirmed_sig) if m is not None]
                 assert b"".join(encode_frame(to_wire(m)) for m in again) == connection.resend()
                 for repeat in again:
                     data = encode_frame(to_wire(repeat))
@@ -463,7 +463,7 @@ async def run_host_player(connect, script: Script, seat_0_may_return: trio.Event
                 # Sent with the play, so the guest reads the line before the play it comes with.
                 await stream.send_all(connection.send(Chat(text=script.host_player_says)))
             first_turn = False
-            if connection.open_request is not None:
+            if connection.match.open_request is not None:
                 move = first_move(message.moves)
                 await stream.send_all(connection.send(Play(message.request, move.card, move.captures)))
         elif isinstance(message, MatchEnd):
