@@ -13,7 +13,7 @@ import trio
 import trio.testing
 
 from basra_net.client.players import BotPlayer
-from basra_net.conformance import client_check, relayed_table
+from basra_net.conformance import client_check, relayed_table, signed_match
 from basra_net.conformance.client_check import DEAL_REFUSED_CASE, MATCHES
 from basra_net.conformance.host_check import Target, check_host
 from basra_net.host.limits import CodeAttempts, HandshakeGate
@@ -301,7 +301,7 @@ def test_a_one_match_host_without_exec_has_every_case_of_one_match_run_in_versio
     assert len(not_applicable) == (0 if hidden else len(HIDDEN_ONLY) + 1), result.stdout  # withheld, too
     left = [line for line in found["SKIP"] if "give --exec" in line]
     # Each needs a match of its own: version 1's, a forged countersignature, the 40 s waits (and hidden hands' faults).
-    assert len(left) == VERSION_1_SEAT + (8 if hidden else 2), result.stdout
+    assert len(left) == VERSION_1_SEAT + (5 + len(signed_match.HIDDEN_FAULTS) if hidden else 2), result.stdout
     no_code = [line for line in found["SKIP"] if "the host's join code was not given" in line]
     assert len(no_code) == (0 if coded else CODE_REFUSALS), result.stdout
     assert len(left) + len(not_applicable) + len(no_code) == len(found["SKIP"]), result.stdout
