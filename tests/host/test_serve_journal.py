@@ -316,10 +316,6 @@ async def test_a_slow_disk_moves_the_commits_to_a_worker_thread_and_a_fast_one_b
     assert tables == {"1": [{"type": "play", "n": n} for n in range(46)]}
 
 
-def _journal_threads() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name == "basra journal"]
-
-
 async def test_a_slow_disks_commits_share_one_thread_kept_for_the_journals_life(tmp_path, monkeypatch):
     """One thread of the journal's own, not a hand-off through trio's thread cache for each commit; close ends it."""
     journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
@@ -336,11 +332,10 @@ async def test_a_slow_disks_commits_share_one_thread_kept_for_the_journals_life(
     for n in range(5):
         log.append({"type": "play", "n": n})
         await _commit_all(journal)
-    assert len(synced_in) == 5 and len(set(synced_in)) == 1
-    (thread,) = _journal_threads()
-    assert synced_in[0] is thread and thread.is_alive()
+    thread = journal._thread._thread
+    assert synced_in == [thread] * 5 and thread is not threading.current_thread() and thread.is_alive()
     journal.close()
-    assert not thread.is_alive() and _journal_threads() == []
+    assert not thread.is_alive()
     again, tables = _resume(tmp_path / "serve.journal")
     again.close()
     assert tables == {"1": [{"type": "play", "n": n} for n in range(5)]}
@@ -398,8 +393,9 @@ async def test_a_write_that_fails_in_the_thread_fails_the_journal(tmp_path):
     (message,) = failures
     assert "could not be written: no space left on device" in message
     assert not await log.durable()
+    thread = journal._thread._thread  # the write was made there
     journal.close()
-    assert _journal_threads() == []
+    assert not thread.is_alive()
 
 
 async def test_a_busy_loop_does_not_keep_the_commits_in_a_worker_thread_once_the_disk_is_fast(tmp_path, monkeypatch):
