@@ -1,4 +1,4 @@
-"""The fair deal of each game, the host's side (PROTOCOL.md, section 6).
+"""The commit-reveal deal of each game, the host's side (PROTOCOL.md, section 9).
 
 For each game the host draws a seed, has it on disk (with a journal) before
 it commits to it, sends seat 1 the signed commitment, takes seat 1's seed,

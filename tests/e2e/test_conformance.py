@@ -261,26 +261,35 @@ def test_a_host_without_hidden_hands_has_those_cases_reported_not_applicable(bas
     assert any("never countersigns" in line and "--sign-wait 0" in line for line in found["SKIP"]), result.stdout
 
 
-@pytest.mark.parametrize("variant", [(), ("--deal", "commit-reveal")], ids=["hidden", "commit-reveal"])
+CODED = (("--code", CODE), ("--code", CODE.lower()))  # the host's options, and the checker's
+ONE_MATCH_HOSTS = {
+    "hidden": (CODED, True),  # README's host: `basra host --name Sam`, a coded TLS table, hidden hands
+    "commit-reveal": ((("--code", CODE, "--deal", "commit-reveal"), CODED[1]), False),
+    "plain-open": ((("--plain", "--open"), ("--plain",)), True),
+}
+CODE_REFUSALS = 3  # the refusals only a checker given the code can bring about
+
+
+@pytest.mark.parametrize("variant", ONE_MATCH_HOSTS)
 def test_a_one_match_host_without_exec_has_every_case_of_one_match_run_in_version_2_and_says_what_it_left_out(basra_env, variant):
-    # README's host (`basra host --name Sam`, a coded TLS table, hidden hands), its own seat played by the bot.
+    (host_options, checker_options), hidden = ONE_MATCH_HOSTS[variant]
     port = free_port()
-    host = subprocess.Popen(
-        basra_command("host", "--name", "Sam", "--auto", "greedy", "--code", CODE, "--port", str(port), "--target", "30", "--no-announce", *variant),
+    host = subprocess.Popen(  # its own seat played by the bot
+        basra_command("host", "--name", "Sam", "--auto", "greedy", *host_options, "--port", str(port), "--target", "30", "--no-announce"),
         env=basra_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
         wait_for_line(host, "listening")
-        result = check_host_command(basra_env, port, "--code", CODE.lower())
+        result = check_host_command(basra_env, port, *checker_options)
     finally:
         host.kill()
         host.wait()
     found = verdicts(result.stdout)
     assert result.returncode == 0 and not found["FAIL"], result.stdout + result.stderr
-    hidden = not variant
     whole = VERSION_2[4] if hidden else VERSION_2[2]
     one_match = [VERSION_2[0], *ONE_SEAT, whole] + ([VERSION_2[3]] if hidden else [])
-    assert len(found["PASS"]) == REFUSALS + len(one_match), result.stdout
+    coded = "--code" in checker_options
+    assert len(found["PASS"]) == REFUSALS - (0 if coded else CODE_REFUSALS) + len(one_match), result.stdout
     for name in one_match:
         assert any(name in line for line in found["PASS"]), f"{name}: {result.stdout}"
     cuts = next(line for line in found["PASS"] if ONE_SEAT[-1] in line)
@@ -290,7 +299,9 @@ def test_a_one_match_host_without_exec_has_every_case_of_one_match_run_in_versio
     left = [line for line in found["SKIP"] if "give --exec" in line]
     # Each needs a match of its own: version 1's, a forged countersignature, the 40 s waits (and hidden hands' faults).
     assert len(left) == VERSION_1_SEAT + (8 if hidden else 2), result.stdout
-    assert len(left) + len(not_applicable) == len(found["SKIP"]), result.stdout
+    no_code = [line for line in found["SKIP"] if "the host's join code was not given" in line]
+    assert len(no_code) == (0 if coded else CODE_REFUSALS), result.stdout
+    assert len(left) + len(not_applicable) + len(no_code) == len(found["SKIP"]), result.stdout
     assert all("version 1:" in line for line in left[:VERSION_1_SEAT]), result.stdout
 
 
