@@ -316,32 +316,7 @@ async def test_a_slow_disk_moves_the_commits_to_a_worker_thread_and_a_fast_one_b
     assert tables == {"1": [{"type": "play", "n": n} for n in range(46)]}
 
 
-async def test_a_slow_disks_commits_share_one_thread_kept_for_the_journals_life(tmp_path, monkeypatch):
-    """One thread of the journal's own, not a hand-off through trio's thread cache for each commit; close ends it."""
-    journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
-    journal._sync_time = 1.0  # the disk has been slow: every commit leaves the loop
-    log = journal.open_table(_table_header(1))
-    synced_in = []
-    real_fsync = journal_module.os.fsync
-
-    def watching_fsync(fd):
-        synced_in.append(threading.current_thread())
-        return real_fsync(fd)
-
-    monkeypatch.setattr(journal_module.os, "fsync", watching_fsync)
-    for n in range(5):
-        log.append({"type": "play", "n": n})
-        await _commit_all(journal)
-    thread = journal._thread._thread
-    assert synced_in == [thread] * 5 and thread is not threading.current_thread() and thread.is_alive()
-    journal.close()
-    assert not thread.is_alive()
-    again, tables = _resume(tmp_path / "serve.journal")
-    again.close()
-    assert tables == {"1": [{"type": "play", "n": n} for n in range(5)]}
-
-
-async def test_a_cancel_during_a_commit_in_the_thread_waits_for_the_commit_to_end(tmp_path):
+async def test_a_cancel_during_a_commit_in_a_worker_thread_waits_for_the_commit_to_end(tmp_path):
     """What is durable depends on how the write ends: the committer is not gone while its thread still writes."""
     journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
     journal._sync_time = 1.0
@@ -379,7 +354,7 @@ async def test_a_cancel_during_a_commit_in_the_thread_waits_for_the_commit_to_en
     assert tables == {"1": [{"type": "play", "n": 0}]}
 
 
-async def test_a_write_that_fails_in_the_thread_fails_the_journal(tmp_path):
+async def test_a_write_that_fails_in_a_worker_thread_fails_the_journal(tmp_path):
     journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
     journal._sync_time = 1.0
     log = journal.open_table(_table_header(1))
@@ -393,9 +368,7 @@ async def test_a_write_that_fails_in_the_thread_fails_the_journal(tmp_path):
     (message,) = failures
     assert "could not be written: no space left on device" in message
     assert not await log.durable()
-    thread = journal._thread._thread  # the write was made there
     journal.close()
-    assert not thread.is_alive()
 
 
 async def test_a_busy_loop_does_not_keep_the_commits_in_a_worker_thread_once_the_disk_is_fast(tmp_path, monkeypatch):
