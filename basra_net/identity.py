@@ -7,6 +7,7 @@ own.  Both sides keep their key the same way, readable by its owner only.
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,3 +47,12 @@ def load_or_create_key(path: Path) -> Ed25519PrivateKey:
 @lru_cache(maxsize=8)  # a host asks for its one key's bytes for every table it opens and every checkpoint it signs
 def public_key_bytes(key: Ed25519PrivateKey) -> bytes:
     return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def local_seat_key(host_key: Ed25519PrivateKey, seat: int) -> Ed25519PrivateKey:
+    """The identity of a seat the host plays itself (its own player, its bot): made from the host's key and the
+    seat, so that the host's process, restarted from its journal, signs that seat's steps with the key its first
+    hello named (PROTOCOL.md 15.17)."""
+    raw = host_key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
+    # The host's own derivation, on no wire: a label of its own, outside the protocol's.
+    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"basra-net local seat key" + raw + bytes([seat])).digest())

@@ -14,7 +14,12 @@ The rules engine's own time is not counted.  Then the cost of each group
 operation; the referee's floor, the group operations it makes in a game
 (counted by wrapping libsodium's bindings), which every referee of this
 deal must make, each at its cost timed right after each game, and the
-referee's CPU per game over it; and the bytes the deal adds to a game.  Reproduce with:
+referee's CPU per game over it; the bytes the deal adds to a game; and what each
+party's signature of its steps (PROTOCOL.md 15.17) costs a game: whole
+games of the referee and two parties over their messages
+(tests/protocol/hidden_table.py), each step signed by its party and checked
+by the referee and the other party, the CPU of those signatures and checks
+alone.  Reproduce with:
 
     python benchmarks/hidden_deal.py --games 20
 """
@@ -52,7 +57,9 @@ from basra_net.protocol.hidden_deal import (  # noqa: E402
     scalar_bytes,
     verify,
 )
+from basra_net.protocol.deal_signing import StepLedger  # noqa: E402
 from tests.protocol.hidden_game import WHO, CpuTally, play_hidden_game  # noqa: E402
+from tests.protocol.hidden_table import HiddenTable  # noqa: E402
 
 
 COUNTED = {
@@ -178,6 +185,51 @@ def main() -> None:
     print(f"  point {POINT_SIZE}, scalar {SCALAR_SIZE}, proof {PROOF_SIZE}, unmasking or reveal {step}")
     print(f"  per game: 2 public points + 2 locked lists of {DECK_SIZE} + {2 * DECK_SIZE} unmaskings and reveals"
           f" + 2 audit scalars = {per_game_bytes:,}")
+
+    signing = step_signature_costs(args.games, args.seed)
+    print(f"\nStep signatures (15.17), per game over {args.games} games [CPU check: {cpu_check():,.0f} engine plays/s]:")
+    print(f"  steps signed: median {statistics.median(signing['steps']):.0f} (both parties), each checked twice"
+          " (the referee, the other party)")
+    for name in ("signing", "checking"):
+        times = sorted(signing[name])
+        print(f"  {name:8} ms: median {statistics.median(times):5.2f}   min {times[0]:5.2f}   max {times[-1]:5.2f}")
+    print(f"  bytes: {SIGNATURE_BYTES} a step and its relay (sig 64, seen 1, and their msgpack keys),"
+          f" {SIGNATURE_BYTES * statistics.median(signing['steps']):,.0f} a game each way")
+
+
+SIGNATURE_BYTES = 64 + 2 + 1 + 4 + 5  # bin 64 with its 2-byte header, seen as a fixint, and the keys "sig" and "seen"
+
+
+def step_signature_costs(games: int, seed: int) -> dict[str, list[float]]:
+    """The CPU a game's step signatures take: every StepLedger.signed (a party) and take (the referee, the other)."""
+    spent = {"signing": 0.0, "checking": 0.0}
+    signed, take = StepLedger.signed, StepLedger.take
+    made = [0]
+
+    def timed(function, name):
+        def call(*args):
+            start = time.process_time()
+            try:
+                return function(*args)
+            finally:
+                spent[name] += time.process_time() - start
+                made[0] += name == "signing"
+        return call
+
+    StepLedger.signed, StepLedger.take = timed(signed, "signing"), timed(take, "checking")
+    per_game: dict[str, list[float]] = {"signing": [], "checking": [], "steps": []}
+    try:
+        table = HiddenTable(seed, target=10_000)
+        for _ in range(games):
+            spent.update(signing=0.0, checking=0.0)
+            made[0] = 0
+            table.play_game()
+            per_game["signing"].append(spent["signing"] * 1000)
+            per_game["checking"].append(spent["checking"] * 1000)
+            per_game["steps"].append(made[0])
+    finally:
+        StepLedger.signed, StepLedger.take = signed, take
+    return per_game
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from load import cpu_check, machine_lines  # noqa: E402  (benchmarks/load.py)
 
+from basra_net.identity import public_key_bytes  # noqa: E402
 from basra_net.engine import Match, Move  # noqa: E402
 from basra_net.protocol import shuffle, transcript  # noqa: E402
 from basra_net.protocol.announce import messages_for_seat  # noqa: E402
@@ -73,6 +74,10 @@ HIDDEN, COMMIT = "hidden", "commit-reveal"
 MODES = (HIDDEN, COMMIT)
 DONE = "done"
 
+
+# Each seat's identity, which signs its steps of the hidden deal (PROTOCOL.md 15.17).
+SEAT_IDENTITIES = (Ed25519PrivateKey.from_private_bytes(bytes(32)), Ed25519PrivateKey.from_private_bytes(bytes([1]) * 32))
+SEAT_KEYS = (public_key_bytes(SEAT_IDENTITIES[0]), public_key_bytes(SEAT_IDENTITIES[1]))
 
 class Link:
     """One end of a loopback connection, speaking whole messages."""
@@ -146,7 +151,7 @@ class Referee:
 
     async def hidden_game(self) -> None:
         match = self.matches[HIDDEN]
-        game = RefereeGame(self.match_id, match)
+        game = RefereeGame(self.match_id, match, SEAT_KEYS)
         for seat in (0, 1):
             await self.send(seat, Shuffle(game.game, game.dealer))
 
@@ -195,7 +200,7 @@ async def party(seat: int, link: Link, tally: Tally, match_id: bytes, rng: rando
             mode = COMMIT
         if isinstance(message, Shuffle):
             mode = HIDDEN
-            hidden = PartyGame(match_id, message.game, message.dealer, seat)
+            hidden = PartyGame(match_id, message.game, message.dealer, seat, SEAT_IDENTITIES[seat], SEAT_KEYS)
             answers = hidden.begin()
         elif isinstance(message, Commit):
             mode = COMMIT

@@ -760,7 +760,7 @@ async def host_match(wire: SocketWire, table: HostTable, index: int, run: Run, o
                 if hidden and kind in HIDDEN_STEPS:
                     step = from_wire(message)
                     if isinstance(step, Shuffle):
-                        party = PartyGame(match_id, step.game, step.dealer, seat)
+                        party = PartyGame(match_id, step.game, step.dealer, seat, GUEST_IDENTITY, (GUEST_KEY, GUEST_KEY))  # one key for all
                         owed = party.begin()
                     else:
                         assert party is not None, f"{kind} before the game's shuffle"

@@ -368,22 +368,22 @@ class Harness:
         if cls is Shuffle:
             return Shuffle(self.game + 1, 0)
         if cls is Lock:
-            return Lock(max(self.game, 1), self.blob(32), deck)
+            return Lock(max(self.game, 1), self.blob(32), deck, fdp.ConsumeIntInRange(0, 8), self.blob(64))
         if cls is Locked:
-            return Locked(max(self.game, 1), 0, self.blob(32), deck)
+            return Locked(max(self.game, 1), 0, self.blob(32), deck, fdp.ConsumeIntInRange(0, 8), self.blob(64))
         if cls is Open:
-            return Open(max(self.game, 1), steps, ())
+            return Open(max(self.game, 1), steps, (), fdp.ConsumeIntInRange(0, 8), self.blob(64))
         if cls is Opened:
-            return Opened(max(self.game, 1), 0, steps, ())
+            return Opened(max(self.game, 1), 0, steps, (), fdp.ConsumeIntInRange(0, 8), self.blob(64))
         if cls is HiddenTurn:
             return HiddenTurn(self.request + 1, tuple((Option((), "drop"),) for _ in range(KINDS_OF_CARD)))
         if cls is HiddenPlay:
             request = pick(fdp, (connection.match.open_request or self.request, self.request, self.request - 1, 0))
             return HiddenPlay(max(request, 0), fdp.ConsumeIntInRange(0, 13), 0, fdp.ConsumeIntInRange(0, 51), self.blob(96))
         if cls is Audit:
-            return Audit(max(self.game, 1), self.blob(32))
+            return Audit(max(self.game, 1), self.blob(32), fdp.ConsumeIntInRange(0, 8), self.blob(64))
         if cls is Audited:
-            return Audited(max(self.game, 1), 0, self.blob(32))
+            return Audited(max(self.game, 1), 0, self.blob(32), fdp.ConsumeIntInRange(0, 8), self.blob(64))
         raise AssertionError(f"the harness has no builder for '{cls.TYPE}': add one")
 
     def blob(self, size: int) -> bytes:

@@ -166,7 +166,7 @@ def forget_host(host: str, port: int) -> int:
 def run_join_command(
     host: str, port: int, args: argparse.Namespace, announced_fingerprint: str | None = None, code_needed: bool = False
 ) -> int:
-    def join(player: Player, ask_code, confirm_key):
+    def join(player: Player, ask_code, confirm_key, accept_commit_reveal=None):
         from .join import JoinSession
         from .session import JOIN_DEAL_OFFERS
 
@@ -174,12 +174,13 @@ def run_join_command(
             host, port, args.name, player, args.transcript, table=args.table, code=args.code, plain=args.plain, ask_code=ask_code,
             announced_fingerprint=announced_fingerprint, confirm_key=confirm_key,
             trust_new_key=args.trust_new_key or args.auto is not None, deal_modes=JOIN_DEAL_OFFERS[args.deal],
-            code_needed=code_needed,
+            code_needed=code_needed, accept_commit_reveal=accept_commit_reveal,
         )
 
     if wants_screen(args.auto):
         result = run_seat_on_screen(
-            lambda player, stop: join(player, player.ask_code, player.confirm_fingerprint).run(stop), fingerprint=not args.plain
+            lambda player, stop: join(player, player.ask_code, player.confirm_fingerprint, player.accept_commit_reveal).run(stop),
+            fingerprint=not args.plain
         )
     else:
         interactive = args.auto is None and sys.stdin.isatty()

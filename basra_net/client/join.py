@@ -22,7 +22,7 @@ from ..exits import EXIT_LEFT
 from ..files import data_dir
 from ..match_files import RESUME_FILE, ResumeTicket, ResumeTickets
 from ..protocol.dnssd import AnnouncedKeyMismatch, check_announced_key
-from ..protocol.errors import BUSY, CODE_REQUIRED, TRY_AGAIN_CODES, UNKNOWN_TOKEN, WRONG_CODE
+from ..protocol.errors import BUSY, CODE_REQUIRED, DEAL_MISMATCH, TRY_AGAIN_CODES, UNKNOWN_TOKEN, WRONG_CODE
 from ..protocol.fingerprint import key_fingerprint
 from ..protocol.hidden_game import KeptLock
 from ..protocol.messages import Welcome
@@ -42,6 +42,7 @@ from .pinning import (
 from .players import Player
 from .session import (
     EXIT_FAILURE,
+    COMMIT_REVEAL_ONLY,
     HIDDEN_ONLY,
     RECONNECT_FIRST_DELAY,
     RECONNECT_FOR,
@@ -119,7 +120,10 @@ class JoinSession:
         make_seed: Callable[[], bytes] | None = None,  # the seat's seeds: fresh random ones unless a test gives its own
         deal_modes: tuple[str, ...] = HIDDEN_ONLY,  # the deal modes offered (PROTOCOL.md 15.15)
         code_needed: bool = False,  # the table is known to need a join code (its announcement says so): asked first
+        # Asked when a table refuses hidden hands before seating this player: True plays its commit-reveal deal.
+        accept_commit_reveal: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
+        self.accept_commit_reveal = accept_commit_reveal
         self.code_needed = code_needed
         self.deal_modes = deal_modes
         self.host, self.port, self.name, self.table = host, port, name, table
@@ -152,6 +156,16 @@ class JoinSession:
         return pin_name(self.host, self.port)
 
     async def run(self, stop: trio.Event | None = None) -> SessionResult:
+        result = await self._run(stop)
+        accept = self.accept_commit_reveal
+        if result.refusal == DEAL_MISMATCH and result.state.seat is None and self.deal_modes == HIDDEN_ONLY and accept is not None:
+            # Refused before a seat was taken: the player may say yes to the simpler deal, as --deal commit-reveal does.
+            if await _unless_stopped(stop, accept):
+                self.deal_modes = COMMIT_REVEAL_ONLY
+                return await self._run(stop)
+        return result
+
+    async def _run(self, stop: trio.Event | None) -> SessionResult:
         tickets = self._tickets
         ticket = tickets.find(self._where, self.name, self.table) if self.resumable else None
         if ticket is not None:

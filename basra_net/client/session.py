@@ -243,6 +243,7 @@ class ClientSession:
         self._left = False  # this seat said leave: a connection closing now is not resumed
         # The hidden deal (PROTOCOL.md 15.15): this seat's party in the game under way, and the open request's options.
         self._party: PartyGame | None = None
+        self._step_keys: tuple[bytes, bytes] = (b"", b"")  # each seat's key, from match_start (15.17)
         self._hidden_turn: HiddenTurn | None = None
         # A seat of the host's own process keeps each game's lock in the host's journal (keep_lock: game,
         # scalar) before using it, and after a restart takes its game up again from it (kept_lock).
@@ -905,6 +906,7 @@ class ClientSession:
         the player sees it: a `hidden_turn` becomes the legal moves of the hand it holds."""
         if isinstance(message, MatchStart):
             self._verifying = False  # no commitments to check: each step of the deal is checked as it comes
+            self._step_keys = self._keys_of(message)
             return message
         welcome = self.connection.welcome
         assert welcome is not None  # the state machine admits the deal's messages only after welcome
@@ -934,6 +936,15 @@ class ClientSession:
             self._show_hidden_check(message.game)
         return message
 
+    def _keys_of(self, start: MatchStart) -> tuple[bytes, bytes]:
+        """The keys that sign each party's steps (15.17): this seat's own must be the key its hello carried."""
+        welcome = self.connection.welcome
+        assert welcome is not None
+        if start.keys is None or start.keys[welcome.seat] != self._guest_key:
+            named = "no keys" if start.keys is None else "another key for this seat"
+            raise ProtocolError(BAD_MESSAGE, f"match_start of a hidden deal names {named}, not the key of this seat's hello (15.17)")
+        return start.keys
+
     def _take_up_party(self, records: list[tuple[str, Message]]) -> None:
         """Hidden hands, resuming from the transcript: the party of the game in progress, from the lock in the
         ticket and every step the transcript holds; its hand is as it was, and a step it owed goes after the welcome."""
@@ -943,6 +954,10 @@ class ClientSession:
         if welcome is None or not shuffled:
             return
         shuffle = records[shuffled[-1]][1]  # the game in progress: the last one begun
+        start = next((m for sender, m in records if sender == HOST and isinstance(m, MatchStart)), None)
+        if start is None:
+            return
+        self._step_keys = self._keys_of(start)
         steps = tuple(m for sender, m in records if sender == GUEST and isinstance(m, (Lock, Open, Audit)) and m.game == shuffle.game)
         if kept is not None and kept.game == shuffle.game:
             self._kept_lock = KeptLock(kept.game, kept.scalar, steps)
@@ -972,8 +987,9 @@ class ClientSession:
             return None
         if kept is not None and shuffle.game == kept.game:
             scalar = decode_scalar(kept.scalar, "the kept lock")
-            return PartyGame(welcome.match_id, shuffle.game, shuffle.dealer, welcome.seat, scalar=scalar, sent_before=list(kept.steps))
-        party = PartyGame(welcome.match_id, shuffle.game, shuffle.dealer, welcome.seat)
+            return PartyGame(welcome.match_id, shuffle.game, shuffle.dealer, welcome.seat, self._identity, self._step_keys,
+                             scalar=scalar, sent_before=list(kept.steps))
+        party = PartyGame(welcome.match_id, shuffle.game, shuffle.dealer, welcome.seat, self._identity, self._step_keys)
         if self._keep_lock is not None:
             self._keep_lock(shuffle.game, party.party.audit_scalar)
         return party

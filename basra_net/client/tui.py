@@ -92,20 +92,27 @@ class ScreenPlayer:
         """A line the person at the host must see before the match (addresses, the join command, the code)."""
         self.app.call_later(self.app.lobby_line, line)
 
-    async def ask_code(self, reason: str) -> str | None:
-        """The join code typed; None when the person left instead (Esc, Ctrl-C)."""
+    async def _answer(self, question: Dialog[T]) -> T | None:
+        """The person's answer to a question on the screen, handed back to the match's trio run."""
         answered = trio.Event()
-        answer: list[str | None] = [None]
+        answer: list[T | None] = [None]
         token = trio.lowlevel.current_trio_token()
 
-        def given(code: str | None) -> None:
-            answer[0] = code
+        def given(value: T | None) -> None:
+            answer[0] = value
             token.run_sync_soon(answered.set)
 
-        self.app.call_later(self.app.push_screen, CodeScreen(reason), given)
+        self.app.call_later(self.app.push_screen, question, given)
         await answered.wait()
         return answer[0]
 
+    async def ask_code(self, reason: str) -> str | None:
+        """The join code typed; None when the person left instead (Esc, Ctrl-C)."""
+        return await self._answer(CodeScreen(reason))
+
+    async def accept_commit_reveal(self) -> bool:
+        """Whether the person says yes to the commit-reveal deal of a table that will not deal hidden hands."""
+        return bool(await self._answer(DealScreen()))
 
     async def confirm_fingerprint(self, fingerprint: str) -> bool:
         """Whether the person says the host's screen shows this fingerprint (a new key no join code vouched for).
@@ -113,19 +120,10 @@ class ScreenPlayer:
         PlayerLeft when the person leaves instead (Esc, Ctrl-C): the question holds the session up, so a leave
         cannot wait in the session's queue of actions behind it.
         """
-        answered = trio.Event()
-        answer: list[bool | None] = [None]
-        token = trio.lowlevel.current_trio_token()
-
-        def given(same: bool | None) -> None:
-            answer[0] = same
-            token.run_sync_soon(answered.set)
-
-        self.app.call_later(self.app.push_screen, FingerprintScreen(fingerprint), given)
-        await answered.wait()
-        if answer[0] is None:
+        same = await self._answer(FingerprintScreen(fingerprint))
+        if same is None:
             raise PlayerLeft("you left the match")
-        return answer[0]
+        return same
 
 
 # --- widgets -------------------------------------------------------------------------------
@@ -259,6 +257,26 @@ class FingerprintScreen(Dialog[bool | None]):
     def on_key(self, event: events.Key) -> None:
         if event.key in ("y", "n"):
             event.stop()  # the answer is no key of the match's
+            self.dismiss(event.key == "y")
+        elif event.key == "escape":
+            self.dismiss(None)
+
+
+class DealScreen(Dialog[bool | None]):
+    """A table that will not deal hidden hands: the person says yes to its commit-reveal deal, or no (n, Esc) and goes."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="code"):
+            yield Static(
+                "This table will not deal hidden hands.\n\n"
+                "It can deal the commit-reveal deal instead: the deal is still checked as fair after each game,\n"
+                "but the host's program sees your cards as they are dealt.\n\n"
+                "Play the commit-reveal deal at this table? (y / n)"
+            )
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in ("y", "n"):
+            event.stop()
             self.dismiss(event.key == "y")
         elif event.key == "escape":
             self.dismiss(None)
@@ -812,7 +830,7 @@ class BasraApp(TableView, Generic[T]):
     def action_leave_now(self) -> None:
         if self.done:
             self.exit()
-        elif isinstance(self.screen, (CodeScreen, FingerprintScreen)):
+        elif isinstance(self.screen, (CodeScreen, FingerprintScreen, DealScreen)):
             self.screen.dismiss(None)  # the question holds up the join, so leaving is its answer
         elif self.state.termination is not None:
             self._close_once_done()

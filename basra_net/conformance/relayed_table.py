@@ -10,7 +10,10 @@ would send it:
 
 - a host `sig` whose signature does not verify (6.23, 14.8);
 - a `game_end` whose totals are not the play's (9.10, 15.16);
-- an `opened` whose unmasking proof does not verify (15.11, 15.15);
+- an `opened` whose unmasking proof does not verify (15.11, 15.15), which
+  a client checking the party's signature of the step (15.17) stops at even
+  before the proof;
+- an `opened` whose party's signature does not verify (15.17);
 - a host `sig` that never comes: the checker drops the first (6.23, 14.8).
 
 A conforming client stops at each (6.23): it sends nothing more for the
@@ -103,6 +106,12 @@ def _false_unmasking(message: Message) -> Message | None:
         position, data = message.unmaskings[0]
         wrong = data[:64] + bytes([data[64] ^ 1]) + data[65:]  # the low byte of s, the proof's response
         return replace(message, unmaskings=((position, wrong), *message.unmaskings[1:]))
+    return None
+
+
+def _false_step_signature(message: Message) -> Message | None:
+    if isinstance(message, Opened):
+        return replace(message, sig=message.sig[:32] + bytes([message.sig[32] ^ 1]) + message.sig[33:])
     return None
 
 
@@ -335,6 +344,7 @@ RELAYED_MATCHES = (
     RelayedMatch("6.23, 14.8", "a host sig that does not verify: the client stops, and countersigns nothing", False, _flip_signature),
     RelayedMatch("9.10, 14.11", "a game_end whose totals are not the play's: the client stops", False, _false_totals),
     RelayedMatch("15.11, 15.15", "an opened whose unmasking proof does not verify: the client stops", True, _false_unmasking),
+    RelayedMatch("15.17", "an opened whose party's signature does not verify: the client stops", True, _false_step_signature),
     RelayedMatch(
         "6.23, 14.8", "a host sig of a game that never comes: the client stops, and countersigns nothing", False,
         _drop_first_game_sig, stop_timeout=WITHHELD_SIG_WAIT + STOP_TIMEOUT, sign_wait=WITHHELD_SIG_WAIT,

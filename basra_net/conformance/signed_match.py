@@ -26,7 +26,7 @@ import os
 import shlex
 import subprocess
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable
 
 import trio
@@ -44,6 +44,7 @@ from ..protocol.messages import (
     COMMIT_DEAL,
     MAX_MOVES,
     HIDDEN_DEAL,
+    Audit,
     Audited,
     Deal,
     Error,
@@ -178,6 +179,7 @@ class SignedSeat:
     record: ChannelRecord | None = None
     verifier: MatchVerifier = field(default_factory=MatchVerifier)  # the commit-reveal deal's checks
     party: PartyGame | None = None
+    step_keys: tuple[bytes, bytes] | None = None  # each seat's key that signs its steps, from match_start (15.17)
     records: list[tuple[str, Message]] = field(default_factory=list)  # (sender, message), as a transcript keeps them
     refused: Error | None = None  # the error the host ended this seat's connection with
     tampered: Message | None = None  # the step or play as it went, made wrong
@@ -232,6 +234,10 @@ class SignedSeat:
         if not kind_of(message).recorded:
             return
         self.records.append((HOST, message))
+        if isinstance(message, MatchStart) and message.keys is not None:
+            if self.welcome is not None and message.keys[self.welcome.seat] != self.key:
+                raise CaseFailed("match_start names a key for this seat other than its hello's (15.17)")
+            self.step_keys = message.keys
         resumed = isinstance(message, Welcome) and self.welcome is not None  # the first welcome is the record's
         if not self.hidden and not resumed and not isinstance(message, (Ping, Pong)):
             self.verifier.observe(HOST, message)
@@ -350,7 +356,10 @@ class SignedSeat:
         assert self.welcome is not None
         try:
             if isinstance(message, Shuffle):
-                self.party = PartyGame(self.welcome.match_id, message.game, message.dealer, self.welcome.seat)
+                if self.step_keys is None:
+                    raise CaseFailed("match_start of a hidden deal named no keys for the seats' steps (15.17)")
+                self.party = PartyGame(self.welcome.match_id, message.game, message.dealer, self.welcome.seat, self.identity,
+                                       self.step_keys)
                 steps = self.party.begin()
             elif self.party is None:
                 return
@@ -376,6 +385,9 @@ class SignedSeat:
             self.stopped_at = trio.current_time() if self.stopped_at is None else self.stopped_at
             return
         wrong = self.tamper(step) if self.tamper is not None and self.tampered is None else None
+        if isinstance(wrong, (Lock, Open, Audit)) and isinstance(step, (Lock, Open, Audit)) and wrong.sig == step.sig:
+            assert self.party is not None  # a step made wrong is signed as it goes: the fault is in the step, not its signature
+            wrong = self.party.ledger.signed_again(self.identity, self.party.seat, wrong, step.sig)
         if wrong is None:
             await self.send(step)
         else:
@@ -918,7 +930,7 @@ async def _told_abandoned_to(player: SignedSeat) -> None:
 
 def _first_lock_with_a_non_point(step: Message) -> Message | None:
     if isinstance(step, Lock):
-        return Lock(step.game, step.public, (NOT_A_POINT, *step.deck[1:]))
+        return replace(step, deck=(NOT_A_POINT, *step.deck[1:]))
     return None
 
 
@@ -926,14 +938,20 @@ def _first_unmasking_with_a_bad_proof(step: Message) -> Message | None:
     if isinstance(step, Open) and step.unmaskings:
         position, data = step.unmaskings[0]
         wrong = data[:64] + bytes([data[64] ^ 1]) + data[65:]  # the low byte of s, the proof's response
-        return Open(step.game, ((position, wrong), *step.unmaskings[1:]), step.reveals)
+        return replace(step, unmaskings=((position, wrong), *step.unmaskings[1:]))
     return None
 
 
 def _first_unmaskings_swapped(step: Message) -> Message | None:
     if isinstance(step, Open) and len(step.unmaskings) >= 2:
         (p, a), (q, b), *rest = step.unmaskings
-        return Open(step.game, ((p, b), (q, a), *rest), step.reveals)
+        return replace(step, unmaskings=((p, b), (q, a), *rest))
+    return None
+
+
+def _first_lock_with_a_bad_signature(step: Message) -> Message | None:
+    if isinstance(step, Lock):
+        return replace(step, sig=step.sig[:32] + bytes([step.sig[32] ^ 1]) + step.sig[33:])
     return None
 
 
@@ -946,6 +964,7 @@ HIDDEN_FAULTS = (
     ("15.2, 15.11", "a locked list with an entry that is no point of the group: bad_deal", _first_lock_with_a_non_point, errors.BAD_DEAL),
     ("15.6, 15.11", "an unmasking whose proof does not verify: bad_deal", _first_unmasking_with_a_bad_proof, errors.BAD_DEAL),
     ("15.6, 15.15", "an unmasking carrying the proof of another position: bad_deal", _first_unmaskings_swapped, errors.BAD_DEAL),
+    ("15.17", "a locked list whose party's signature does not verify: bad_deal", _first_lock_with_a_bad_signature, errors.BAD_DEAL),
 )
 RESUMED_STEP_KINDS = ("lock", "open", "hidden_play", "audit", "sig")
 STEPS_AGAIN = (

@@ -26,6 +26,7 @@ from .admission import Admission
 from .announce import announce_host_table, announce_lobby
 from .limits import MAX_HANDSHAKES, HandshakeGate
 from .certificate import server_tls_context
+from ..identity import local_seat_key
 from .identity import load_or_create_identity, public_key_bytes
 from .journal import JournalError, JournalWriter
 from .lobby import Lobby
@@ -254,6 +255,7 @@ async def run_host(
                 bot_resume = Resume(tokens[1]) if 1 in tokens else None
                 bot_session = ClientSession(
                     bot_stream, "Bot", bot_player, keep_transcript=False, resume=bot_resume, countersigns=False,
+                    identity=local_seat_key(identity, 1),
                     deal_modes=settings.deal_modes, keep_lock=partial(table.keep_lock, 1), kept_lock=table.kept_locks.get(1),
                 )
                 nursery.start_soon(bot_session.run)
@@ -267,7 +269,7 @@ async def run_host(
             own_resume = Resume(tokens[0]) if 0 in tokens else None
             own_session = ClientSession(
                 _local_seat(nursery, table, 0), settings.name, own_player, keep_transcript=False, resume=own_resume,
-                countersigns=False,
+                countersigns=False, identity=local_seat_key(identity, 0),
                 deal_modes=settings.deal_modes, keep_lock=partial(table.keep_lock, 0), kept_lock=table.kept_locks.get(0),
             )
             own_result = await own_session.run(stop)

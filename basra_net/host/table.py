@@ -50,6 +50,7 @@ from ..protocol.connection import HostMatch
 from ..protocol.errors import BAD_DEAL, BAD_SIGNATURE, CHAT_DROPPED, DEAL_MISMATCH, ILLEGAL_MOVE, ProtocolError
 from ..protocol.framing import encode_frame
 from ..protocol.hidden_deal import HiddenDealError
+from ..protocol.deal_signing import BadStepSignature
 from ..protocol.hidden_game import KeptLock, RefereeGame
 from ..protocol.messages import (
     COMMIT_DEAL,
@@ -726,7 +727,7 @@ class Table:
         names = (self.seating.name(0), self.seating.name(1))
         self.hidden = self._deals_hidden_hands()
         try:
-            start = MatchStart(names, deal=HIDDEN_DEAL if self.hidden else None)
+            start = MatchStart(names, deal=HIDDEN_DEAL if self.hidden else None, keys=self._step_keys() if self.hidden else None)
             wire = to_wire(start)
             frame, check = encode_frame(wire), to_check(start)  # the same for both seats: encoded once
             for seat in (0, 1):
@@ -881,9 +882,17 @@ class Table:
         """
         self._replay.write({"type": "lock", "seat": seat, "game": game, "scalar": scalar})
 
+    def _step_keys(self) -> tuple[bytes, bytes]:
+        """Each seat's identity key from the hello that took it: the keys that sign its steps of the deal (15.17)."""
+        keys = []
+        for entry in self.seats:
+            assert entry is not None and entry.hello.key is not None  # hidden hands only between two seats of version 2
+            keys.append(entry.hello.key)
+        return (keys[0], keys[1])
+
     async def _play_hidden_game(self) -> None:
         """One game dealt with hidden hands (PROTOCOL.md 15.15): the table checks and relays, and holds no lock."""
-        referee = RefereeGame(self.match_id, self.match)
+        referee = RefereeGame(self.match_id, self.match, self._step_keys())
         for seat in (0, 1):
             self._send(seat, Shuffle(referee.game, referee.dealer))
         await self._deal_steps(referee)
@@ -925,8 +934,9 @@ class Table:
         try:
             relay = referee.take(seat, message)
         except HiddenDealError as err:
-            if isinstance(message, Audit):  # a false scalar goes to the other party all the same: its record then proves it
-                self._send(1 - seat, Audited(message.game, seat, message.scalar))
+            if isinstance(message, Audit) and not isinstance(err, BadStepSignature):
+                # A false scalar, signed by its party, goes to the other party all the same: its record then proves it.
+                self._send(1 - seat, Audited(message.game, seat, message.scalar, message.seen, message.sig))
             self._deal_fault(seat, err)
         self._replay.write({"type": "step", "seat": seat, "message": to_wire(message)})
         return relay

@@ -19,10 +19,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from ..engine import IllegalMove, Match, Move
 from ..engine.cards import SEVEN_OF_DIAMONDS, Card, card_name
 from ..engine.events import Dealt
 from ..engine.game import HAND_SIZE, PLAYS_PER_GAME, Game, moves_for
+from .deal_signing import StepContext, StepLedger
 from .hidden_deal import (
     DealChecker,
     GameContext,
@@ -145,8 +148,9 @@ class RefereeGame:
     """The referee's game: every party step checked, the rules played over stand-ins for unseen cards.
 
     Use: ``due`` names the seats whose steps are awaited; ``take(seat,
-    message)`` checks a `lock`, `open` or `audit` and returns the relay for
-    the other seat.  Once nothing is due before the first play, ``start()``
+    message)`` checks a `lock`, `open` or `audit`, its party's signature
+    first (15.17), and returns the relay for the other seat, which carries
+    the signature unchanged.  Once nothing is due before the first play, ``start()``
     deals (the engine's events: hands of stand-ins, the real table).  Then
     ``options()`` for each `hidden_turn` and ``play(seat, message)`` for each
     `hidden_play`; after a play that deals a new hand, or the last play,
@@ -155,13 +159,14 @@ class RefereeGame:
     the rules refuse raises IllegalMove before anything is recorded.
     """
 
-    def __init__(self, match_id: bytes, match: Match) -> None:
+    def __init__(self, match_id: bytes, match: Match, keys: tuple[bytes, bytes]) -> None:
         if not match.awaiting_deal:
             raise ValueError("a game is in progress or the match is over")
         self.match = match
         self.context = GameContext(match_id, match.game_number + 1)
         self.dealer = match.next_dealer
         self.checker = DealChecker(self.context, self.dealer)
+        self.ledger = StepLedger(StepContext(match_id, keys), self.game)
         self._stand_in: dict[int, Card] = {}  # hidden position -> the card standing in for it in the engine
         self._played: set[int] = set()
         self._audits: dict[int, bytes] = {}
@@ -203,6 +208,7 @@ class RefereeGame:
     def take(self, seat: int, message: Lock | Open | Audit) -> Message:
         """Check one party step; the message relaying it to the other seat."""
         _check_game(message, self.game)
+        self.ledger.take(seat, message)
         relay = self._check(seat, message)
         self._taken.add(message)
         return relay
@@ -214,10 +220,10 @@ class RefereeGame:
                 raise OutOfTurn(f"a locked list from seat {seat} is not due")
             self.checker.public_point(seat, message.public)
             self.checker.locked_list(seat, message.deck)
-            return Locked(self.game, seat, message.public, message.deck)
+            return Locked(self.game, seat, message.public, message.deck, message.seen, message.sig)
         if isinstance(message, Open):
             self._open(seat, message, owed)
-            return Opened(self.game, seat, message.unmaskings, message.reveals)
+            return Opened(self.game, seat, message.unmaskings, message.reveals, message.seen, message.sig)
         if isinstance(message, Audit):
             if not owed.audit:
                 raise OutOfTurn(f"an audit scalar from seat {seat} is not due")
@@ -227,7 +233,7 @@ class RefereeGame:
             self.audited = len(self._audits) == 2
             if self.audited and self.corrupted is not None:  # both layers check out: no proof can have passed
                 raise NotACard(f"{self.corrupted}, which the audit does not explain")
-            return Audited(self.game, seat, message.scalar)
+            return Audited(self.game, seat, message.scalar, message.seen, message.sig)
         raise TypeError(f"not a step of the deal: {message.TYPE}")
 
     def _open(self, seat: int, message: Open, owed: Owed) -> None:
@@ -331,11 +337,14 @@ class PartyGame:
     game: int
     dealer: int
     seat: int
+    signing_key: Ed25519PrivateKey  # the seat's identity key, which signs its steps (15.17)
+    keys: tuple[bytes, bytes]  # each seat's identity key, as `match_start` names them
     random: Random = os.urandom
     scalar: int | None = None  # a party resuming its game gives the scalar it drew
     sent_before: list[Message] = field(default_factory=list)  # and the steps it sent, given again in their turn
     checker: DealChecker = field(init=False)
     party: Party = field(init=False)
+    ledger: StepLedger = field(init=False)
     own_cards: dict[int, Card] = field(init=False, default_factory=dict)  # position -> card, dealt to this seat
     _reveals: dict[int, Reveal] = field(init=False, default_factory=dict)  # this seat's, made as its cards came
     _plays: int = field(init=False, default=0)
@@ -349,6 +358,7 @@ class PartyGame:
         context = GameContext(self.match_id, self.game)
         self.party = Party(context, self.seat, self.random, self.scalar)
         self.checker = DealChecker(context, self.dealer, own_seat=self.seat)
+        self.ledger = StepLedger(StepContext(self.match_id, self.keys), self.game)
 
     @property
     def other(self) -> int:
@@ -364,6 +374,7 @@ class PartyGame:
             _check_game(message, self.game)
             if message.seat != self.other:
                 raise OutOfTurn(f"a relayed step of seat {message.seat}, this seat's own")
+            self.ledger.take(message.seat, message)
         if isinstance(message, Locked):
             self.checker.public_point(message.seat, message.public)
             self.checker.locked_list(message.seat, message.deck)
@@ -427,20 +438,24 @@ class PartyGame:
                         self.own_cards[p] = self.checker.card_at(p)
 
     def _owed_steps(self) -> list[Message]:
+        """The steps owed now, each signed as it is made (15.17)."""
+        return [self.ledger.signed(self.signing_key, self.seat, step) if not step.sig else step for step in self._unsigned_steps()]
+
+    def _unsigned_steps(self) -> list[Message]:
         owed = self.owes
         if owed and self.sent_before:
-            return [self._again(self.sent_before.pop(0)), *self._owed_steps()]
+            return [self._again(self.sent_before.pop(0)), *self._unsigned_steps()]
         if self._evidence is not None:
             shown, self._evidence = self._evidence, None
-            return [Open(self.game, (), ((shown.position, shown.to_bytes()),)), *self._owed_steps()]
+            return [Open(self.game, (), ((shown.position, shown.to_bytes()),), 0, b""), *self._unsigned_steps()]
         if owed.lock:
             deck = self.party.lock_deck(self.checker.locked[0] if self.checker.locked else card_points())
             self.checker.public_point(self.seat, self.party.public)
             self.checker.locked_list(self.seat, deck)
-            return [Lock(self.game, self.party.public, deck), *self._owed_steps()]
+            return [Lock(self.game, self.party.public, deck, 0, b""), *self._unsigned_steps()]
         if owed.audit:
             self._audited.add(self.seat)
-            return [Audit(self.game, self.party.audit_scalar)]
+            return [Audit(self.game, self.party.audit_scalar, 0, b"")]
         if not owed:
             return []
         unmaskings = [self.party.unmask(p, self.checker.deck[p]) for p in owed.unmask]
@@ -454,12 +469,15 @@ class PartyGame:
                 self.game,
                 tuple((s.position, s.to_bytes()) for s in unmaskings),
                 tuple((s.position, s.to_bytes()) for s in reveals),
+                0,
+                b"",
             ),
-            *self._owed_steps(),  # the audit, when a reveal showed no card
+            *self._unsigned_steps(),  # the audit, when a reveal showed no card
         ]
 
     def _again(self, step: Message) -> Message:
-        """A step this party sent before its program stopped, taken into its record again as it was."""
+        """A step this party sent before its program stopped, taken into its record again as it was, signature and all."""
+        self.ledger.signatures[self.seat].append(step.sig)
         if isinstance(step, Lock):
             self.checker.public_point(self.seat, step.public)
             self.checker.locked_list(self.seat, step.deck)

@@ -20,12 +20,17 @@ evidence).  A party that was absent instead (it left, or was away past its
 grace period) withheld nothing: its game ended before its deal did, and no
 one is named.
 
-Each failure also says whether it rests on this seat's own steps (sent or
-owed), which no stream signs in version 2: the seat's writer could have
-changed them, so signed_verify.py names no one for such a failure.  A
-step's check reads the steps before it (HiddenDealError.rests_on, where the
-check knows whose); the rules' checks of what the host announced read the
-cards the host's own stream shows.
+Each party signs its own steps (15.17), over the other party's steps it had
+received, and the replay checks every signature as it takes the step, before
+the step's own checks.  A step that then fails its check is its party's,
+under that party's own signature (Finding.signed_by): the signatures before
+it fix every step it could read, so the record's writer can change neither
+side of it.  A signature that does not verify names no one when it runs
+over this seat's own steps (the writer may have changed one), and the host
+when it does not (a relayed step an honest host refuses).  What else rests
+on this seat's own word (its `hidden_play`, a step the record shows it
+owing) still names no one; the rules' checks of what the host announced
+read the cards the host's own stream shows.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 from ..engine import IllegalMove, Match
 from ..engine.cards import card_name
 from .announce import messages_for_seat
+from .deal_signing import BadStepSignature
 from .hidden_deal import HiddenDealError, Reveal
 from .hidden_game import RefereeGame, kind_of_card
 from .termination import Termination
@@ -52,6 +58,7 @@ from .messages import (
     Lock,
     Locked,
     MatchEnd,
+    MatchStart,
     Message,
     Open,
     Opened,
@@ -76,6 +83,8 @@ class Finding:
     # own seat's steps (sent or owed), which no signature covers in version 2 and its writer can change at will, or
     # an audit scalar the host relays whatever it holds.  Such a finding names no one (PROTOCOL.md 14.11, 15.16).
     unsigned: str | None = None
+    # The seat whose own valid signature covers the step that fails (15.17): the finding is that seat's signed word.
+    signed_by: int | None = None
 
 
 @dataclass
@@ -114,7 +123,7 @@ class HiddenGameReplay:
     abandoned, if any.
     """
 
-    def __init__(self, match_id: bytes, match: Match, seat: int, shuffle: Shuffle) -> None:
+    def __init__(self, match_id: bytes, match: Match, seat: int, shuffle: Shuffle, keys: tuple[bytes, bytes] | None) -> None:
         self.seat = seat
         self.result = HiddenGameCheck(shuffle.game)
         self._expected: deque[Message] = deque()  # announcements the replay has made and the record has not shown yet
@@ -123,7 +132,11 @@ class HiddenGameReplay:
         if not match.awaiting_deal:
             self._fail("shuffle", "a new game after the last one ended", f"game {shuffle.game} during a game", "the host")
             return
-        self.referee = RefereeGame(match_id, match)
+        if keys is None:  # a record of a version before the steps were signed: none of them can be weighed
+            self._fail("match_start", "each seat's key for its steps of the deal (15.17)", "none", None,
+                       unsigned="no step of the deal in this record is signed")
+            return
+        self.referee = RefereeGame(match_id, match, keys)
         if shuffle.game != self.referee.game or shuffle.dealer != self.referee.dealer:
             self._fail("shuffle", f"game {self.referee.game} dealt by seat {self.referee.dealer}",
                        f"game {shuffle.game} dealt by seat {shuffle.dealer}", "the host")
@@ -137,7 +150,7 @@ class HiddenGameReplay:
         return self.result.finding is not None
 
     def _fail(self, check: str, expected: str, found: str, culprit: str | None, *, of_the_deal: bool = False,
-              reads: frozenset[int] | None = None, unsigned: str | None = None) -> None:
+              reads: frozenset[int] | None = None, unsigned: str | None = None, signed_by: int | None = None) -> None:
         """Record the game's first failure.  ``of_the_deal``: a check of the deal itself (a step's proof or turn, the
         card a reveal proves, the steps due), which rests on this seat's own steps once they are in the game, unless
         ``reads`` names the parties whose steps it read; the rules' checks of what the host announced rest on the
@@ -146,7 +159,7 @@ class HiddenGameReplay:
             own = self.seat in reads if reads is not None else self._own_steps or self._owes_a_step()
             if of_the_deal and own:
                 unsigned = f"it rests on seat {self.seat}'s own steps of the deal, which no signature covers"
-            self.result.finding = Finding(check, expected, found, culprit, unsigned)
+            self.result.finding = Finding(check, expected, found, culprit, unsigned, signed_by)
 
     def _owes_a_step(self) -> bool:
         """This seat owes a step now: its absence from the record is this seat's word too."""
@@ -160,12 +173,8 @@ class HiddenGameReplay:
             return
         try:
             self._step(sender, message)
-        except HiddenDealError as error:
-            relayed_audit = sender == REFEREE and isinstance(message, Audited) and error.seat == message.seat
-            vouched = (f"seat {message.seat}'s audit scalar, which the host relays whether or not it holds (15.10) and "
-                       f"seat {message.seat} did not sign") if relayed_audit else None
-            self._fail("the deal", "every step to check", str(error), _seat(error.seat), of_the_deal=True, reads=error.rests_on,
-                       unsigned=vouched)
+        except HiddenDealError as error:  # a play's reveal, which the host relays in its `played`
+            self._fail("the deal", "every step to check", str(error), _seat(error.seat), of_the_deal=True, reads=error.rests_on)
         except IllegalMove as error:  # a position's hand and card follow from the deal
             self._fail(f"play by seat {getattr(message, 'seat', self.seat)}", "a legal move", str(error), "the host", of_the_deal=True)
 
@@ -176,7 +185,7 @@ class HiddenGameReplay:
                 return  # it crossed a card shown to be no card, and the host did not take it (15.10)
             self._own_steps = True
             self._count(message)
-            referee.take(self.seat, message)
+            self._take(self.seat, message)
             self._note_audit(message)
         elif sender == REFEREE and isinstance(message, (Locked, Opened, Audited)):
             if message.seat == self.seat:
@@ -184,7 +193,7 @@ class HiddenGameReplay:
                 return
             step = _as_party_step(message)
             self._count(step)
-            referee.take(message.seat, step)
+            self._take(message.seat, step)
             self._note_audit(step)
         elif sender == REFEREE and isinstance(message, Deal) and message.hand_no == 1 and not referee.started:
             if referee.due:
@@ -206,6 +215,23 @@ class HiddenGameReplay:
             self._played(message)
         elif sender == REFEREE and isinstance(message, (Deal, GameEnd)):
             self._compare(message)
+
+    def _take(self, seat: int, step: Lock | Open | Audit) -> None:
+        """A party's step into the replay: its signature, then its checks; a failure is weighed by who signed what."""
+        try:
+            self.referee.take(seat, step)
+        except BadStepSignature as error:
+            if seat == self.seat or step.seen > 0:  # it runs over this seat's own steps, which its writer holds
+                over = "its own step" if seat == self.seat else f"seat {self.seat}'s own steps it names as received"
+                self._fail("the deal", "every step signed by its party", str(error), None,
+                           unsigned=f"the signature runs over {over}, which this record's writer could have changed")
+            else:  # over nothing of this seat's: the host relayed a step whose signature fails, which it must refuse
+                self._fail("the deal", "every step signed by its party", str(error), "the host")
+        except HiddenDealError as error:
+            # Signed by its party over every step it could read: that party's word, whoever wrote the record.
+            signed_by = error.seat if error.seat == seat else None
+            self._fail("the deal", "every step to check", str(error), _seat(error.seat), of_the_deal=signed_by is None,
+                       reads=error.rests_on, signed_by=signed_by)
 
     def _played(self, played: Played) -> None:
         game = self.referee.match.game
@@ -294,10 +320,10 @@ def _choice(play: HiddenPlay) -> str:
 def _as_party_step(relayed: Locked | Opened | Audited) -> Lock | Open | Audit:
     """A relayed step as its party sent it."""
     if isinstance(relayed, Locked):
-        return Lock(relayed.game, relayed.public, relayed.deck)
+        return Lock(relayed.game, relayed.public, relayed.deck, relayed.seen, relayed.sig)
     if isinstance(relayed, Opened):
-        return Open(relayed.game, relayed.unmaskings, relayed.reveals)
-    return Audit(relayed.game, relayed.scalar)
+        return Open(relayed.game, relayed.unmaskings, relayed.reveals, relayed.seen, relayed.sig)
+    return Audit(relayed.game, relayed.scalar, relayed.seen, relayed.sig)
 
 
 def _show(message: Message) -> str:
@@ -330,13 +356,16 @@ def replay_games(match_id: bytes, match: Match, seat: int, records: Iterable[tup
     checks: list[HiddenGameCheck] = []
     current: HiddenGameReplay | None = None
     end: MatchEnd | None = None
+    keys: tuple[bytes, bytes] | None = None
     for sender, message in records:
-        if isinstance(message, Shuffle) and sender == REFEREE:
+        if isinstance(message, MatchStart) and sender == REFEREE:
+            keys = message.keys
+        elif isinstance(message, Shuffle) and sender == REFEREE:
             if current is not None:
                 checks.append(current.finish())
                 if current.failed:
                     return checks
-            current = HiddenGameReplay(match_id, match, seat, message)
+            current = HiddenGameReplay(match_id, match, seat, message, keys)
         elif isinstance(message, MatchEnd):
             end = message
         elif current is not None and isinstance(message, HIDDEN_GAME_MESSAGES):

@@ -472,6 +472,7 @@ class MatchStart(Message):
 
     names: tuple[str, str]
     deal: str | None = None  # version 2: the match's deal mode (15.15); absent: the commit-reveal deal
+    keys: tuple[bytes, bytes] | None = None  # the hidden deal: each seat's identity key, which signs its steps (15.17)
 
 
 @dataclass(frozen=True)
@@ -627,6 +628,8 @@ class Lock(Message):
     game: int
     public: bytes
     deck: tuple[bytes, ...]
+    seen: int  # how many of the other party's steps of the game its party had received (15.17)
+    sig: bytes  # its party's signature of the step (15.17)
 
 
 @dataclass(frozen=True)
@@ -639,6 +642,8 @@ class Locked(Message):
     seat: int
     public: bytes
     deck: tuple[bytes, ...]
+    seen: int  # how many of the other party's steps of the game its party had received (15.17)
+    sig: bytes  # its party's signature of the step (15.17)
 
 
 @dataclass(frozen=True)
@@ -650,6 +655,8 @@ class Open(Message):
     game: int
     unmaskings: tuple[tuple[int, bytes], ...]
     reveals: tuple[tuple[int, bytes], ...]
+    seen: int  # how many of the other party's steps of the game its party had received (15.17)
+    sig: bytes  # its party's signature of the step (15.17)
 
 
 @dataclass(frozen=True)
@@ -662,6 +669,8 @@ class Opened(Message):
     seat: int
     unmaskings: tuple[tuple[int, bytes], ...]
     reveals: tuple[tuple[int, bytes], ...]
+    seen: int  # how many of the other party's steps of the game its party had received (15.17)
+    sig: bytes  # its party's signature of the step (15.17)
 
 
 @dataclass(frozen=True)
@@ -695,6 +704,8 @@ class Audit(Message):
 
     game: int
     scalar: bytes
+    seen: int  # how many of the other party's steps of the game its party had received (15.17)
+    sig: bytes  # its party's signature of the step (15.17)
 
 
 @dataclass(frozen=True)
@@ -706,6 +717,8 @@ class Audited(Message):
     game: int
     seat: int
     scalar: bytes
+    seen: int  # how many of the other party's steps of the game its party had received (15.17)
+    sig: bytes  # its party's signature of the step (15.17)
 
 
 @dataclass(frozen=True)
@@ -837,6 +850,10 @@ def _stream(message, fields, direction, when, section, **more) -> Kind:
 
 
 _CAPTURES = Cards(52, ordered=False)
+# A party's own step of the hidden deal, and its relay: the count of the other party's steps its party had
+# received, and its party's signature (15.17).
+MAX_STEPS_SEEN = 255
+_SIGNED_STEP = (("seen", "seen", Int(0, MAX_STEPS_SEEN)), ("sig", "sig", Bin(64)))
 
 CATALOGUE: tuple[Kind, ...] = (
     Kind(
@@ -872,8 +889,9 @@ CATALOGUE: tuple[Kind, ...] = (
         _HOSTS, "host → client", "answer to `hello`", "6.4", Phase.ANSWER,
     ),
     Kind(
-        MatchStart, (("names", "names", Pair(Name())), ("deal", "deal", Nullable(Choice(DEAL_MODES)))),
-        _HOSTS, "host → each seat", "both seats taken", "6.5", Phase.MATCH, stream=True, hashed=True, optional=("deal",),
+        MatchStart,
+        (("names", "names", Pair(Name())), ("deal", "deal", Nullable(Choice(DEAL_MODES))), ("keys", "keys", Nullable(Pair(Bin(32))))),
+        _HOSTS, "host → each seat", "both seats taken", "6.5", Phase.MATCH, stream=True, hashed=True, optional=("deal", "keys"),
     ),
     _stream(
         Commit,
@@ -1003,19 +1021,19 @@ CATALOGUE: tuple[Kind, ...] = (
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
-        Lock, (("game", "game", GAME), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
+        Lock, (("game", "game", GAME), ("public", "public", Bin(32)), ("deck", "deck", Points(52)), *_SIGNED_STEP),
         _CLIENTS, "party → host", "hidden deal: the dealer after `shuffle`, the other after `locked`", "6.26",
         Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Locked,
-        (("game", "game", GAME), ("seat", "seat", SEAT), ("public", "public", Bin(32)), ("deck", "deck", Points(52))),
+        (("game", "game", GAME), ("seat", "seat", SEAT), ("public", "public", Bin(32)), ("deck", "deck", Points(52)), *_SIGNED_STEP),
         _HOSTS, "host → the other seat", "hidden deal: a party's `lock`, relayed", "6.27", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
         Open,
-        (("game", "game", GAME), ("unmaskings", "unmaskings", Steps(MAX_STEPS)), ("reveals", "reveals", Steps(4))),
+        (("game", "game", GAME), ("unmaskings", "unmaskings", Steps(MAX_STEPS)), ("reveals", "reveals", Steps(4)), *_SIGNED_STEP),
         _CLIENTS, "party → host", "hidden deal: the steps a party owes", "6.28", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
@@ -1025,6 +1043,7 @@ CATALOGUE: tuple[Kind, ...] = (
             ("seat", "seat", SEAT),
             ("unmaskings", "unmaskings", Steps(MAX_STEPS)),
             ("reveals", "reveals", Steps(4)),
+            *_SIGNED_STEP,
         ),
         _HOSTS, "host → the other seat", "hidden deal: a party's `open`, relayed", "6.29", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
@@ -1046,11 +1065,11 @@ CATALOGUE: tuple[Kind, ...] = (
         _CLIENTS, "party → host", "hidden deal: answer to `hidden_turn`", "6.31", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
-        Audit, (("game", "game", GAME), ("scalar", "scalar", Bin(32))),
+        Audit, (("game", "game", GAME), ("scalar", "scalar", Bin(32)), *_SIGNED_STEP),
         _CLIENTS, "party → host", "hidden deal: after each `game_end`", "6.32", Phase.MATCH, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),
     Kind(
-        Audited, (("game", "game", GAME), ("seat", "seat", SEAT), ("scalar", "scalar", Bin(32))),
+        Audited, (("game", "game", GAME), ("seat", "seat", SEAT), ("scalar", "scalar", Bin(32)), *_SIGNED_STEP),
         _HOSTS, "host → the other seat", "hidden deal: a party's `audit`, relayed", "6.33", Phase.MATCH,
         stream=True, hashed=True, versions=_V2, deal_mode=HIDDEN_DEAL,
     ),

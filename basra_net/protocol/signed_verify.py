@@ -9,11 +9,14 @@ thing the replay finds wrong is then weighed by what covers it:
   the host's stream alone holds (a step of the other seat's party it relayed
   included), it is the host's signed word against the rules: a proven cheat
   of the host;
-- resting on a step of the hidden deal that the channel's guest sent (or
-  owed), which no one signs in version 2, or on an audit scalar the host
-  relays whatever it holds, or under no valid host signature, it proves
-  nothing about anyone: the record is not proven.  A verdict of
-  cheating never rests on a signature of the accuser alone.
+- a step of the hidden deal that fails its check under its party's own
+  valid signature (15.17), that party's: a proven cheat of that seat, the
+  channel's guest included;
+- resting on what the channel's guest says and no one signs (its
+  `hidden_play`, a step the record shows it owing, a step whose signature
+  runs over the guest's own steps and fails), or under no valid host
+  signature, it proves nothing about anyone: the record is not proven.  A
+  verdict of cheating never rests on a signature of the accuser alone.
 
 Notes and the header's role are the writer's claims and change nothing here.
 An abandonment is the host's assertion, shown with its signed account; it is
@@ -27,7 +30,7 @@ import enum
 from dataclasses import dataclass, field, replace
 
 from .termination import Termination
-from .messages import Deal, Hello, Leave
+from .messages import Deal, Hello, Leave, MatchStart
 from .record import AbsenceAccount, ChannelContext, ChannelRecord, RecordError, Status, account_contradictions
 from .transcript import Transcript, VerifyReport
 from .transcript import verify as verify_deals
@@ -131,9 +134,15 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
         elif problem.field == "reveal" and problem.game not in dealt:
             # The guest's seed is signed only at the game's checkpoint: with no deal, nothing signed shows that it arrived.
             unproven.append(str(problem))
+        elif problem.signed_by is not None and _signer_known(problem.signed_by, covered, context, parsed):
+            # Under its party's own valid signature of the step, over every step it could read (15.17).
+            relayed = "" if problem.signed_by == context.guest_seat else " (the host relayed it, where an honest host refuses it: 15.15)"
+            cheats.append(f"seat {problem.signed_by} signed it: {plain}{relayed}")
         elif not covered:
             if not (partial and cut_short):
                 unproven.append(f"{plain} (under no valid host signature: this names no one)")
+        elif problem.signed_by is not None:
+            unproven.append(f"{plain} (this names no one: match_start names another key for seat {problem.signed_by} than its hello's)")
         elif problem.unsigned is not None or problem.culprit == f"seat {context.guest_seat}":
             why = problem.unsigned or f"it rests on seat {context.guest_seat}'s own steps of the deal, which no signature covers"
             unproven.append(f"{plain} (this names no one: {why})")
@@ -166,6 +175,15 @@ def verify_signed(parsed: Transcript, *, partial: bool = False) -> SignedReport:
     report.also = [problem for problem in [*cheats, *unproven] if problem != report.reason]
     report.holds = _what_holds(report, missing)
     return report
+
+
+def _signer_known(seat: int, covered: bool, context: ChannelContext, parsed: Transcript) -> bool:
+    """Whether the key under which seat's steps verify is that seat's: the channel's guest's is the key of its own
+    hello, whatever the host signed; the other seat's is the host's word in `match_start`, under a valid host signature."""
+    if seat != context.guest_seat:
+        return covered
+    start = next((m for sender, m in parsed.records if sender == HOST and isinstance(m, MatchStart)), None)
+    return start is not None and start.keys is not None and start.keys[seat] == context.guest_key
 
 
 def _relayed(problem: Discrepancy, context: ChannelContext) -> str:

@@ -54,6 +54,7 @@ class Discrepancy:
     found: str
     culprit: str | None = None  # who the replay finds at fault ("seat 1", "the host"); signed_verify weighs whether it is proven
     unsigned: str | None = None  # what unsigned it rests on, in words (a hidden deal's steps no one signs), if anything
+    signed_by: int | None = None  # the seat whose own valid signature of its step of the hidden deal covers it (15.17)
 
     def __str__(self) -> str:
         where = f"game {self.game}: " if self.game is not None else ""
@@ -149,6 +150,7 @@ class MatchVerifier:
         self._current: int | None = None
         self.hidden = False  # the match deals with hidden hands, as its match_start says
         self._hidden_game: HiddenGameReplay | None = None
+        self.step_keys: tuple[bytes, bytes] | None = None  # the hidden deal: each seat's key for its steps (15.17)
 
     # --- feeding ---------------------------------------------------------------------------
 
@@ -162,6 +164,7 @@ class MatchVerifier:
         elif isinstance(message, MatchStart):
             self.names = message.names
             self.hidden = message.deal == HIDDEN_DEAL
+            self.step_keys = message.keys
         elif self.hidden and isinstance(message, HIDDEN_GAME_MESSAGES):
             return self._observe_hidden(sender, message)
         elif isinstance(message, Commit) and sender == HOST:
@@ -187,7 +190,7 @@ class MatchVerifier:
             done = self._end_hidden_game()
             if self.failed or self.welcome is None or self.match is None:
                 return done
-            self._hidden_game = HiddenGameReplay(self.welcome.match_id, self.match, self.welcome.seat, message)
+            self._hidden_game = HiddenGameReplay(self.welcome.match_id, self.match, self.welcome.seat, message, self.step_keys)
             return done
         replay = self._hidden_game
         if replay is None or self.failed:
@@ -387,6 +390,6 @@ class MatchVerifier:
 def _game_check(hidden: HiddenGameCheck) -> GameCheck:
     finding = hidden.finding
     problems = [] if finding is None else [
-        Discrepancy(hidden.game, finding.check, finding.expected, finding.found, finding.culprit, finding.unsigned)
+        Discrepancy(hidden.game, finding.check, finding.expected, finding.found, finding.culprit, finding.unsigned, finding.signed_by)
     ]
     return GameCheck(hidden.game, problems, deck=hidden.deck, complete=hidden.complete, proofs=hidden.proofs, hidden=hidden.trace)

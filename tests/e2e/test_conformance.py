@@ -21,6 +21,7 @@ from basra_net.host.lobby import Lobby
 from basra_net.host.server import HostSettings, ServeSettings, run_host, run_serve
 from basra_net.host.signing import ChannelSigning
 from basra_net.host.table import Table
+from basra_net.protocol.deal_signing import StepLedger
 from basra_net.protocol.hidden_deal import DealChecker
 from basra_net.protocol.record import RecordError
 
@@ -82,6 +83,7 @@ RELAYED = [
     "a host sig that does not verify: the client stops",
     "a game_end whose totals are not the play's: the client stops",
     "an opened whose unmasking proof does not verify: the client stops",
+    "an opened whose party's signature does not verify: the client stops",
     "a host sig of a game that never comes: the client stops",
     "version 2, commit-reveal deal: a match cut after each kind of message runs to its end",
     "version 2, hidden hands: a match cut after each step of the deal runs to its end",
@@ -93,7 +95,7 @@ RELAYED = [
     *COMMIT_REVEAL_CUTS,
     *HIDDEN_CUTS,
 ]
-HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[7], RELAYED[8], RELAYED[11], RELAYED[12], *HIDDEN_CUTS]
+HIDDEN_RELAYED = [RELAYED[1], RELAYED[4], RELAYED[5], RELAYED[8], RELAYED[9], RELAYED[12], RELAYED[13], *HIDDEN_CUTS]
 
 
 def assert_all_scripted_cases_pass(result: subprocess.CompletedProcess, *, not_applicable: list[str] = (), why: str = "") -> None:
@@ -201,11 +203,12 @@ VERSION_2 = [
     "a locked list with an entry that is no point of the group: bad_deal",
     "an unmasking whose proof does not verify: bad_deal",
     "an unmasking carrying the proof of another position: bad_deal",
+    "a locked list whose party's signature does not verify: bad_deal",
     "a party whose step is lost in a cut, or cut off right after it, resumes and sends it again",
     "a seat that never countersigns: the match ends abandoned, the account ending unsigned",
     "a party that withholds a step of the deal: the match ends abandoned, the account ending withheld",
 ]
-HIDDEN_ONLY = VERSION_2[3:9]
+HIDDEN_ONLY = VERSION_2[3:10]
 # The cases of seat 1's one match in version 2, which a host that plays one match holds without --exec.
 ONE_SEAT = [
     "a play before any request: not_your_turn",
@@ -467,6 +470,15 @@ async def test_a_referee_that_takes_unmaskings_without_their_proofs_fails_the_pr
     assert len(failed) == 2, failed
     assert "an unmasking whose proof does not verify: bad_deal" in failed[0], failed
     assert "an unmasking carrying the proof of another position: bad_deal" in failed[1], failed
+
+
+async def test_a_referee_that_takes_steps_without_their_signatures_fails_the_signature_case(data_home, monkeypatch):
+    def unchecked(self, seat, step):
+        self.signatures[seat].append(step.sig)  # counted as taken, its signature never checked
+
+    monkeypatch.setattr(StepLedger, "take", unchecked)
+    failed = await check_broken_server()
+    assert len(failed) == 1 and "a locked list whose party's signature does not verify: bad_deal" in failed[0], failed
 
 
 async def test_a_client_that_connects_plays_and_exits_between_two_looks_of_the_checker_asked_for_a_seat():

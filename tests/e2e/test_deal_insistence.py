@@ -3,7 +3,8 @@
 Default first: a TLS table with a join code.  A `basra join` left at its
 default refuses a table that will not deal hidden hands, before any card,
 with one line and exit status 4; `basra join --deal commit-reveal` then
-plays it at the same host, which kept serving.
+plays it at the same host, which kept serving.  On the full screen the
+player is asked once, in plain words, whether to play that deal instead.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 from basra_net.exits import EXIT_NO_HIDDEN_HANDS
 
 from .processes import finish, port_said, start_basra, wait_for_line
+from .terminals import Terminal, needs_tmux, play_out, terminal_env
 
 pytestmark = pytest.mark.slow
 
@@ -58,3 +60,35 @@ def test_a_default_join_refuses_basra_serve_deal_commit_reveal(basra_env):
         serve.communicate(timeout=30)
     assert code == EXIT_NO_HIDDEN_HANDS, out
     _refused_line(out)
+
+
+@needs_tmux
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_the_full_screen_asks_once_before_it_plays_the_commit_reveal_deal(basra_env, tmp_path, answer):
+    """A default `basra join` on the full screen, refused by a table that will not deal hidden hands, asks one question
+    in plain words: y plays that table's commit-reveal deal, n (or Esc) leaves with the refusal and exit status 4."""
+    host = start_basra(basra_env, "host", "--auto", "greedy", "--code", CODE, "--deal", "commit-reveal", "--bind", "127.0.0.1",
+                       "--port", "0", "--target", "1", "--name", "Hoda", "--no-announce")
+    guest = None
+    try:
+        port = port_said(wait_for_line(host, "Waiting for the second player"))
+        guest = Terminal(["join", f"127.0.0.1:{port}", "--code", CODE, "--name", "Omar"], terminal_env(basra_env), tmp_path)
+        asked = guest.wait_for("Play the commit-reveal deal at this table? (y / n)")
+        assert "will not deal hidden hands" in asked and "sees your cards" in asked, asked
+        guest.keys(answer)
+        if answer == "y":
+            (final,) = play_out(guest)
+            assert "basra join: the match is over" in final and "EXITED WITH 0" in final, final
+            host_code, host_out = finish(host, MATCH_TIMEOUT)
+            assert host_code == 0 and "(commit-reveal deal)" in host_out, host_out
+        else:
+            final = guest.wait_until(lambda text: guest.exit_code() is not None, "the join's exit")
+            said = final.replace("\n", "")  # the refusal line, wrapped at the terminal's width
+            assert guest.exit_code() == EXIT_NO_HIDDEN_HANDS and "will not deal hidden hands" in said, final
+        guest.no_traceback()
+    finally:
+        if guest is not None:
+            guest.close()
+        if host.poll() is None:
+            host.kill()
+            host.communicate()

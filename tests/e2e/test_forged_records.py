@@ -7,9 +7,13 @@ key only: the guest (its transcript, its key) and the host (its transcript,
 the host key).  Every forgery is refused, or convicts only the party whose
 valid signature covers the false data: a host that signs a false score
 proves its own cheat; no one can make a record that proves the other one
-cheated.  In version 2 a party's own steps of the hidden deal (`lock`,
-`open`, `audit`, `hidden_play`) are in no signed stream, so a finding that
-rests on them names no one.
+cheated.  Each party signs its own steps of the hidden deal (`lock`,
+`open`, `audit`: 15.17) over the other party's steps it received: a step
+that fails its check under its party's own signature convicts that party,
+whoever holds the record, and a party that changes its own step, even
+signing it again, breaks the other party's signatures after it, so its
+record then names no one.  What stays the guest's unsigned word (its
+`hidden_play`) names no one.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from basra_net.client.verify_file import verify_file
 from basra_net.exits import EXIT_CHEAT, EXIT_FAILURE, EXIT_OK
 from basra_net.identity import load_or_create_key, public_key_bytes
+from basra_net.identity import local_seat_key
 from basra_net.protocol import transcript
+from basra_net.protocol.deal_signing import StepContext, StepLedger
 from basra_net.protocol.framing import decode_body, encode_frame
-from basra_net.protocol.messages import Hello, Welcome
+from basra_net.protocol.messages import Hello, MatchStart, Welcome, from_wire
 from basra_net.protocol.record import (
     STREAM_TYPES, AbsenceAccount, AbsenceEvent, ChannelContext, ChannelRecord, RecordError, evidence_map,
 )
@@ -146,6 +152,39 @@ def signed_again(records: Records, context: ChannelContext, *, host: Ed25519Priv
         except RecordError:
             pass  # a signature of the other party's that no longer holds: kept, as the forger must keep it
     return out
+
+
+STEPS = {"lock": None, "open": None, "audit": None, "locked": 0, "opened": 0, "audited": 0}
+
+
+def steps_signed_again(records: Records, context: ChannelContext, seat: int, key: Ed25519PrivateKey) -> Records:
+    """The records with every step of seat's party signed anew over what the records now hold (15.17), as that
+    party, holding its key, would sign them; the other party's steps keep their signatures."""
+    start = from_wire(decode_body(records[where(records, "host", "match_start")[0]][1]))
+    assert isinstance(start, MatchStart) and start.keys is not None
+    ledgers: dict[int, StepLedger] = {}
+    out: Records = []
+    for sender, b in records:
+        message = decode_body(b)
+        kind = message["type"]
+        if kind in STEPS and (sender == "guest") == (STEPS[kind] is None):
+            step = from_wire(message)
+            ledger = ledgers.setdefault(step.game, StepLedger(StepContext(context.match_id, start.keys), step.game))
+            party = context.guest_seat if sender == "guest" else message["seat"]
+            if party == seat:
+                message["sig"] = key.sign(ledger.statement(seat, step))
+                b = body(message)
+            ledger.signatures[party].append(message["sig"])
+        out.append((sender, b))
+    return out
+
+
+def own_steps_signed_again(kept_: Kept, records: Records) -> Records:
+    """A writer's forgery signed as its writer could: the guest its own steps, the host its own seat's (whose key it
+    makes from its own, 15.17), and then every signature of its own role over the stream."""
+    seat, role = (kept_.context.guest_seat, "guest") if kept_.role == "guest" else (0, "host")
+    key = kept_.key if role == "guest" else local_seat_key(kept_.key, 0)
+    return signed_again(steps_signed_again(records, kept_.context, seat, key), kept_.context, **{role: kept_.key})
 
 
 def swap_lock_entries(message: dict) -> None:
@@ -271,15 +310,18 @@ NOT_PROVEN = (EXIT_FAILURE, "NOT PROVEN")
 GUEST_FORGERIES: dict[str, tuple[Forgery, str]] = {
     "its own game-1 lock, one entry changed": (
         lambda k: change_first(k.records, "guest", "lock", swap_lock_entries, game=1),
-        "seat 0's unmasking of position"),
+        "seat 1's signature of its 'lock' does not verify"),
     "its own game-1 lock changed, its countersignatures made again": (
         lambda k: signed_again(change_first(k.records, "guest", "lock", swap_lock_entries, game=1), k.context, guest=k.key),
-        "rests on seat 1's own steps of the deal"),
+        "the signature runs over its own step"),
+    "its own game-1 lock changed, its own steps and countersignatures signed again": (
+        lambda k: own_steps_signed_again(k, change_first(k.records, "guest", "lock", swap_lock_entries, game=1)),
+        "seat 0's signature of its 'open' does not verify over the 1 step of seat 1's"),
     "its own first two unmaskings swapped between their positions": (
         lambda k: change_first(k.records, "guest", "open", swap_first_unmaskings, game=1), "names no one"),
     "its own audit scalar of game 1 changed": (
         lambda k: change_first(k.records, "guest", "audit", lambda m: m.update(scalar=bytes(31) + b"\x05"), game=1),
-        "seat 1's audit scalar"),
+        "seat 1's signature of its 'audit' does not verify"),
     "its own first play's position changed": (
         lambda k: change_first(k.records, "guest", "hidden_play", lambda m: m.update(position=(m["position"] + 1) % 52)),
         "names no one"),
@@ -317,13 +359,14 @@ GUEST_FORGERIES: dict[str, tuple[Forgery, str]] = {
 
 HOST_FORGERIES: dict[str, tuple[Forgery, int, str]] = {
     "the guest's game-1 lock, one entry changed": (
-        lambda k: change_first(k.records, "guest", "lock", swap_lock_entries, game=1), EXIT_FAILURE, "seat 0's unmasking of position"),
-    "the guest's game-1 lock changed, every host signature made again": (
-        lambda k: signed_again(change_first(k.records, "guest", "lock", swap_lock_entries, game=1), k.context, host=k.key),
-        EXIT_FAILURE, "rests on seat 1's own steps of the deal"),
+        lambda k: change_first(k.records, "guest", "lock", swap_lock_entries, game=1), EXIT_FAILURE,
+        "seat 1's signature of its 'lock' does not verify"),
+    "the guest's game-1 lock changed, every host signature and its own seat's steps signed again": (
+        lambda k: own_steps_signed_again(k, change_first(k.records, "guest", "lock", swap_lock_entries, game=1)),
+        EXIT_FAILURE, "seat 1's signature of its 'lock' does not verify"),
     "the guest's audit scalar of game 1 changed": (
         lambda k: change_first(k.records, "guest", "audit", lambda m: m.update(scalar=bytes(31) + b"\x05"), game=1),
-        EXIT_FAILURE, "seat 1's audit scalar"),
+        EXIT_FAILURE, "seat 1's signature of its 'audit' does not verify"),
     "the guest's first play's position changed": (
         lambda k: change_first(k.records, "guest", "hidden_play", lambda m: m.update(position=(m["position"] + 1) % 52)),
         EXIT_FAILURE, "names no one"),
@@ -337,15 +380,19 @@ HOST_FORGERIES: dict[str, tuple[Forgery, int, str]] = {
         lambda k: signed_again(change_first(k.records, "host", "match_start", lambda m: m["names"].reverse()), k.context, host=k.key),
         EXIT_FAILURE, "guest's signature"),
     "cut after game 2": (lambda k: cut_after_game(k.records, 2), EXIT_FAILURE, "cut short"),
-    "its own party's audit scalar of game 1 changed, signed again": (  # relayed whatever it holds (15.10): no one's word
+    "its own party's audit scalar of game 1 changed, signed again": (  # its signature runs over the guest's steps
         lambda k: signed_again(change_first(k.records, "host", "audited", lambda m: m.update(scalar=bytes(31) + b"\x05"), seat=0, game=1),
                                k.context, host=k.key),
-        EXIT_FAILURE, "which the host relays whether or not it holds"),
+        EXIT_FAILURE, "seat 0's signature of its 'audit' does not verify"),
     # What the host signs is its own word: a false score or result it signs proves its own cheat, no one else's;
-    # so does a step of its own party it relays that an honest host refuses.
+    # so does a step of its own party it relays that an honest host refuses, and a step its own party signed.
     "its own party's game-1 locked list with a card twice, signed again": (
         lambda k: signed_again(change_first(k.records, "host", "locked", lambda m: m["deck"].__setitem__(0, m["deck"][1]), seat=0, game=1),
                                k.context, host=k.key),
+        EXIT_CHEAT, "seat 0's signature of its 'lock' does not verify"),
+    "its own party's game-1 locked list with a card twice, its own seat's steps signed again": (
+        lambda k: own_steps_signed_again(k, change_first(k.records, "host", "locked", lambda m: m["deck"].__setitem__(0, m["deck"][1]),
+                                                         seat=0, game=1)),
         EXIT_CHEAT, "seat 0's locked list holds one card twice"),
     "10 added to the host's score, signed again": (
         lambda k: signed_again(change_first(k.records, "host", "game_end", add_ten(0), game=1), k.context, host=k.key),
@@ -379,20 +426,32 @@ def test_a_host_forging_its_record_convicts_the_guest_never_and_itself_only_unde
     assert words in said, said
     assert "seat 1 cheated" not in said and "seat 1's" not in said.splitlines()[-1].split(":")[0], said
     if code == EXIT_CHEAT:
-        assert any(line.startswith("CHEAT PROVEN: the host signed it: ") for line in lines), said
+        assert any(line.startswith(("CHEAT PROVEN: the host signed it: ", "CHEAT PROVEN: seat 0 signed it: ")) for line in lines), said
+
+
+def test_a_party_whose_own_signed_step_is_bad_is_convicted_by_its_own_signature(match, tmp_path):
+    """The guest's own game-1 lock with a card twice, signed by the guest: the check fails at that step, before the
+    other party's, under the guest's own key; the record proves seat 1 cheated, whoever wrote it."""
+    forged = own_steps_signed_again(match.guest, change_first(match.guest.records, "guest", "lock",
+                                                              lambda m: m["deck"].__setitem__(0, m["deck"][1]), game=1))
+    code, lines = verdict(write(tmp_path / "forged.basra", match.guest.role, forged))
+    said = "\n".join(lines)
+    assert code == EXIT_CHEAT, said
+    assert any(line.startswith("CHEAT PROVEN: seat 1 signed it: game 1: the deal:") and "seat 1's locked list holds one card twice"
+               in line for line in lines), said
 
 
 @pytest.mark.quick
 def test_the_first_framing_now_names_no_one_and_says_why(match, tmp_path):
-    """The guest that edits one entry of its own game-1 lock: seat 0's unmasking then fails in the replay; that rests on
-    the guest's own lock, which no one signed, so the verdict is not proven and says so in one line."""
+    """The guest that edits one entry of its own game-1 lock: its own signature of the lock then fails, and a
+    signature over its own step is its writer's word, so the verdict is not proven and says so in one line."""
     forged = write(tmp_path / "forged.basra", match.guest.role,
                    change_first(match.guest.records, "guest", "lock", swap_lock_entries, game=1))
     run = subprocess.run(basra_command("verify", str(forged)), capture_output=True, text=True, timeout=60)
     assert run.returncode == EXIT_FAILURE and "Traceback" not in run.stdout + run.stderr, run.stdout + run.stderr
     last = run.stdout.splitlines()[-1]
-    assert last.startswith("NOT PROVEN: game 1: the deal:") and "seat 0's unmasking of position 0 does not verify" in last, last
-    assert "this names no one: it rests on seat 1's own steps of the deal, which no signature covers" in last, last
+    assert last.startswith("NOT PROVEN: game 1: the deal:") and "seat 1's signature of its 'lock' does not verify" in last, last
+    assert "this names no one: the signature runs over its own step, which this record's writer could have changed" in last, last
 
 
 def test_a_record_cut_short_is_proven_up_to_the_cut_with_partial(match, tmp_path):

@@ -142,3 +142,28 @@ def _outbox():
     from basra_net.protocol.connection import HostConnection
 
     return Outbox(8, HostConnection(), trio.testing.memory_stream_pair()[0])
+
+
+@pytest.mark.parametrize("named_keys", ["none", "another key for the guest"])
+async def test_a_host_whose_match_start_does_not_name_the_guests_own_key_is_refused_before_any_card(named_keys, tmp_path, monkeypatch):
+    """The keys of match_start sign each party's steps (PROTOCOL.md 15.17): a host that names none, or puts a key of
+    its own in the guest's place (to sign steps as the guest), is refused with bad_message before a card is dealt."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    stranger = Ed25519PrivateKey.generate().public_key().public_bytes_raw()
+
+    def named(names, deal=None, keys=None):  # the match_start the modified host sends; its table goes on as it would
+        return MatchStart(names, deal, None if named_keys == "none" else (keys[0], stranger))
+
+    monkeypatch.setattr(table_module, "MatchStart", named)
+    watcher = DealWatcher()
+    path = tmp_path / "guest.basra"
+    with trio.fail_after(TEST_DEADLINE):
+        async with trio.open_nursery() as nursery:
+            port, _ = await _host(nursery, DEAL_MODES_OFFERED)
+            result = await JoinSession("127.0.0.1", port, "Omar", watcher, path, trust_new_key=True, resumable=False).run()
+            nursery.cancel_scope.cancel()
+    assert result.exit_code != EXIT_OK and "match_start of a hidden deal names" in result.reason, result.reason
+    assert "\n" not in result.reason and not any(isinstance(message, Deal) for message in watcher.shown)
+    kinds = [message.TYPE for _, message in parse(path.read_bytes()).records]
+    assert "match_start" in kinds and "locked" not in kinds and "lock" not in kinds

@@ -7,10 +7,10 @@ list (a substituted card); or a modified host that relays a forged step of
 its own party, or drops a party's step and says it was withheld.  The honest
 side catches each; then both transcripts, the host's and the guest's (both
 players' at `basra serve`), go through the real `basra verify` command,
-which shows the same cheat in one line.  It exits 3 only where the host's
-valid signature covers the evidence and the check rests on the host's
-stream alone: a party's own steps are signed by no one in version 2, so a
-finding that rests on the channel guest's steps names no one (exit 1), and a
+which shows the same cheat in one line.  It exits 3 only under the
+accused's own signature: the host's over its stream, or a party's over its
+own step of the deal (PROTOCOL.md 15.17), which a cheating party signs as
+it sends it; a step whose signature fails names no one (exit 1), and a
 withholding is the host's assertion of an abandonment (PROTOCOL.md 14.11).
 An honest match's transcripts verify completely.
 
@@ -42,6 +42,8 @@ from basra_net.protocol.framing import decode_body, encode_frame
 from basra_net.protocol.hidden_deal import GROUP_ORDER, Proof, card_of, scalar_bytes
 from basra_net.protocol.messages import Audit, Audited, Lock, Locked, MatchEnd, Message, Open, Opened
 
+from .test_hidden_hands import signed_as_seat_0
+
 TEST_DEADLINE = 120
 
 
@@ -67,17 +69,20 @@ class HostileParty(ClientSession):
     seat stays at the table without a word.
     """
 
-    def __init__(self, *args, cheat, **kwargs) -> None:
+    def __init__(self, *args, cheat, signs_cheat: bool = True, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.cheat = cheat
+        self.signs_cheat = signs_cheat  # a step it changes is signed as it goes (15.17), or left with the old signature
 
     async def _send(self, message: Message) -> None:
         if isinstance(message, (Lock, Open, Audit)):
-            message = self.cheat(message)
+            made, message = message, self.cheat(message)
             if message is None:
                 raise PlayerLeft("the party walks away rather than unmask")
             if message is WITHHELD:
                 return
+            if self.signs_cheat and message is not made:
+                message = self._party.ledger.signed_again(self._identity, self._party.seat, message, made.sig)
         await super()._send(message)
 
 
@@ -154,6 +159,21 @@ def names_no_one(code: int, said: str, reason: str) -> bool:
             and any(reason in line and "this names no one" in line for line in said.splitlines()))
 
 
+def convicts(code: int, said: str, reason: str, seat: int) -> bool:
+    """A cheat proven against the seat whose own signature covers the step that fails (PROTOCOL.md 15.17)."""
+    return code == EXIT_CHEAT and any(
+        line.startswith(f"CHEAT PROVEN: seat {seat} signed it: ") and reason in line for line in said.splitlines())
+
+
+def convicts_where_vouched(found: dict[str, tuple[int, str]], reason: str, seat: int) -> bool:
+    """Every record convicts the seat under its own signature, but one that stopped before any host signature
+    vouched for that seat's key (the other seat's, named by match_start), which names no one; one at least convicts."""
+    for code, said in found.values():
+        if not (convicts(code, said, reason, seat) or names_no_one(code, said, "under no valid host signature")):
+            return False
+    return any(convicts(code, said, reason, seat) for code, said in found.values())
+
+
 def served_transcripts(tmp_path: Path) -> list[Path]:
     """The server's transcripts of the table's two channels, and the honest seat 1's own."""
     served = sorted(path for path in tmp_path.rglob("*.basra") if "-host-" in path.name)
@@ -199,14 +219,26 @@ async def test_an_honest_hidden_match_verifies_from_both_transcripts(tmp_path, b
 
 
 @pytest.mark.parametrize("case", list(CHEATS))
-async def test_a_cheating_guest_is_refused_and_both_records_show_its_unsigned_step(case, tmp_path, basra_command):
+async def test_a_cheating_guest_is_refused_and_both_records_prove_its_signed_step(case, tmp_path, basra_command):
     cheat, reason = CHEATS[case]
     guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=cheat)
     assert guest.refusal == BAD_DEAL and guest.exit_code != 0
     assert not outcome.table.completed and outcome.table.winner == 0
     assert absence_account(tmp_path / "host.basra").events[-1][0] == "bad_deal"  # not an absence: a failed step
     for name, (code, last) in verdicts(tmp_path, basra_command).items():
-        assert names_no_one(code, last, reason), (name, last)
+        assert convicts(code, last, reason, 1), (name, last)
+
+
+@pytest.mark.parametrize("case", ["a card twice in its locked deck", "an audit scalar not behind its public point"])
+async def test_a_guests_changed_step_under_its_old_signature_is_refused_and_both_records_show_its_unsigned_step(
+        case, tmp_path, basra_command):
+    """The step changed after it was signed: the host refuses it for its signature, and it names no one."""
+    cheat, _ = CHEATS[case]
+    guest, outcome = await play(tmp_path, guest_class=HostileParty, cheat=cheat, signs_cheat=False)
+    assert guest.refusal == BAD_DEAL and guest.exit_code != 0 and outcome.table.winner == 0
+    assert "seat 1's signature of its" in outcome.table.reason, outcome.table.reason
+    for name, (code, last) in verdicts(tmp_path, basra_command).items():
+        assert names_no_one(code, last, "seat 1's signature of its"), (name, last)
 
 
 async def test_at_a_served_table_the_other_player_is_told_the_step_failed_and_its_record_shows_the_hosts_account(tmp_path, basra_command):
@@ -221,9 +253,9 @@ async def test_at_a_served_table_the_other_player_is_told_the_step_failed_and_it
                          timeout=60, env={**os.environ, "BASRA_HOME": str(tmp_path), "NO_COLOR": "1"})
     assert run.returncode == EXIT_OK and "cheated" not in run.stdout, run.stdout
     assert "ASSERTED BY THE HOST, not proven: seat 0 sent a step of the deal that failed its check" in run.stdout, run.stdout
-    served_seat0 = served_transcripts(tmp_path)[0]  # seat 0's own step, which it did not sign: shown, no one named
+    served_seat0 = served_transcripts(tmp_path)[0]  # seat 0's own step, under its own signature: seat 0's cheat
     ((code, last),) = verdicts(tmp_path, basra_command, [served_seat0]).values()
-    assert names_no_one(code, last, "seat 0's unmasking of position"), last
+    assert convicts(code, last, "seat 0's unmasking of position", 0), last
 
 
 async def test_a_host_that_refuses_a_sound_step_is_disputed_by_the_guests_steps_on_record(tmp_path, basra_command, monkeypatch):
@@ -303,7 +335,8 @@ async def test_a_host_that_forges_its_own_partys_step_is_caught_and_the_guests_r
 
     def forging(self, seat, message):
         relay = honest(self, seat, message)
-        return forge(relay) if seat == 0 else relay
+        forged = forge(relay) if seat == 0 else relay
+        return relay if forged is relay else signed_as_seat_0(self, forged)
 
     monkeypatch.setattr(hidden_game.RefereeGame, "take", forging)
     guest, _ = await play(tmp_path)
@@ -436,8 +469,8 @@ async def test_a_substituted_card_at_basra_host_is_laid_at_the_seat_that_substit
     assert honest.exit_code == EXIT_CHEAT and f"seat {culprit}'s locked list is not the list before it" in honest.reason
     assert cheat.refusal == BAD_DEAL
     assert shows_no_card(tmp_path / "guest.basra") and shows_no_card(tmp_path / "host.basra")
-    for name, (code, last) in verdicts(tmp_path, basra_command).items():
-        assert names_no_one(code, last, f"seat {culprit}'s locked list is not the list before it"), (name, last)
+    found = verdicts(tmp_path, basra_command)  # its own software signed its list
+    assert convicts_where_vouched(found, f"seat {culprit}'s locked list is not the list before it", culprit), found
 
 
 @pytest.mark.parametrize("culprit", [0, 1], ids=["by seat 0", "by seat 1"])
@@ -447,8 +480,8 @@ async def test_a_substituted_card_at_basra_serve_is_laid_at_the_seat_that_substi
     honest, cheat = results[1 - culprit], results[culprit]
     assert honest.exit_code == EXIT_CHEAT and f"seat {culprit}'s locked list is not the list before it" in honest.reason
     assert cheat.refusal == BAD_DEAL
-    for name, (code, last) in verdicts(tmp_path, basra_command, served_transcripts(tmp_path)).items():
-        assert names_no_one(code, last, f"seat {culprit}'s locked list is not the list before it"), (name, last)
+    found = verdicts(tmp_path, basra_command, served_transcripts(tmp_path))
+    assert convicts_where_vouched(found, f"seat {culprit}'s locked list is not the list before it", culprit), found
 
 
 async def test_a_substitutor_that_withholds_its_audit_scalar_is_the_one_at_fault(tmp_path, basra_command, monkeypatch):

@@ -17,6 +17,10 @@ from basra_net.client.players import BotPlayer
 from basra_net.client.session import COMMIT_DEAL
 from basra_net.exits import EXIT_CHEAT
 from basra_net.host.server import HostSettings, ServeSettings, run_host
+from basra_net.files import data_dir
+from basra_net.host.identity import load_or_create_identity
+from basra_net.identity import local_seat_key
+from basra_net.protocol.shuffle import sign
 from basra_net.protocol import hidden_game, transcript
 from basra_net.protocol.errors import BAD_DEAL
 from basra_net.protocol.messages import Commit, Deal, HiddenTurn, MatchStart, Opened, Played, YourTurn
@@ -114,6 +118,12 @@ async def test_a_party_whose_unmasking_is_forged_is_refused_with_bad_deal_and_lo
     assert "failed a check of the hidden deal" in outcome.table.reason
 
 
+def signed_as_seat_0(referee, relay):
+    """A relay of seat 0's step, changed by the host, signed again with seat 0's key, which the host makes from its own."""
+    key = local_seat_key(load_or_create_identity(data_dir()), 0)
+    return replace(relay, sig=sign(key, referee.ledger.statement(0, relay)))
+
+
 async def test_a_host_relaying_a_forged_step_is_caught_by_the_party_with_exit_3(tmp_path, monkeypatch):
     honest = hidden_game.RefereeGame.take
 
@@ -123,6 +133,7 @@ async def test_a_host_relaying_a_forged_step_is_caught_by_the_party_with_exit_3(
             (p, step), *rest = relay.unmaskings
             flipped = bytes([step[40] ^ 1])
             relay = replace(relay, unmaskings=((p, step[:40] + flipped + step[41:]), *rest))
+            relay = signed_as_seat_0(self, relay)  # the host holds its own seat's key (PROTOCOL.md 15.17)
         return relay
 
     monkeypatch.setattr(hidden_game.RefereeGame, "take", forging)

@@ -13,12 +13,18 @@ from __future__ import annotations
 import random
 from collections import deque
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from basra_net.engine import Match, Move
+from basra_net.identity import public_key_bytes
 from basra_net.protocol.announce import messages_for_seat
 from basra_net.protocol.hidden_game import PartyGame, RefereeGame
-from basra_net.protocol.messages import Deal, GameEnd, HiddenTurn, Message, Played, Shuffle, from_wire, to_wire
+from basra_net.protocol.messages import Audit, Deal, GameEnd, HiddenTurn, Lock, Message, Open, Played, Shuffle, from_wire, to_wire
 
 MATCH_ID = bytes(range(16))
+SIGNED_STEPS = (Lock, Open, Audit)
+SEAT_KEYS = (Ed25519PrivateKey.from_private_bytes(bytes([1]) * 32), Ed25519PrivateKey.from_private_bytes(bytes([2]) * 32))
+KEYS = (public_key_bytes(SEAT_KEYS[0]), public_key_bytes(SEAT_KEYS[1]))  # each seat's key, as match_start names them
 
 
 def wire(message: Message) -> Message:
@@ -38,6 +44,13 @@ class HiddenTable:
         """What a party sends, as the referee will see it; None: the party stops answering."""
         return message
 
+    def signed_as_sent(self, seat: int, made: Message, sent: Message | None) -> Message | None:
+        """A step a party changed before sending is signed by that party as it went, as a party cheating under its
+        own key signs it (a changed signature is left as it is: the party sent it so)."""
+        if sent is None or sent is made or not isinstance(sent, SIGNED_STEPS) or sent.sig != made.sig:
+            return sent
+        return self.parties[seat].ledger.signed_again(SEAT_KEYS[seat], seat, sent, made.sig)
+
     def told(self, seat: int, message: Message) -> None:
         """The referee sends seat a message."""
 
@@ -46,7 +59,8 @@ class HiddenTable:
         return [] if isinstance(message, Deal) else [(seat, m) for m in self.parties[seat].take(message)]
 
     def make_parties(self) -> list[PartyGame]:
-        return [PartyGame(MATCH_ID, self.referee.game, self.referee.dealer, seat, self.rng.randbytes) for seat in (0, 1)]
+        return [PartyGame(MATCH_ID, self.referee.game, self.referee.dealer, seat, SEAT_KEYS[seat], KEYS, self.rng.randbytes)
+                for seat in (0, 1)]
 
     # --- the match -----------------------------------------------------------------------------------
 
@@ -79,7 +93,7 @@ class HiddenTable:
             self.steps(answers)
 
     def new_game(self) -> None:
-        self.referee = RefereeGame(MATCH_ID, self.match)
+        self.referee = RefereeGame(MATCH_ID, self.match, KEYS)
         for seat in (0, 1):
             self.told(seat, Shuffle(self.referee.game, self.referee.dealer))
         self.parties = self.make_parties()

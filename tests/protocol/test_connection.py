@@ -693,18 +693,18 @@ def test_a_hidden_match_runs_shuffle_lock_open_deal_hidden_turn_hidden_play_game
     link = hidden_link()
     assert link.client.match.hidden
     link.to_client(Shuffle(1, 0))
-    link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52))))
-    link.to_host(Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52))))
-    link.to_host(Open(1, ((4, bytes(96)),), ()))
-    link.to_client(Opened(1, 0, ((0, bytes(96)),), ()))
+    link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52)), 1, bytes(64)))
+    link.to_host(Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52)), 0, bytes(64)))
+    link.to_host(Open(1, ((4, bytes(96)),), (), 1, bytes(64)))
+    link.to_client(Opened(1, 0, ((0, bytes(96)),), (), 1, bytes(64)))
     link.to_client(Deal(1, 1, 0, (), (), 40, (), 1))
     link.to_client(HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14))))
     link.to_host(HiddenPlay(5, 0, 0, 0, bytes(96)))
     link.raw_to_host(HiddenPlay(5, 0, 0, 0, bytes(96)))
     assert link.host.next_event() is None  # the repeat of a play taken is dropped, as for `play`
     link.to_client(GameEnd(1, None, (), (ZERO, ZERO), (0, 0)))
-    link.to_host(Audit(1, bytes(32)))
-    link.to_client(Audited(1, 0, bytes(32)))
+    link.to_host(Audit(1, bytes(32), 2, bytes(64)))
+    link.to_client(Audited(1, 0, bytes(32), 2, bytes(64)))
     assert link.client.match.reveal_due is None  # no seed to reveal: the next game's shuffle may come
     link.to_client(Shuffle(2, 1))
 
@@ -716,9 +716,9 @@ def test_a_hidden_match_runs_shuffle_lock_open_deal_hidden_turn_hidden_play_game
         ("hidden", YourTurn(1, (Move(1, (), "drop"),))),
         ("hidden", Reveal(1, bytes(32), bytes(64))),
         (None, Shuffle(1, 0)),
-        ("commit", Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52)))),
-        ("commit", Opened(1, 0, ((0, bytes(96)),), ())),
-        ("commit", Audited(1, 0, bytes(32))),
+        ("commit", Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52)), 1, bytes(64))),
+        ("commit", Opened(1, 0, ((0, bytes(96)),), (), 1, bytes(64))),
+        ("commit", Audited(1, 0, bytes(32), 2, bytes(64))),
         ("commit", HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14)))),
     ],
     ids=[
@@ -738,7 +738,7 @@ def test_a_hidden_deal_before_its_shuffle_and_a_relay_of_the_seats_own_step_are_
     assert refused(link.client).code == UNEXPECTED
     link = hidden_link()
     link.to_client(Shuffle(1, 0))
-    link.raw_to_client(Opened(1, 1, ((0, bytes(96)),), ()))
+    link.raw_to_client(Opened(1, 1, ((0, bytes(96)),), (), 1, bytes(64)))
     assert refused(link.client).code == UNEXPECTED
 # --- checks the host may leave out -------------------------------------------------------------------
 
@@ -805,16 +805,16 @@ def frames_of(data: bytes) -> list[Message]:
 def test_a_resume_sends_again_every_answer_whose_effect_has_not_come_in_the_order_section_5_8_gives():
     link = hidden_link()
     link.to_client(Shuffle(1, 1))
-    link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52))))
-    lock = Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52)))
-    first_open = Open(1, ((4, bytes(96)),), ())
+    link.to_client(Locked(1, 0, bytes(32), tuple(bytes([i]) * 32 for i in range(52)), 1, bytes(64)))
+    lock = Lock(1, bytes(32), tuple(bytes([i]) * 32 for i in range(52)), 0, bytes(64))
+    first_open = Open(1, ((4, bytes(96)),), (), 1, bytes(64))
     link.to_host(lock)
     link.to_host(first_open)
     assert frames_of(link.client.resend()) == [lock, first_open]
     link.to_client(Deal(1, 1, 0, (), (), 40, (), 1))  # the host had every step it awaited
     assert link.client.resend() == b""
     link.to_client(HiddenTurn(5, tuple((Option((), "drop"),) for _ in range(14))))
-    play, later_open, sig = HiddenPlay(5, 0, 0, 0, bytes(96)), Open(1, ((8, bytes(96)),), ()), Sig("game", 1, 9, bytes(64))
+    play, later_open, sig = HiddenPlay(5, 0, 0, 0, bytes(96)), Open(1, ((8, bytes(96)),), (), 1, bytes(64)), Sig("game", 1, 9, bytes(64))
     for answer in (play, later_open, sig):
         link.client.send(answer)
     again = frames_of(link.client.resend())

@@ -15,6 +15,7 @@ import pytest
 
 from basra_net.engine import IllegalMove, Match
 from basra_net.engine.cards import parse_card
+from basra_net.protocol.deal_signing import BadStepSignature
 from basra_net.protocol.hidden_deal import (
     OutOfTurn,
     RepeatedEntry,
@@ -23,9 +24,10 @@ from basra_net.protocol.hidden_deal import (
     WrongUnmasking,
 )
 from basra_net.protocol.hidden_game import PartyGame, kind_of_card
-from basra_net.protocol.messages import Audit, Deal, Lock, Locked, Open, Opened
+from basra_net.protocol.shuffle import sign
+from basra_net.protocol.messages import Audit, Audited, Deal, Lock, Locked, Open, Opened
 
-from .hidden_table import MATCH_ID, HiddenTable
+from .hidden_table import KEYS, MATCH_ID, SEAT_KEYS, HiddenTable
 
 
 class Table(HiddenTable):
@@ -38,7 +40,7 @@ class Table(HiddenTable):
         self.sent_by_referee: list[tuple[int, object]] = []
 
     def sent(self, seat, message):
-        return self.tamper(seat, message)
+        return self.signed_as_sent(seat, message, self.tamper(seat, message))
 
     def told(self, seat, message) -> None:
         self.sent_by_referee.append((seat, message))
@@ -139,7 +141,8 @@ def test_an_unmasking_not_owed_is_refused():
     table.new_game()
     non_dealer = 1 - table.referee.dealer
     with pytest.raises(OutOfTurn):
-        table.referee.take(non_dealer, Open(table.referee.game, ((0, bytes(96)),), ()))
+        unowed = Open(table.referee.game, ((0, bytes(96)),), (), 0, b"")
+        table.referee.take(non_dealer, table.parties[non_dealer].ledger.signed(SEAT_KEYS[non_dealer], non_dealer, unowed))
 
 
 def test_a_reveal_replayed_from_another_position_is_refused():
@@ -191,11 +194,12 @@ def test_a_party_refuses_a_relayed_unmasking_that_does_not_verify():
     table.new_game()
     dealer = table.referee.dealer
     relayed = next(m for seat, m in table.sent_by_referee if isinstance(m, Opened) and m.seat == dealer and m.unmaskings)
-    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, table.rng.randbytes)
+    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, SEAT_KEYS[1 - dealer], KEYS, table.rng.randbytes)
     locks = [m for seat, m in table.sent_by_referee if isinstance(m, Locked)]
     fresh.take(locks[0])
     (p, step), *rest = relayed.unmaskings
     forged = replace(relayed, unmaskings=((p, step[:64] + bytes(32)), *rest))
+    forged = replace(forged, sig=sign(SEAT_KEYS[dealer], fresh.ledger.statement(dealer, forged)))  # the dealer's own cheat
     with pytest.raises(Exception) as caught:
         fresh.take(forged)
     assert caught.type.__name__ in ("WrongUnmasking", "MalformedScalar")
@@ -207,3 +211,86 @@ def test_kind_of_card():
     assert kind_of_card(parse_card("KH")) == 12
     assert kind_of_card(parse_card("7S")) == 6
     assert kind_of_card(parse_card("7D")) == 13
+
+
+# --- each party's signature of its steps (PROTOCOL.md 15.17) ---------------------------------------
+
+
+def test_the_referee_refuses_a_step_whose_signature_does_not_verify_and_names_its_seat():
+    table = Table(seed=1)
+    table.tamper = lambda seat, m: replace(m, sig=bytes(64)) if isinstance(m, Lock) else m
+    with pytest.raises(BadStepSignature) as refused:
+        table.new_game()
+    assert refused.value.seat == table.referee.dealer and "signature of its 'lock' does not verify" in str(refused.value)
+
+
+def test_the_referee_refuses_a_step_signed_with_the_other_seats_key():
+    table = Table(seed=1)
+
+    def signed_by_the_other(seat, message):
+        if not isinstance(message, Lock):
+            return message
+        return replace(message, sig=sign(SEAT_KEYS[1 - seat], table.parties[seat].ledger.statement(seat, message)))
+
+    table.tamper = signed_by_the_other
+    with pytest.raises(BadStepSignature):
+        table.new_game()
+
+
+def test_the_referee_refuses_a_step_that_names_more_steps_received_than_were_sent():
+    """A party cannot sign over steps of the other party that the referee never relayed."""
+    table = Table(seed=1)
+    table.tamper = lambda seat, m: replace(m, seen=m.seen + 1) if isinstance(m, Lock) else m
+    with pytest.raises(BadStepSignature):
+        table.new_game()
+
+
+def test_a_step_signed_over_other_steps_received_is_refused():
+    """The signature commits its party to the other party's steps exactly as received: signed over a changed
+    chain, it does not verify at the referee, which took the other party's steps as they were."""
+    table = Table(seed=1)
+    dealer = [None]
+
+    def over_a_changed_lock(seat, message):
+        if isinstance(message, Lock) and dealer[0] is None:
+            dealer[0] = seat
+            return message
+        if isinstance(message, Lock):  # the non-dealer, as if the dealer's lock had been another
+            ledger = table.parties[seat].ledger
+            held, ledger.signatures[1 - seat][0] = ledger.signatures[1 - seat][0], bytes(64)
+            try:
+                return replace(message, sig=sign(SEAT_KEYS[seat], ledger.statement(seat, message)))
+            finally:
+                ledger.signatures[1 - seat][0] = held
+        return message
+
+    table.tamper = over_a_changed_lock
+    with pytest.raises(BadStepSignature) as refused:
+        table.new_game()
+    assert refused.value.seat == 1 - dealer[0]
+
+
+def test_a_party_refuses_a_relayed_step_whose_signature_does_not_verify():
+    """A referee that changes a party's step on its way, even one it relays otherwise intact, is caught by the
+    receiving party before it acts on the step."""
+    table = Table(seed=3)
+    table.new_game()
+    dealer = table.referee.dealer
+    relayed = next(m for seat, m in table.sent_by_referee if isinstance(m, Locked) and m.seat == dealer)
+    fresh = PartyGame(MATCH_ID, relayed.game, dealer, 1 - dealer, SEAT_KEYS[1 - dealer], KEYS, table.rng.randbytes)
+    with pytest.raises(BadStepSignature) as refused:
+        fresh.take(replace(relayed, deck=(relayed.deck[1], relayed.deck[0], *relayed.deck[2:])))
+    assert refused.value.seat == dealer
+    assert fresh.take(relayed)  # the relay as its party signed it: taken, and the lock it makes in answer owed
+
+
+def test_every_step_of_a_whole_game_is_signed_and_its_relay_carries_the_signature_unchanged():
+    table = Table(seed=4)
+    sent: list[tuple[int, object]] = []
+    table.tamper = lambda seat, m: sent.append((seat, m)) or m
+    table.play_game()
+    steps = [(seat, m) for seat, m in sent if isinstance(m, (Lock, Open, Audit))]
+    relays = [m for _, m in table.sent_by_referee if isinstance(m, (Locked, Opened, Audited))]
+    assert len(relays) == len(steps) >= 2 * 7  # a lock, hand 1's, hands 2 to 6 and an audit at least, by each
+    assert [m.sig for _, m in steps] == [r.sig for r in relays] and all(len(m.sig) == 64 for _, m in steps)
+    assert [(s, m.seen) for s, m in steps] == [(r.seat, r.seen) for r in relays]

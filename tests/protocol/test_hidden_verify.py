@@ -49,7 +49,7 @@ from basra_net.protocol.messages import (
 from basra_net.protocol.transcript import parse
 from basra_net.protocol.verify import MatchVerifier
 
-from .hidden_table import MATCH_ID, HiddenTable, wire
+from .hidden_table import KEYS, MATCH_ID, HiddenTable, wire
 
 GUEST_SEAT = 1
 
@@ -69,12 +69,12 @@ class HiddenMatch(HiddenTable):
         self.records: list[tuple[str, Message]] = [
             ("guest", Hello((2,), "Layla", bytes(32), deals=(HIDDEN_DEAL,))),
             ("host", Welcome(2, GUEST_SEAT, MATCH_ID, bytes(range(32)), "egyptian", target, bytes(16), 0)),
-            ("host", MatchStart(("Omar", "Layla"), deal=HIDDEN_DEAL)),
+            ("host", MatchStart(("Omar", "Layla"), deal=HIDDEN_DEAL, keys=KEYS)),
         ]
         self.tamper_parties = tamper_parties or (lambda parties: None)  # a party's own software, modified
 
     def sent(self, seat: int, message: Message) -> Message | None:
-        message = self.cheat(seat, message)
+        message = self.signed_as_sent(seat, message, self.cheat(seat, message))
         if message is not None and seat == GUEST_SEAT:
             self.records.append(("guest", wire(message)))
         return message
@@ -117,10 +117,10 @@ def abandoned_by(seat: int, ending: str, totals: tuple[int, int] = (0, 0)) -> Ma
 def unchecked_relay(seat: int, step: Message) -> Message:
     """What a modified host sends the guest for its own party's step, without checking it."""
     if isinstance(step, Lock):
-        return Locked(step.game, seat, step.public, step.deck)
+        return Locked(step.game, seat, step.public, step.deck, step.seen, step.sig)
     if isinstance(step, Open):
-        return Opened(step.game, seat, step.unmaskings, step.reveals)
-    return Audited(step.game, seat, step.scalar)
+        return Opened(step.game, seat, step.unmaskings, step.reveals, step.seen, step.sig)
+    return Audited(step.game, seat, step.scalar, step.seen, step.sig)
 
 
 def save(records, path: Path) -> Path:

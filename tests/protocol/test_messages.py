@@ -240,16 +240,16 @@ SAMPLES: dict[type[Message], Message] = {
     Pake: Pake(pake=b"B" + bytes(32), confirm=bytes(32)),
     PakeConfirm: PakeConfirm(confirm=bytes(32)),
     Shuffle: Shuffle(game=1, dealer=0),
-    Lock: Lock(game=1, public=bytes(32), deck=tuple(bytes([i]) * 32 for i in range(52))),
-    Locked: Locked(game=1, seat=0, public=bytes(32), deck=tuple(bytes([i]) * 32 for i in range(52))),
-    Open: Open(game=1, unmaskings=((0, bytes(96)), (8, bytes(96))), reveals=((9, bytes(96)),)),
-    Opened: Opened(game=1, seat=0, unmaskings=((0, bytes(96)),), reveals=((9, bytes(96)),)),
+    Lock: Lock(game=1, public=bytes(32), deck=tuple(bytes([i]) * 32 for i in range(52)), seen=0, sig=bytes(64)),
+    Locked: Locked(game=1, seat=0, public=bytes(32), deck=tuple(bytes([i]) * 32 for i in range(52)), seen=0, sig=bytes(64)),
+    Open: Open(game=1, unmaskings=((0, bytes(96)), (8, bytes(96))), reveals=((9, bytes(96)),), seen=1, sig=bytes(64)),
+    Opened: Opened(game=1, seat=0, unmaskings=((0, bytes(96)),), reveals=((9, bytes(96)),), seen=2, sig=bytes(64)),
     HiddenTurn: HiddenTurn(
         request=4, options=tuple((Option((), "drop"),) if k else (Option((C("AH"),), "capture"),) for k in range(14))
     ),
     HiddenPlay: HiddenPlay(request=4, kind=0, option=0, position=5, reveal=bytes(96)),
-    Audit: Audit(game=1, scalar=bytes(32)),
-    Audited: Audited(game=1, seat=1, scalar=bytes(32)),
+    Audit: Audit(game=1, scalar=bytes(32), seen=3, sig=bytes(64)),
+    Audited: Audited(game=1, seat=1, scalar=bytes(32), seen=3, sig=bytes(64)),
     messages.Sig: messages.Sig(of="game", game=1, count=57, signature=bytes(64)),
     Chat: Chat(text="well played, يا صاحبي"),
 }

@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+import msgpack
+
 from basra_net.protocol import record
+from basra_net.protocol.deal_signing import BadStepSignature, StepContext, StepLedger, seen_hash, step_body
+from basra_net.protocol.messages import Audit, Audited, Lock, Locked, Open, Opened, from_wire
 from basra_net.protocol.framing import encode_frame
 from basra_net.protocol.pake import GuestCodeExchange, HostCodeExchange
 from basra_net.protocol.shuffle import verify_signature
@@ -22,6 +26,10 @@ def load_generator():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_example_sessions() -> list[dict]:
+    return json.loads((VECTORS_DIR / "example_session.json").read_text())["sessions"]
 
 
 def h(value: str) -> bytes:
@@ -80,6 +88,26 @@ def test_the_absence_statement(name):
     statement = record.absence_statement(CONTEXT, account)
     assert statement == h(vector["bytes"])
     assert verify_signature(CONTEXT.host_key, h(vector["signature"]), statement)
+
+
+def test_each_party_signs_its_steps_of_the_hidden_deal():
+    """The reference code builds every step statement of the vectors, and its ledger checks each signature in turn."""
+    vector = VECTORS["step_statements"]
+    frames = [f for s in load_example_sessions() if s["inputs"].get("deals") for f in s["frames"]]
+    steps = [from_wire(msgpack.unpackb(h(f["hex"])[4:], raw=False)) for f in frames]
+    steps = [m for m in steps if isinstance(m, (Lock, Open, Audit, Locked, Opened, Audited)) and m.game == 1][: len(vector["steps"])]
+    context = StepContext(h(vector["match_id"]), tuple(h(k) for k in vector["keys"]))
+    assert context.encode() == h(vector["context"])
+    ledger = StepLedger(context, 1)
+    for step, expected in zip(steps, vector["steps"], strict=True):
+        seat = expected["seat"]
+        assert step_body(step) == h(expected["body"])
+        assert seen_hash(ledger.signatures[1 - seat][: step.seen]) == h(expected["seen_hash"])
+        assert ledger.statement(seat, step) == h(expected["bytes"]) and step.sig == h(expected["signature"])
+        ledger.take(seat, step)
+        assert not ledger.verifies(seat, replace(step, seen=step.seen + 1))  # over steps it had not received: refused
+    with pytest.raises(BadStepSignature):
+        ledger.take(0, replace(steps[0], sig=bytes(64)))
 
 
 def test_the_code_exchange_with_fixed_randomness():

@@ -62,6 +62,7 @@ from basra_net.protocol.messages import (
     Lock,
     Locked,
     MatchEnd,
+    MatchStart,
     Message,
     Open,
     Opened,
@@ -107,7 +108,8 @@ def public_key(seed: bytes) -> bytes:
 
 GUEST_KEY = public_key(GUEST_PRIVATE_SEED)
 GUEST_IDENTITY = Ed25519PrivateKey.from_private_bytes(GUEST_PRIVATE_SEED)
-HOST_PLAYER_KEY = public_key(counting(0xC0))  # the host's own seat's identity (14.2); its frames are not shown
+HOST_PLAYER_IDENTITY = Ed25519PrivateKey.from_private_bytes(counting(0xC0))  # the host's own seat's (14.2, 15.17)
+HOST_PLAYER_KEY = public_key(counting(0xC0))  # its frames are not shown
 
 
 def fixed_entropy(label: bytes):
@@ -327,6 +329,7 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
         Hello(script.versions, GUEST_NAME, script.client_nonce, key=GUEST_KEY, pake=exchange.start() if exchange else None, deals=script.deals)
     )
     guest_entropy = entropy_stream(PARTY_ENTROPY[1])
+    step_keys: tuple[bytes, bytes] | None = None
     while (received := await receive(reader, connection)) is not None:
         message, data = received
         tag = "replayed" if messages.kind_of(message).stream and connection.received <= connection.replay_until else ""
@@ -335,6 +338,8 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
             record.host_frame(data)
         if isinstance(message, Pake):
             await send(PakeConfirm(exchange.answer(message.pake, message.confirm)))
+        elif isinstance(message, MatchStart) and message.keys is not None:
+            step_keys = message.keys  # each seat's key that signs its steps of the hidden deal (15.17)
         elif isinstance(message, Welcome):
             welcome = message
             if message.version >= 2:
@@ -395,7 +400,8 @@ async def run_guest(connect, script: Script, session: Session, seat_0_may_return
                     await stream.send_all(data)
             first_turn = False
         elif isinstance(message, Shuffle):
-            party = PartyGame(welcome.match_id, message.game, message.dealer, welcome.seat, random=guest_entropy)
+            party = PartyGame(welcome.match_id, message.game, message.dealer, welcome.seat, GUEST_IDENTITY, step_keys,
+                              random=guest_entropy)
             for step in party.begin():
                 await send(step)
         elif isinstance(message, (Locked, Opened, Played, GameEnd, Audited)) and party is not None:
@@ -428,7 +434,8 @@ async def run_host_player(connect, script: Script, seat_0_may_return: trio.Event
         message, _ = received
         steps: list[Message] = []
         if isinstance(message, Shuffle):
-            party = PartyGame(connection.welcome.match_id, message.game, message.dealer, 0, random=host_entropy)
+            party = PartyGame(connection.welcome.match_id, message.game, message.dealer, 0, HOST_PLAYER_IDENTITY,
+                              (HOST_PLAYER_KEY, GUEST_KEY), random=host_entropy)
             steps = party.begin()
         elif isinstance(message, (Locked, Opened, Played, GameEnd, Audited)) and party is not None:
             steps = party.take(message)
@@ -742,19 +749,22 @@ def describe(frame: Frame, session: Session) -> str:
         )
     if m.TYPE == "match_start":
         if m.deal is not None:
-            return f"both seats are taken; the names, seat 0 first; both offered it, so the match deals `{m.deal}` (15.15)."
+            keys = " and each seat's identity key, which signs its steps of the deal (15.17)" if m.keys is not None else ""
+            return f"both seats are taken; the names, seat 0 first{keys}; both offered it, so the match deals `{m.deal}` (15.15)."
         return "both seats are taken; the names, seat 0 first."
     if isinstance(m, Shuffle):
         return f"game {m.game} begins with the hidden deal; seat {m.dealer} deals and locks the deck first (15.15, step 1)."
     if isinstance(m, Locked):
         return (
             f"seat {m.seat}'s public point and its locked list of game {m.game}, checked by the host and relayed "
-            "(15.5, 15.11); the guest checks every point of it too."
+            f"(15.5, 15.11), with seat {m.seat}'s signature over it and the {m.seen} step{'s' * (m.seen != 1)} of the guest's "
+            "it had received (15.17); the guest checks the signature and every point of it too."
         )
     if isinstance(m, Lock):
         return (
             "the guest's public point for the game, and the deck: each entry of seat 0's list locked again under the "
-            "guest's secret scalar, and the whole permuted (15.5; 15.15, step 3). It sends its unmaskings at once."
+            "guest's secret scalar, and the whole permuted (15.5; 15.15, step 3), signed by the guest over the "
+            f"{m.seen} step{'s' * (m.seen != 1)} of seat 0's it has received (15.17). It sends its unmaskings at once."
         )
     if isinstance(m, (Open, Opened)):
         who = "the guest" if isinstance(m, Open) else f"seat {m.seat}, relayed"
@@ -763,7 +773,10 @@ def describe(frame: Frame, session: Session) -> str:
             for what, steps in (("unmasking", m.unmaskings), ("reveal", m.reveals))
             if steps
         ]
-        return f"{who}: " + " and ".join(parts) + ", each a point and its proof (15.7); every proof is checked on arrival (15.11)."
+        return (
+            f"{who}: " + " and ".join(parts) + ", each a point and its proof (15.7); every proof is checked on arrival (15.11). "
+            f"Signed by its party over the {m.seen} step{'s' * (m.seen != 1)} of the other's it had received (15.17)."
+        )
     if isinstance(m, HiddenTurn):
         return (
             f"request {m.request}: the options of each of the fourteen kinds of card on this table, whatever the guest holds "
@@ -773,10 +786,11 @@ def describe(frame: Frame, session: Session) -> str:
         reveal = "and its reveal (15.7)" if m.reveal is not None else "(face up already: no reveal)"
         return f"answers request {m.request}: kind {m.kind}, option {m.option}, the card dealt at position {m.position} {reveal}."
     if isinstance(m, Audit):
-        return f"the guest's secret scalar of game {m.game}, now that every card is public (15.10)."
+        return f"the guest's secret scalar of game {m.game}, now that every card is public (15.10), signed (15.17)."
     if isinstance(m, Audited):
         return (
-            f"seat {m.seat}'s scalar of game {m.game}, relayed once both are in: the guest audits seat {m.seat}'s list (15.10); "
+            f"seat {m.seat}'s scalar of game {m.game}, with its signature, relayed once both are in: the guest audits seat "
+            f"{m.seat}'s list (15.10); "
             "this is the game's checkpoint on the guest's channel (14.4)."
         )
     if isinstance(m, Commit):

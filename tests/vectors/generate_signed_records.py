@@ -54,6 +54,7 @@ PROTOCOL = "basra-net protocol version 2; the signed records and the code exchan
 DESCRIPTION = (
     "test vectors for version 2: the channel context, the running hash of a whole game's stream step by step, "
     "every statement either player signs (game, result, absence) with its exact input bytes and both signatures, "
+    "each party's signature of its own steps of the hidden deal (15.17), "
     "and a SPAKE2 run of the join code with fixed randomness"
 )
 CONVENTIONS = {
@@ -122,6 +123,19 @@ FIELDS = {
     "bad_deal_statement.grace": "the grace period, seconds",
     "bad_deal_statement.events": "its one event, [kind, time in ms since 1970, stream messages sent]",
     **{f"bad_deal_statement.{name}": text for name, text in _STATEMENT.items()},
+    "step_statements": "the first steps of game 1 of the hidden-hands session of example_session.json, each signed by its party (15.17)",
+    "step_statements.match_id": "16 bytes: the match id",
+    "step_statements.keys": "each seat's identity key as match_start names them, seat 0's first (seat 0 is the host's own player)",
+    "step_statements.seat_0_private_seed": "seat 0's Ed25519 private seed, 32 bytes",
+    "step_statements.context": "u16(2) || lp(match_id) || lp(key_0) || lp(key_1), the bytes every step statement carries after its label",
+    "step_statements.steps": "each step in the order the guest's channel holds it: its own as sent, seat 0's as relayed",
+    "step_statements.steps[].type": "the message that carries it",
+    "step_statements.steps[].seat": "the party whose step it is",
+    "step_statements.steps[].game": "the game",
+    "step_statements.steps[].seen": "how many steps of the other party its party had received",
+    "step_statements.steps[].seen_hash": "the chain over the signatures of those steps",
+    "step_statements.steps[].body": "the step's content, hex",
+    **{f"step_statements.steps[].{name}": text for name, text in _STATEMENT.items()},
     "pake": "one code exchange (14.9) with the entropy functions of 14.12",
     "pake.code": "the join code as the host shows it",
     "pake.password": "pw: the code without spaces and dashes, upper case",
@@ -272,7 +286,64 @@ def build_vectors() -> dict:
         "absence_statement": {**ABSENCE, "bytes": absence.hex(), "signature": host.sign(absence).hex()},
         "withheld_statement": {**WITHHELD, "bytes": withheld.hex(), "signature": host.sign(withheld).hex()},
         "bad_deal_statement": {**BAD_DEAL, "bytes": bad_deal.hex(), "signature": host.sign(bad_deal).hex()},
+        "step_statements": step_run(),
         "pake": pake_run(host_key, guest_key, nonce),
+    }
+
+
+# The host's own seat of the hidden-hands session (example_session.json): its identity, counting from c0.
+SEAT_0_PRIVATE_SEED = bytes(range(0xC0, 0xE0))
+STEP_VECTORS = 8  # the first steps of game 1: both locks, the unmaskings and reveals of hand 1
+
+
+def step_body(message: dict) -> bytes:
+    """A step's content as 15.17 lays it out, from the party's message or the host's relay of it."""
+    kind = message["type"].removesuffix("ed")
+    if kind == "lock":
+        return lp(b"lock") + message["public"] + b"".join(message["deck"])
+    if kind == "open":
+        return lp(b"open") + b"".join(
+            u8(len(message[name])) + b"".join(u8(position) + data for position, data in message[name]) for name in ("unmaskings", "reveals")
+        )
+    return lp(b"audit") + message["scalar"]
+
+
+def step_run() -> dict:
+    session = next(s for s in json.loads(SESSION_PATH.read_text())["sessions"] if s["inputs"].get("deals"))
+    match_id, guest_seat = bytes.fromhex(session["inputs"]["match_id"]), 1
+    privates = {0: Ed25519PrivateKey.from_private_bytes(SEAT_0_PRIVATE_SEED), guest_seat: Ed25519PrivateKey.from_private_bytes(GUEST_PRIVATE_SEED)}
+    keys = context = None
+    signatures: dict[int, list[bytes]] = {0: [], 1: []}
+    steps = []
+    for f in session["frames"]:
+        message = msgpack.unpackb(bytes.fromhex(f["hex"])[4:], raw=False)
+        if message["type"] == "match_start":
+            keys = message["keys"]
+            assert [public(privates[0]), public(privates[1])] == keys
+            context = u16(2) + lp(match_id) + lp(keys[0]) + lp(keys[1])
+        if message["type"] in ("lock", "open", "audit") and f["from"] == "guest":
+            seat = guest_seat
+        elif message["type"] in ("locked", "opened", "audited") and f["from"] == "host":
+            seat = message["seat"]
+        else:
+            continue
+        if message["game"] != 1 or len(steps) == STEP_VECTORS:
+            continue
+        seen_hash = sha256(lp(b"basra-net/v2/step-seen"))
+        for signature in signatures[1 - seat][: message["seen"]]:
+            seen_hash = sha256(lp(b"basra-net/v2/step-seen") + seen_hash + signature)
+        body = step_body(message)
+        signed = lp(b"basra-net/v2/step") + context + u8(seat) + u32(message["game"]) + u32(message["seen"]) + lp(seen_hash) + lp(body)
+        signature = privates[seat].sign(signed)
+        assert signature == message["sig"], "the session's step signature differs from the specification's"
+        signatures[seat].append(signature)
+        steps.append({
+            "type": message["type"], "seat": seat, "game": message["game"], "seen": message["seen"], "seen_hash": seen_hash.hex(),
+            "body": body.hex(), "bytes": signed.hex(), "signature": signature.hex(),
+        })
+    return {
+        "match_id": match_id.hex(), "keys": [k.hex() for k in keys], "seat_0_private_seed": SEAT_0_PRIVATE_SEED.hex(),
+        "context": context.hex(), "steps": steps,
     }
 
 
