@@ -40,8 +40,8 @@ The same client process drives it, with the journal and without (as
 lays out its own work ("floor in trio": a trio task reading each seat with
 the host's wait, one committer task, the same work and journal; what trio's
 tasks, waits and wake-ups cost on their own; and "floor in trio, commit
-thread", whose commits go to the journal's thread as `basra serve`'s do on
-a disk whose syncs take over 2 ms), and two relays over the
+thread", whose commits go to a worker thread as `basra serve`'s do on a
+disk whose syncs take over 2 ms), and two relays over the
 same number of loopback connections, one message in flight per table, as
 load.py does:
 benchmarks/relay.py itself (trio streams, the floor issue 12's ratio is
@@ -205,11 +205,9 @@ async def serve_floor_in_trio(listener: socket.socket, tables: int, journal_path
     takes what it read at once; the committer task writes and fsyncs every record queued meanwhile, in the
     loop's own thread, then writes each seat's frames: the floor's work plus the cost of trio's tasks,
     waits and wake-ups alone, without the host's outboxes, checks, liveness or seating.  With
-    ``commit_thread`` each commit's write and fsync go to the thread `basra serve` hands them to on a disk
+    ``commit_thread`` each commit's write and fsync go to a worker thread, as `basra serve` hands them on a disk
     whose syncs take over SLOW_SYNC on average, and the tables go on meanwhile.
     """
-    from basra_net.host.serve_journal import CommitThread  # here: a checkout timed before it had one runs the other ways
-
     pending: list[bytes] = []
     pairs, owner, out = seat_tables(listener, tables, pending)
     journal = JournalWriter.create(journal_path, {"type": "header"})
@@ -236,11 +234,10 @@ async def serve_floor_in_trio(listener: socket.socket, tables: int, journal_path
 
     async def commit() -> None:
         nonlocal work
-        thread = CommitThread() if commit_thread else None
         while True:
             await work.wait()
             work = trio.Event()
-            if thread is None:
+            if not commit_thread:
                 _flush(journal, pending, out)
                 continue
             records, ready = pending[:], {}
@@ -249,7 +246,7 @@ async def serve_floor_in_trio(listener: socket.socket, tables: int, journal_path
                 if frames:
                     ready[fd], out[fd] = frames, []
             if records:
-                await thread.run(journal.append_encoded, records)
+                await trio.to_thread.run_sync(journal.append_encoded, records, thread_name="basra journal")
             _flush(None, [], ready)
 
     _flush(journal, pending, out)

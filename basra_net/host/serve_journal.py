@@ -24,11 +24,7 @@ commits take longer than SLOW_SYNC on average would stall every table's
 pings and handshakes with them, so its commits run in a worker thread
 until the average is back below (each commit timed where it runs: the
 disk's time, not the loop's delay in taking up a commit made in the worker
-thread); so does rotation, which copies every open table's records.  That
-thread is the journal's own, started at its first such commit and kept for
-its life (``CommitThread``): trio's ``to_thread`` spent twice the CPU of
-that hand-off on each commit, for its thread cache, capacity limiter and
-cancel scope.  A record's position
+thread); so does rotation, which copies every open table's records.  A record's position
 in the log orders it; whatever a table sends after writing a record waits
 in its seat's outbox (outbox.py) until the log is on disk up to that
 position, and a new or resumed seat's welcome waits the same way
@@ -52,8 +48,6 @@ copied to a new file, which replaces the old one only once it is on disk.
 
 from __future__ import annotations
 
-import queue
-import threading
 from array import array
 from collections.abc import Callable
 from pathlib import Path
@@ -100,7 +94,6 @@ class ServeJournal:
         self.failure: str | None = None
         self.on_failure: Callable[[str], None] = lambda message: None
         self.fsyncs = 0  # batches committed
-        self._thread: CommitThread | None = None  # made at the first commit that leaves the loop
 
     @classmethod
     def create(cls, path: Path, header: dict, **options) -> ServeJournal:
@@ -190,9 +183,8 @@ class ServeJournal:
                 if snapshot is None and self._sync_time < SLOW_SYNC:
                     took = self._timed_write(clock, batch, None)
                 else:
-                    if self._thread is None:
-                        self._thread = CommitThread()
-                    took = await self._thread.run(self._timed_write, clock, batch, snapshot)
+                    # A cancel waits for the write: what is durable depends on how it ends.
+                    took = await trio.to_thread.run_sync(self._timed_write, clock, batch, snapshot, thread_name="basra journal")
             except JournalError as err:
                 self._fail(str(err))
                 return
@@ -309,50 +301,11 @@ class ServeJournal:
             self.failure = str(err)
         finally:
             self._writer.close()
-            if self._thread is not None:
-                self._thread.stop()
         if self.failure is not None or not self._tables:
             try:
                 self._writer.path.unlink(missing_ok=True)
             except OSError:
                 pass  # an unwritable folder: the journal stays, and --resume finds its players gone
-
-
-class CommitThread:
-    """One long-lived thread that runs the journal's slow commits, one at a time, and wakes the loop when each is done."""
-
-    def __init__(self) -> None:
-        self._token = trio.lowlevel.current_trio_token()
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        # A daemon: a server stopped without closing its journal must not wait on it to exit.
-        self._thread = threading.Thread(target=self._serve, name="basra journal", daemon=True)
-        self._thread.start()
-
-    async def run(self, function: Callable, *args: object) -> object:
-        """``function(*args)`` in the thread.  A cancel waits for it: what is durable depends on how it ends."""
-        done = trio.Event()
-        result: list = []  # the value, or the exception the function raised
-        self._jobs.put((function, args, result, done))
-        with trio.CancelScope(shield=True):
-            await done.wait()
-        value, error = result
-        if error is not None:
-            raise error
-        return value
-
-    def stop(self) -> None:
-        """End the thread once the commit it is making, if any, is done."""
-        self._jobs.put(None)
-        self._thread.join()
-
-    def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            function, args, result, done = job
-            try:
-                result += (function(*args), None)
-            except BaseException as error:  # raised again in the loop, where the commit is awaited
-                result += (None, error)
-            self._token.run_sync_soon(done.set)
 
 
 class TableLog:

@@ -316,37 +316,7 @@ async def test_a_slow_disk_moves_the_commits_to_a_worker_thread_and_a_fast_one_b
     assert tables == {"1": [{"type": "play", "n": n} for n in range(46)]}
 
 
-def _journal_threads() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name == "basra journal"]
-
-
-async def test_a_slow_disks_commits_share_one_thread_kept_for_the_journals_life(tmp_path, monkeypatch):
-    """One thread of the journal's own, not a hand-off through trio's thread cache for each commit; close ends it."""
-    journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
-    journal._sync_time = 1.0  # the disk has been slow: every commit leaves the loop
-    log = journal.open_table(_table_header(1))
-    synced_in = []
-    real_fsync = journal_module.os.fsync
-
-    def watching_fsync(fd):
-        synced_in.append(threading.current_thread())
-        return real_fsync(fd)
-
-    monkeypatch.setattr(journal_module.os, "fsync", watching_fsync)
-    for n in range(5):
-        log.append({"type": "play", "n": n})
-        await _commit_all(journal)
-    assert len(synced_in) == 5 and len(set(synced_in)) == 1
-    (thread,) = _journal_threads()
-    assert synced_in[0] is thread and thread.is_alive()
-    journal.close()
-    assert not thread.is_alive() and _journal_threads() == []
-    again, tables = _resume(tmp_path / "serve.journal")
-    again.close()
-    assert tables == {"1": [{"type": "play", "n": n} for n in range(5)]}
-
-
-async def test_a_cancel_during_a_commit_in_the_thread_waits_for_the_commit_to_end(tmp_path):
+async def test_a_cancel_during_a_commit_in_a_worker_thread_waits_for_the_commit_to_end(tmp_path):
     """What is durable depends on how the write ends: the committer is not gone while its thread still writes."""
     journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
     journal._sync_time = 1.0
@@ -384,7 +354,7 @@ async def test_a_cancel_during_a_commit_in_the_thread_waits_for_the_commit_to_en
     assert tables == {"1": [{"type": "play", "n": 0}]}
 
 
-async def test_a_write_that_fails_in_the_thread_fails_the_journal(tmp_path):
+async def test_a_write_that_fails_in_a_worker_thread_fails_the_journal(tmp_path):
     journal = ServeJournal.create(tmp_path / "serve.journal", HEADER)
     journal._sync_time = 1.0
     log = journal.open_table(_table_header(1))
@@ -399,7 +369,6 @@ async def test_a_write_that_fails_in_the_thread_fails_the_journal(tmp_path):
     assert "could not be written: no space left on device" in message
     assert not await log.durable()
     journal.close()
-    assert _journal_threads() == []
 
 
 async def test_a_busy_loop_does_not_keep_the_commits_in_a_worker_thread_once_the_disk_is_fast(tmp_path, monkeypatch):
